@@ -1,0 +1,52 @@
+/*
+ * The mmureplay command line: one binary, one subcommand per pipeline
+ * stage.  Each subcommand declares its options in a table (struct
+ * cli_option) that drives both parsing and --help, so the two cannot
+ * disagree.
+ *
+ * Exit codes (documented in --help and the README):
+ */
+#ifndef MMUREPLAY_CLI_CLI_H
+#define MMUREPLAY_CLI_CLI_H
+
+enum cli_exit {
+	CLI_EXIT_OK = 0,
+	CLI_EXIT_USAGE = 1,     /* bad command line */
+	CLI_EXIT_INPUT = 2,     /* bad input: missing, not a trace/DB, newer
+				 * schema, corrupt metadata */
+	CLI_EXIT_PARTIAL = 3,   /* trace broken mid-way: result written,
+				 * marked truncated */
+	CLI_EXIT_OUTPUT = 4,    /* cannot write the result */
+	CLI_EXIT_INTERNAL = 5,  /* out of memory, missing babeltrace2 plugin */
+};
+
+struct cli_option {
+	const char *name;       /* long name without "--" */
+	char short_name;        /* 0: none */
+	const char *arg;        /* NULL: a flag */
+	const char *help;
+};
+
+struct cli_command {
+	const char *name;
+	const char *usage;      /* after "mmureplay NAME " */
+	const char *summary;    /* one line */
+	const char *details;    /* paragraph(s) for --help */
+	const struct cli_option *options;   /* terminated by name == NULL */
+	int (*run)(int argc, char **argv);
+};
+
+/*
+ * Parse argv against cmd->options.  On return values[i] holds the
+ * argument of option i ("" for a given flag, NULL if absent) and the
+ * positional arguments are moved to argv[0..*npos).  Returns -1 after
+ * printing a usage error, 1 when --help was printed, 0 otherwise.
+ */
+int cli_parse(const struct cli_command *cmd, int argc, char **argv,
+	      const char **values, int *npos);
+void cli_help(const struct cli_command *cmd);
+
+extern const struct cli_command cli_cmd_ingest;
+extern const struct cli_command cli_cmd_summary;
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * mmureplay ingest: CTF trace directories -> capture DB.
+ */
+#include "cli/cli.h"
+
+#include "ingest/ingest.h"
+
+#include <stdio.h>
+
+enum { OPT_OUTPUT, OPT_QUIET, OPT_N };
+
+static const struct cli_option options[] = {
+	[OPT_OUTPUT] = { "output", 'o', "DB",
+			 "capture database to write (required)" },
+	[OPT_QUIET] = { "quiet", 'q', NULL,
+			"no closing line on stderr" },
+	[OPT_N] = { NULL, 0, NULL, NULL },
+};
+
+static int run(int argc, char **argv);
+
+const struct cli_command cli_cmd_ingest = {
+	.name = "ingest",
+	.usage = "TRACE... -o DB",
+	.summary = "Load LTTng (CTF) traces of one capture into a SQLite DB.",
+	.details =
+	"Every directory under each TRACE that holds a 'metadata' file is\n"
+	"read as one CTF trace (kernel and UST traces of one capture go into\n"
+	"one DB, merged in time order).  Events named in schemas/events.json\n"
+	"become rows of the canonical tables; every raw event name is counted\n"
+	"in raw_event, discarded events and packets go to lost.  The DB is\n"
+	"written as DB.tmp-PID and renamed when complete.  A trace that\n"
+	"breaks mid-way keeps what was read, marked truncated (exit 3).\n",
+	.options = options,
+	.run = run,
+};
+
+static int run(int argc, char **argv)
+{
+	const char *v[OPT_N];
+	struct ingest_opts opts;
+	struct ingest_result res;
+	int npos, rc;
+
+	rc = cli_parse(&cli_cmd_ingest, argc, argv, v, &npos);
+	if (rc)
+		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+	if (npos == 0 || !v[OPT_OUTPUT]) {
+		fprintf(stderr, "mmureplay ingest: need TRACE... and -o DB "
+			"(see --help)\n");
+		return CLI_EXIT_USAGE;
+	}
+	opts.inputs = (const char *const *)argv;
+	opts.ninputs = npos;
+	opts.output = v[OPT_OUTPUT];
+	switch (ingest_run(&opts, &res)) {
+	case INGEST_OK:
+		if (!v[OPT_QUIET])
+			fprintf(stderr, "mmureplay: %s: %llu events from %d "
+				"trace(s), %llu lost\n", opts.output,
+				(unsigned long long)res.events, res.ntraces,
+				(unsigned long long)res.lost_events);
+		return CLI_EXIT_OK;
+	case INGEST_PARTIAL:
+		return CLI_EXIT_PARTIAL;
+	case INGEST_ERR_INPUT:
+		return CLI_EXIT_INPUT;
+	case INGEST_ERR_OUTPUT:
+		return CLI_EXIT_OUTPUT;
+	default:
+		return CLI_EXIT_INTERNAL;
+	}
+}

@@ -1,0 +1,246 @@
+/*
+ * Capture DB lifecycle: temp-and-rename for writers, schema version gate
+ * for readers (see db.h).  The DDL lives in schemas/capture.sql and is
+ * embedded at build time; PRAGMA user_version carries its version.
+ */
+#include "db/db.h"
+
+#include "util/log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern const char schema_capture_sql[];
+
+static char *path_dup_fmt(const char *fmt, const char *a, long b)
+{
+	size_t n = strlen(fmt) + strlen(a) + 32;
+	char *s = malloc(n);
+
+	if (s)
+		snprintf(s, n, fmt, a, b);
+	return s;
+}
+
+enum db_status db_exec(sqlite3 *db, const char *sql)
+{
+	char *msg = NULL;
+	enum db_status st = DB_OK;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		log_error("%s: %s", sqlite3_db_filename(db, "main"),
+			  msg ? msg : sqlite3_errmsg(db));
+		st = DB_ERR_SQL;
+	}
+	sqlite3_free(msg);
+	return st;
+}
+
+enum db_status db_out_create(struct db_out *out, const char *path)
+{
+	enum db_status st = DB_ERR_IO;
+
+	memset(out, 0, sizeof(*out));
+	out->path = strdup(path);
+	out->tmp_path = path_dup_fmt("%s.tmp-%ld", path, (long)getpid());
+	if (!out->path || !out->tmp_path) {
+		log_error("%s: out of memory", path);
+		goto end;
+	}
+	unlink(out->tmp_path);
+	if (sqlite3_open_v2(out->tmp_path, &out->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+			    NULL) != SQLITE_OK) {
+		log_error("%s: cannot create: %s", path,
+			  out->db ? sqlite3_errmsg(out->db) : "out of memory");
+		goto end;
+	}
+	/*
+	 * The file is not visible under its name until it is complete, so a
+	 * crash can lose only the temporary: no journal, no fsync per commit.
+	 */
+	if (db_exec(out->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+			     "PRAGMA locking_mode=EXCLUSIVE;"
+			     "PRAGMA cache_size=-32768; PRAGMA temp_store=MEMORY;")
+	    != DB_OK)
+		goto end;
+	if (db_exec(out->db, schema_capture_sql) != DB_OK)
+		goto end;
+	if (db_exec(out->db, "BEGIN") != DB_OK)
+		goto end;
+	st = DB_OK;
+end:
+	if (st != DB_OK)
+		db_out_discard(out);
+	return st;
+}
+
+enum db_status db_out_publish(struct db_out *out)
+{
+	enum db_status st = DB_ERR_IO;
+
+	assert(out->db);
+	if (db_meta_set_int(out->db, "complete", 1) != DB_OK)
+		goto end;
+	if (db_exec(out->db, "COMMIT") != DB_OK)
+		goto end;
+	if (sqlite3_close(out->db) != SQLITE_OK) {
+		log_error("%s: cannot close: %s", out->path,
+			  sqlite3_errmsg(out->db));
+		goto end;
+	}
+	out->db = NULL;
+	if (rename(out->tmp_path, out->path) != 0) {
+		log_error("%s: cannot rename into place: %s", out->path,
+			  strerror(errno));
+		goto end;
+	}
+	st = DB_OK;
+end:
+	db_out_discard(out);
+	return st;
+}
+
+void db_out_discard(struct db_out *out)
+{
+	if (out->db) {
+		sqlite3_close(out->db);
+		out->db = NULL;
+	}
+	if (out->tmp_path)
+		unlink(out->tmp_path);
+	free(out->tmp_path);
+	free(out->path);
+	out->tmp_path = NULL;
+	out->path = NULL;
+}
+
+enum db_status db_open(const char *path, int read_only, sqlite3 **out)
+{
+	enum db_status st = DB_ERR_NOT_DB;
+	sqlite3 *db = NULL;
+	sqlite3_stmt *stmt = NULL;
+	struct stat sb;
+	int version;
+
+	*out = NULL;
+	if (stat(path, &sb) != 0) {
+		log_error("%s: %s", path, strerror(errno));
+		goto end;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		log_error("%s: not a capture database (not a regular file)",
+			  path);
+		goto end;
+	}
+	if (sqlite3_open_v2(path, &db, read_only ? SQLITE_OPEN_READONLY :
+			    SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		log_error("%s: cannot open: %s", path,
+			  db ? sqlite3_errmsg(db) : "out of memory");
+		goto end;
+	}
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, NULL) !=
+	    SQLITE_OK || sqlite3_step(stmt) != SQLITE_ROW) {
+		log_error("%s: not a capture database (%s)", path,
+			  sqlite3_errmsg(db));
+		goto end;
+	}
+	version = sqlite3_column_int(stmt, 0);
+	if (version > DB_SCHEMA_VERSION) {
+		log_error("%s: schema version %d is newer than this mmureplay "
+			  "reads (%d); use a newer mmureplay", path, version,
+			  DB_SCHEMA_VERSION);
+		st = DB_ERR_NEWER;
+		goto end;
+	}
+	if (version < DB_SCHEMA_VERSION) {
+		log_error("%s: not a capture database (schema version %d)",
+			  path, version);
+		st = version == 0 ? DB_ERR_NOT_DB : DB_ERR_OLDER;
+		goto end;
+	}
+	if (db_meta_get_int(db, "complete", 0) != 1) {
+		log_error("%s: incomplete capture database", path);
+		goto end;
+	}
+	*out = db;
+	db = NULL;
+	st = DB_OK;
+end:
+	sqlite3_finalize(stmt);
+	if (db)
+		sqlite3_close(db);
+	return st;
+}
+
+static enum db_status meta_set(sqlite3 *db, const char *key, int is_int,
+			       int64_t iv, const char *sv)
+{
+	sqlite3_stmt *stmt = NULL;
+	enum db_status st = DB_ERR_SQL;
+
+	if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta(key, value) "
+			       "VALUES (?, ?)", -1, &stmt, NULL) != SQLITE_OK)
+		goto end;
+	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
+	if (is_int)
+		sqlite3_bind_int64(stmt, 2, iv);
+	else if (sv)
+		sqlite3_bind_text(stmt, 2, sv, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(stmt) != SQLITE_DONE)
+		goto end;
+	st = DB_OK;
+end:
+	if (st != DB_OK)
+		log_error("%s: cannot write meta %s: %s",
+			  sqlite3_db_filename(db, "main"), key,
+			  sqlite3_errmsg(db));
+	sqlite3_finalize(stmt);
+	return st;
+}
+
+enum db_status db_meta_set_int(sqlite3 *db, const char *key, int64_t v)
+{
+	return meta_set(db, key, 1, v, NULL);
+}
+
+enum db_status db_meta_set_text(sqlite3 *db, const char *key, const char *v)
+{
+	return meta_set(db, key, 0, 0, v);
+}
+
+int64_t db_meta_get_int(sqlite3 *db, const char *key, int64_t dflt)
+{
+	sqlite3_stmt *stmt = NULL;
+	int64_t v = dflt;
+
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1,
+			       &stmt, NULL) != SQLITE_OK)
+		goto end;
+	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(stmt) == SQLITE_ROW &&
+	    sqlite3_column_type(stmt, 0) == SQLITE_INTEGER)
+		v = sqlite3_column_int64(stmt, 0);
+end:
+	sqlite3_finalize(stmt);
+	return v;
+}
+
+int64_t db_table_count(sqlite3 *db, const char *table)
+{
+	sqlite3_stmt *stmt = NULL;
+	char sql[128];
+	int64_t n = -1;
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM \"%s\"", table);
+	if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) == SQLITE_OK &&
+	    sqlite3_step(stmt) == SQLITE_ROW)
+		n = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return n;
+}

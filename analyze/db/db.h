@@ -1,0 +1,55 @@
+/*
+ * The capture database file: creation under a temporary name, atomic
+ * publication, and opening an existing file with a schema check.
+ *
+ * A database that a reader sees under its final name is always whole:
+ * writers work on "NAME.tmp-PID" in the same directory and rename(2) it
+ * over NAME only after the last commit.  A file whose schema version is
+ * newer than this build knows is refused before anything is read from it.
+ */
+#ifndef MMUREPLAY_DB_DB_H
+#define MMUREPLAY_DB_DB_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#define DB_SCHEMA_VERSION 1
+
+enum db_status {
+	DB_OK = 0,
+	DB_ERR_IO,          /* cannot create, write or rename the file */
+	DB_ERR_NOT_DB,      /* missing, or not an SQLite capture DB */
+	DB_ERR_NEWER,       /* written by a newer mmureplay */
+	DB_ERR_OLDER,       /* a schema this build no longer reads */
+	DB_ERR_SQL,         /* a statement failed */
+};
+
+struct db_out {
+	sqlite3 *db;
+	char *path;         /* final name */
+	char *tmp_path;     /* where it is written until db_out_publish() */
+};
+
+/* Create a new, empty capture DB at a temporary name beside path. */
+enum db_status db_out_create(struct db_out *out, const char *path);
+/* Commit, close and rename onto the final name. */
+enum db_status db_out_publish(struct db_out *out);
+/* Close and delete the temporary file; safe on a zeroed struct. */
+void db_out_discard(struct db_out *out);
+
+/* Open an existing capture DB; read_only selects the SQLite open mode. */
+enum db_status db_open(const char *path, int read_only, sqlite3 **out);
+
+/* Execute SQL, reporting errors against the file name. */
+enum db_status db_exec(sqlite3 *db, const char *sql);
+
+/* meta table accessors. */
+enum db_status db_meta_set_int(sqlite3 *db, const char *key, int64_t v);
+enum db_status db_meta_set_text(sqlite3 *db, const char *key, const char *v);
+/* Returns dflt when the key is absent. */
+int64_t db_meta_get_int(sqlite3 *db, const char *key, int64_t dflt);
+
+/* Rows in table (or -1 on error). */
+int64_t db_table_count(sqlite3 *db, const char *table);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * The event catalogue: which raw trace events become which canonical rows.
+ *
+ * It is data (schemas/events.json, embedded at build time), not code, so
+ * supporting a new kernel's event or a renamed field is a one-line change.
+ * Events are matched by name and their fields by name, never by position;
+ * a column may list alternative field names for different kernels.
+ */
+#ifndef MMUREPLAY_INGEST_CATALOG_H
+#define MMUREPLAY_INGEST_CATALOG_H
+
+#include <stdint.h>
+
+#define CATALOG_MAX_COLS 10
+#define CATALOG_MAX_ALTS 4
+
+enum catalog_status {
+	CATALOG_OK = 0,
+	CATALOG_ERR_PARSE,
+	CATALOG_ERR_NOMEM,
+};
+
+struct catalog_column {
+	const char *name;                       /* column of the table */
+	const char *fields[CATALOG_MAX_ALTS];   /* raw field names */
+	int nfields;                            /* 0: a constant */
+	int required;
+	int64_t const_val;
+};
+
+struct catalog_entry {
+	const char *raw;        /* raw event name, e.g. "kvm_x86_exit" */
+	const char *table;      /* canonical table */
+	int store_raw_id;       /* fill column raw_id with the raw name's id */
+	int ncols;
+	struct catalog_column cols[CATALOG_MAX_COLS];
+};
+
+struct catalog {
+	void *json;             /* parsed document; entries point into it */
+	int version;
+	int nentries;
+	struct catalog_entry *entries;
+};
+
+/* Parse the embedded schemas/events.json. */
+enum catalog_status catalog_load(struct catalog *cat);
+/* The entry for a raw event name, or NULL when the name is not mapped. */
+const struct catalog_entry *catalog_find(const struct catalog *cat,
+					 const char *raw);
+void catalog_free(struct catalog *cat);
+
+#endif

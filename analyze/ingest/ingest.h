@@ -1,0 +1,41 @@
+/*
+ * ingest: CTF trace directories in, one capture database out.
+ *
+ *   TRACE... --(src.ctf.fs per dir with a 'metadata' file)--> muxer
+ *            --> sink (ingest/sink.c) --> writer thread --> NAME.tmp-PID
+ *            --> rename(2) --> NAME
+ *
+ * Guarantees: the output exists under its name only if ingest read the
+ * input to its end or to the point where the trace itself breaks; in the
+ * latter case it is marked truncated (meta 'truncated' = 1) and the status
+ * says so.  Bad input never leaves a file behind.
+ */
+#ifndef MMUREPLAY_INGEST_INGEST_H
+#define MMUREPLAY_INGEST_INGEST_H
+
+#include <stdint.h>
+
+enum ingest_status {
+	INGEST_OK = 0,
+	INGEST_ERR_INPUT,       /* missing path, no trace, unreadable trace */
+	INGEST_ERR_OUTPUT,      /* cannot write the database */
+	INGEST_PARTIAL,         /* trace broken mid-way: DB kept, truncated */
+	INGEST_ERR_INTERNAL,    /* out of memory, babeltrace2 plugin missing */
+};
+
+struct ingest_opts {
+	const char *const *inputs;
+	int ninputs;
+	const char *output;
+};
+
+struct ingest_result {
+	uint64_t events;
+	uint64_t lost_events;
+	int ntraces;
+};
+
+enum ingest_status ingest_run(const struct ingest_opts *opts,
+			      struct ingest_result *res);
+
+#endif

@@ -1,0 +1,281 @@
+/*
+ * Computing the capture summary from the DB (see summary.h).
+ * Everything is read with aggregate queries; only leaf zaps need the SPTE
+ * decoder, so they are counted by scanning spte_change once.
+ */
+#include "metrics/summary.h"
+
+#include "db/db.h"
+#include "model/spte.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const summary_canonical_tables[] = {
+	"fault", "fast_fault", "spte_request", "spte_set", "spte_change",
+	"sp_alloc", "sp_free", "huge_split", "notifier", "unmap_decision",
+	"tlb_flush", "nx_recovery", "lock_wait", "lock_contention",
+	"memslot", "vcpu_exit", "vcpu_entry", "syscall", "stats_sample",
+	"latency_sample", NULL,
+};
+
+static char *col_text(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	return t ? strdup((const char *)t) : NULL;
+}
+
+static int64_t col_int_or(sqlite3_stmt *st, int i, int64_t dflt)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt :
+		sqlite3_column_int64(st, i);
+}
+
+/* Run sql and call row() per result row; -1 on error. */
+static int query_each(sqlite3 *db, const char *sql,
+		      int (*row)(sqlite3_stmt *, void *), void *arg)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -1, r;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		goto end;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW)
+		if (row(st, arg) < 0)
+			goto end;
+	rc = r == SQLITE_DONE ? 0 : -1;
+end:
+	if (rc < 0)
+		log_error("%s: query failed: %s", sqlite3_db_filename(db,
+			  "main"), sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int64_t query_int(sqlite3 *db, const char *sql, int64_t dflt)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = dflt;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = col_int_or(st, 0, dflt);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* Grow *arr by one element of size elem; the new one is zeroed. */
+static void *push(void **arr, int *n, size_t elem)
+{
+	char *g = realloc(*arr, (size_t)(*n + 1) * elem);
+
+	if (!g)
+		return NULL;
+	*arr = g;
+	memset(g + (size_t)*n * elem, 0, elem);
+	return g + (size_t)(*n)++ * elem;
+}
+
+static int raw_row(sqlite3_stmt *st, void *arg)
+{
+	struct summary *s = arg;
+	struct summary_raw *r = push((void **)&s->raw, &s->nraw, sizeof(*r));
+
+	if (!r)
+		return -1;
+	r->name = col_text(st, 0);
+	r->count = sqlite3_column_int64(st, 1);
+	r->canonical = col_text(st, 2);
+	r->note = col_text(st, 3);
+	return 0;
+}
+
+static int trace_row(sqlite3_stmt *st, void *arg)
+{
+	struct summary *s = arg;
+	struct summary_trace *t = push((void **)&s->traces, &s->ntraces,
+				       sizeof(*t));
+
+	if (!t)
+		return -1;
+	t->path = col_text(st, 0);
+	t->hostname = col_text(st, 1);
+	t->domain = col_text(st, 2);
+	t->kernel_release = col_text(st, 3);
+	t->kernel_version = col_text(st, 4);
+	t->tracer_name = col_text(st, 5);
+	t->tracer_version = col_text(st, 6);
+	t->trace_name = col_text(st, 7);
+	t->creation = col_text(st, 8);
+	return 0;
+}
+
+static int lost_row(sqlite3_stmt *st, void *arg)
+{
+	struct summary *s = arg;
+	struct summary_lost *l = push((void **)&s->lost, &s->nlost,
+				      sizeof(*l));
+
+	if (!l)
+		return -1;
+	l->stream_id = sqlite3_column_int64(st, 0);
+	l->stream = col_text(st, 1);
+	l->kind = col_text(st, 2);
+	l->begin_ts = col_int_or(st, 3, -1);
+	l->end_ts = col_int_or(st, 4, -1);
+	l->count = col_int_or(st, 5, -1);
+	if (l->count > 0) {
+		if (strcmp(l->kind, "events") == 0)
+			s->lost_events += l->count;
+		else
+			s->lost_packets += l->count;
+	}
+	return 0;
+}
+
+static int vcpu_row(sqlite3_stmt *st, void *arg)
+{
+	struct summary *s = arg;
+	struct summary_vcpu *v = push((void **)&s->vcpus, &s->nvcpus,
+				      sizeof(*v));
+
+	if (!v)
+		return -1;
+	v->vcpu = col_int_or(st, 0, -1);
+	v->faults = sqlite3_column_int64(st, 1);
+	return 0;
+}
+
+struct zap_scan {
+	const struct spte_format *fmt;
+	int64_t zaps;
+};
+
+static int zap_row(sqlite3_stmt *st, void *arg)
+{
+	struct zap_scan *z = arg;
+	uint64_t old = (uint64_t)sqlite3_column_int64(st, 0);
+	uint64_t new = (uint64_t)sqlite3_column_int64(st, 1);
+	int level = sqlite3_column_int(st, 2);
+
+	if (spte_present_leaf(z->fmt, old, level) &&
+	    !spte_present(z->fmt, new))
+		z->zaps++;
+	return 0;
+}
+
+static double per_s(int64_t n, double secs)
+{
+	return secs > 0 ? (double)n / secs : 0.0;
+}
+
+enum summary_status summary_compute(sqlite3 *db, struct summary *s)
+{
+	enum summary_status st = SUMMARY_ERR_SQL;
+	struct zap_scan zs = { 0 };
+	int64_t isa;
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	s->events = db_meta_get_int(db, "events", 0);
+	s->ts_base_ns = db_meta_get_int(db, "ts_base_ns", 0);
+	s->truncated = db_meta_get_int(db, "truncated", 0) != 0;
+	{
+		sqlite3_stmt *q = NULL;
+
+		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key "
+				       "= 'truncated_reason'", -1, &q, NULL) ==
+		    SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+			s->truncated_reason = col_text(q, 0);
+		sqlite3_finalize(q);
+	}
+	for (i = 0; summary_canonical_tables[i]; i++) {
+		struct summary_count *c = push((void **)&s->canon, &s->ncanon,
+					       sizeof(*c));
+
+		if (!c) {
+			st = SUMMARY_ERR_NOMEM;
+			goto end;
+		}
+		c->name = summary_canonical_tables[i];
+		c->count = db_table_count(db, c->name);
+		if (c->count < 0)
+			goto end;
+	}
+	/* The time base is the first event; meta holds the last one. */
+	s->first_ts = 0;
+	s->last_ts = db_meta_get_int(db, "last_ts", 0);
+	s->duration_s = (double)(s->last_ts - s->first_ts) / 1e9;
+
+	if (query_each(db, "SELECT name, count, canonical, note FROM raw_event "
+		       "ORDER BY count DESC, name", raw_row, s) < 0 ||
+	    query_each(db, "SELECT path, hostname, domain, kernel_release, "
+		       "kernel_version, tracer_name, tracer_version, "
+		       "trace_name, creation_datetime FROM trace ORDER BY id",
+		       trace_row, s) < 0 ||
+	    query_each(db, "SELECT l.stream_id, s.name, l.kind, l.begin_ts, "
+		       "l.end_ts, l.count FROM lost l JOIN stream s ON "
+		       "s.id = l.stream_id ORDER BY l.begin_ts, l.id",
+		       lost_row, s) < 0 ||
+	    query_each(db, "SELECT vcpu, count(*) FROM fault GROUP BY vcpu "
+		       "ORDER BY vcpu", vcpu_row, s) < 0)
+		goto end;
+
+	/* The exit's ISA says which hardware (and SPTE format) recorded. */
+	isa = query_int(db, "SELECT isa FROM vcpu_exit WHERE isa IS NOT NULL "
+			"LIMIT 1", 0);
+	s->spte_format_detected = isa == 1 || isa == 2;
+	zs.fmt = spte_format_get(isa == 1 ? SPTE_FORMAT_EPT :
+				 SPTE_FORMAT_NPT);
+	s->spte_format = zs.fmt->name;
+	if (query_each(db, "SELECT old_spte, new_spte, level FROM spte_change",
+		       zap_row, &zs) < 0)
+		goto end;
+	s->leaf_zaps = zs.zaps;
+	s->faults = db_table_count(db, "fault");
+	s->invalidations = query_int(db, "SELECT count(*) FROM notifier "
+				     "WHERE phase = 0", 0);
+	s->faults_per_s = per_s(s->faults, s->duration_s);
+	s->leaf_zaps_per_s = per_s(s->leaf_zaps, s->duration_s);
+	s->invalidations_per_s = per_s(s->invalidations, s->duration_s);
+	st = SUMMARY_OK;
+end:
+	return st;
+}
+
+void summary_free(struct summary *s)
+{
+	int i;
+
+	for (i = 0; i < s->nraw; i++) {
+		free(s->raw[i].name);
+		free(s->raw[i].canonical);
+		free(s->raw[i].note);
+	}
+	for (i = 0; i < s->ntraces; i++) {
+		struct summary_trace *t = &s->traces[i];
+
+		free(t->path);
+		free(t->hostname);
+		free(t->domain);
+		free(t->kernel_release);
+		free(t->kernel_version);
+		free(t->tracer_name);
+		free(t->tracer_version);
+		free(t->trace_name);
+		free(t->creation);
+	}
+	for (i = 0; i < s->nlost; i++) {
+		free(s->lost[i].stream);
+		free(s->lost[i].kind);
+	}
+	free(s->raw);
+	free(s->canon);
+	free(s->traces);
+	free(s->lost);
+	free(s->vcpus);
+	free(s->truncated_reason);
+	memset(s, 0, sizeof(*s));
+}

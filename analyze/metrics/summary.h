@@ -1,0 +1,80 @@
+/*
+ * The summary of a capture DB: what was recorded, how much, how fast.
+ *
+ * Rates are per second of trace time (last event - first event), the way
+ * the perm-upgrade mail quotes pf/s: NPF faults/s, leaf zaps/s (a present
+ * leaf SPTE changed to non-present) and notifier invalidations/s.
+ */
+#ifndef MMUREPLAY_METRICS_SUMMARY_H
+#define MMUREPLAY_METRICS_SUMMARY_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+struct summary_raw {
+	char *name;
+	int64_t count;
+	char *canonical;        /* NULL: counted only */
+	char *note;
+};
+
+struct summary_count {
+	const char *name;
+	int64_t count;
+};
+
+struct summary_trace {
+	char *path, *hostname, *domain, *kernel_release, *kernel_version;
+	char *tracer_name, *tracer_version, *trace_name, *creation;
+};
+
+struct summary_lost {
+	int64_t stream_id;
+	char *stream, *kind;
+	int64_t begin_ts, end_ts, count;    /* -1: unknown */
+};
+
+struct summary_vcpu {
+	int64_t vcpu;
+	int64_t faults;
+};
+
+struct summary {
+	int64_t events;
+	int64_t first_ts, last_ts;          /* ns from the capture time base */
+	int64_t ts_base_ns;
+	double duration_s;
+	int truncated;
+	char *truncated_reason;
+	const char *spte_format;
+	int spte_format_detected;           /* 0: assumed */
+
+	struct summary_raw *raw;
+	int nraw;
+	struct summary_count *canon;
+	int ncanon;
+	struct summary_trace *traces;
+	int ntraces;
+	struct summary_lost *lost;
+	int nlost;
+	int64_t lost_events, lost_packets;
+	struct summary_vcpu *vcpus;
+	int nvcpus;
+
+	int64_t faults, leaf_zaps, invalidations;
+	double faults_per_s, leaf_zaps_per_s, invalidations_per_s;
+};
+
+enum summary_status {
+	SUMMARY_OK = 0,
+	SUMMARY_ERR_SQL,
+	SUMMARY_ERR_NOMEM,
+};
+
+enum summary_status summary_compute(sqlite3 *db, struct summary *out);
+void summary_free(struct summary *s);
+
+/* The canonical tables, in report order (NULL-terminated). */
+extern const char *const summary_canonical_tables[];
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * Report emitters.  Each takes a computed result (metrics/) and writes one
+ * format; none of them queries the DB or computes a figure, so the JSON,
+ * the text tables and the HTML always say the same thing.
+ *
+ * Text tables follow the style of LKML cover letters: a header row, a
+ * dashed rule, right-aligned numbers with thousands separators, two-space
+ * indent, no box drawing - so they can be pasted into a mail as they are.
+ */
+#ifndef MMUREPLAY_REPORT_REPORT_H
+#define MMUREPLAY_REPORT_REPORT_H
+
+#include "metrics/summary.h"
+
+#include <stdio.h>
+
+/* The summary as a JSON document (caller frees with free()). */
+char *report_summary_json(const struct summary *s, const char *db_path);
+/* The summary as text tables. */
+void report_summary_text(FILE *out, const struct summary *s,
+			 const char *db_path);
+
+/* "1,234,567" into buf; returns buf. */
+char *report_fmt_count(char *buf, size_t len, int64_t n);
+
+#endif

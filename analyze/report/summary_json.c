@@ -1,0 +1,121 @@
+/*
+ * The summary as JSON (see report.h).  Key names are part of the
+ * interface: tests and users' scripts read raw_event_counts, rates, ...
+ */
+#include "report/report.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+static void add_str(cJSON *o, const char *k, const char *v)
+{
+	if (v)
+		cJSON_AddStringToObject(o, k, v);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+static void add_int_or_null(cJSON *o, const char *k, int64_t v)
+{
+	if (v < 0)
+		cJSON_AddNullToObject(o, k);
+	else
+		cJSON_AddNumberToObject(o, k, (double)v);
+}
+
+char *report_summary_json(const struct summary *s, const char *db_path)
+{
+	cJSON *root = cJSON_CreateObject(), *o, *a, *t;
+	char key[32];
+	char *out;
+	int i;
+
+	if (!root)
+		return NULL;
+	add_str(root, "database", db_path);
+	cJSON_AddNumberToObject(root, "events", (double)s->events);
+	cJSON_AddNumberToObject(root, "duration_s", s->duration_s);
+	cJSON_AddNumberToObject(root, "ts_base_ns", (double)s->ts_base_ns);
+	cJSON_AddBoolToObject(root, "truncated", s->truncated);
+	add_str(root, "truncated_reason", s->truncated_reason);
+	o = cJSON_AddObjectToObject(root, "spte_format");
+	add_str(o, "name", s->spte_format);
+	cJSON_AddBoolToObject(o, "detected", s->spte_format_detected);
+
+	o = cJSON_AddObjectToObject(root, "raw_event_counts");
+	for (i = 0; i < s->nraw; i++)
+		cJSON_AddNumberToObject(o, s->raw[i].name,
+					(double)s->raw[i].count);
+	o = cJSON_AddObjectToObject(root, "raw_event_mapping");
+	for (i = 0; i < s->nraw; i++)
+		add_str(o, s->raw[i].name, s->raw[i].canonical);
+	a = cJSON_AddArrayToObject(root, "unmapped_known_events");
+	for (i = 0; i < s->nraw; i++) {
+		if (!s->raw[i].note)
+			continue;
+		t = cJSON_CreateObject();
+		add_str(t, "name", s->raw[i].name);
+		add_str(t, "reason", s->raw[i].note);
+		cJSON_AddItemToArray(a, t);
+	}
+	o = cJSON_AddObjectToObject(root, "canonical_counts");
+	for (i = 0; i < s->ncanon; i++)
+		cJSON_AddNumberToObject(o, s->canon[i].name,
+					(double)s->canon[i].count);
+
+	o = cJSON_AddObjectToObject(root, "lost");
+	cJSON_AddNumberToObject(o, "events", (double)s->lost_events);
+	cJSON_AddNumberToObject(o, "packets", (double)s->lost_packets);
+	a = cJSON_AddArrayToObject(o, "records");
+	for (i = 0; i < s->nlost; i++) {
+		t = cJSON_CreateObject();
+		cJSON_AddNumberToObject(t, "stream_id",
+					(double)s->lost[i].stream_id);
+		add_str(t, "stream", s->lost[i].stream);
+		add_str(t, "kind", s->lost[i].kind);
+		add_int_or_null(t, "begin_ts", s->lost[i].begin_ts);
+		add_int_or_null(t, "end_ts", s->lost[i].end_ts);
+		add_int_or_null(t, "count", s->lost[i].count);
+		cJSON_AddItemToArray(a, t);
+	}
+
+	o = cJSON_AddObjectToObject(root, "totals");
+	cJSON_AddNumberToObject(o, "npf_faults", (double)s->faults);
+	cJSON_AddNumberToObject(o, "leaf_zaps", (double)s->leaf_zaps);
+	cJSON_AddNumberToObject(o, "notifier_invalidations",
+				(double)s->invalidations);
+	o = cJSON_AddObjectToObject(root, "rates");
+	cJSON_AddNumberToObject(o, "npf_faults_per_s", s->faults_per_s);
+	cJSON_AddNumberToObject(o, "leaf_zaps_per_s", s->leaf_zaps_per_s);
+	cJSON_AddNumberToObject(o, "notifier_invalidations_per_s",
+				s->invalidations_per_s);
+	o = cJSON_AddObjectToObject(root, "per_vcpu_faults");
+	for (i = 0; i < s->nvcpus; i++) {
+		if (s->vcpus[i].vcpu < 0)
+			snprintf(key, sizeof(key), "unknown");
+		else
+			snprintf(key, sizeof(key), "%lld",
+				 (long long)s->vcpus[i].vcpu);
+		cJSON_AddNumberToObject(o, key, (double)s->vcpus[i].faults);
+	}
+
+	a = cJSON_AddArrayToObject(root, "traces");
+	for (i = 0; i < s->ntraces; i++) {
+		const struct summary_trace *tr = &s->traces[i];
+
+		t = cJSON_CreateObject();
+		add_str(t, "path", tr->path);
+		add_str(t, "hostname", tr->hostname);
+		add_str(t, "domain", tr->domain);
+		add_str(t, "kernel_release", tr->kernel_release);
+		add_str(t, "kernel_version", tr->kernel_version);
+		add_str(t, "tracer_name", tr->tracer_name);
+		add_str(t, "tracer_version", tr->tracer_version);
+		add_str(t, "trace_name", tr->trace_name);
+		add_str(t, "creation_datetime", tr->creation);
+		cJSON_AddItemToArray(a, t);
+	}
+	out = cJSON_Print(root);
+	cJSON_Delete(root);
+	return out;
+}

@@ -1,0 +1,90 @@
+/*
+ * The summary as text tables for a terminal or a mail (see report.h).
+ */
+#include "report/report.h"
+
+#include <stdio.h>
+
+static const char *nz(const char *s)
+{
+	return s ? s : "-";
+}
+
+void report_summary_text(FILE *out, const struct summary *s,
+			 const char *db_path)
+{
+	char a[32], b[32];
+	int i;
+
+	fprintf(out, "Capture %s: %s events over %.3f s%s\n", db_path,
+		report_fmt_count(a, sizeof(a), s->events), s->duration_s,
+		s->truncated ? " (TRUNCATED: the trace breaks here)" : "");
+	if (s->truncated && s->truncated_reason)
+		fprintf(out, "  truncated: %s\n", s->truncated_reason);
+	for (i = 0; i < s->ntraces; i++) {
+		const struct summary_trace *t = &s->traces[i];
+
+		fprintf(out, "  trace %s: %s, host %s, %s %s, %s %s\n",
+			nz(t->path), nz(t->domain), nz(t->hostname),
+			nz(t->kernel_release), nz(t->kernel_version),
+			nz(t->tracer_name), nz(t->tracer_version));
+	}
+	fprintf(out, "  lost: %s events, %s packets%s\n",
+		report_fmt_count(a, sizeof(a), s->lost_events),
+		report_fmt_count(b, sizeof(b), s->lost_packets),
+		s->nlost ? " (see lost records in --json)" : "");
+	fprintf(out, "  SPTE format: %s (%s)\n\n", s->spte_format,
+		s->spte_format_detected ? "from the exit ISA" : "assumed");
+
+	fprintf(out, "  %-26s %12s %12s\n", "metric", "count", "per sec");
+	fprintf(out, "  %-26s %12s %12s\n", "--------------------------",
+		"------------", "------------");
+	fprintf(out, "  %-26s %12s %12.1f\n", "NPF faults",
+		report_fmt_count(a, sizeof(a), s->faults), s->faults_per_s);
+	fprintf(out, "  %-26s %12s %12.1f\n", "leaf zaps",
+		report_fmt_count(a, sizeof(a), s->leaf_zaps),
+		s->leaf_zaps_per_s);
+	fprintf(out, "  %-26s %12s %12.1f\n\n", "notifier invalidations",
+		report_fmt_count(a, sizeof(a), s->invalidations),
+		s->invalidations_per_s);
+
+	if (s->nvcpus) {
+		fprintf(out, "  %-26s %12s\n", "vCPU", "NPF faults");
+		fprintf(out, "  %-26s %12s\n", "--------------------------",
+			"------------");
+		for (i = 0; i < s->nvcpus; i++) {
+			if (s->vcpus[i].vcpu < 0)
+				snprintf(b, sizeof(b), "unknown");
+			else
+				snprintf(b, sizeof(b), "%lld",
+					 (long long)s->vcpus[i].vcpu);
+			fprintf(out, "  %-26s %12s\n", b,
+				report_fmt_count(a, sizeof(a),
+						 s->vcpus[i].faults));
+		}
+		fputc('\n', out);
+	}
+
+	fprintf(out, "  %-26s %12s\n", "canonical event", "count");
+	fprintf(out, "  %-26s %12s\n", "--------------------------",
+		"------------");
+	for (i = 0; i < s->ncanon; i++)
+		if (s->canon[i].count)
+			fprintf(out, "  %-26s %12s\n", s->canon[i].name,
+				report_fmt_count(a, sizeof(a),
+						 s->canon[i].count));
+	fputc('\n', out);
+
+	fprintf(out, "  %-32s %12s  %s\n", "raw event", "count", "maps to");
+	fprintf(out, "  %-32s %12s  %s\n", "--------------------------------",
+		"------------", "---------------");
+	for (i = 0; i < s->nraw; i++)
+		fprintf(out, "  %-32s %12s  %s\n", s->raw[i].name,
+			report_fmt_count(a, sizeof(a), s->raw[i].count),
+			s->raw[i].note ? "(not mapped: see note)" :
+			nz(s->raw[i].canonical));
+	for (i = 0; i < s->nraw; i++)
+		if (s->raw[i].note)
+			fprintf(out, "  note: %s: %s\n", s->raw[i].name,
+				s->raw[i].note);
+}

@@ -1,0 +1,28 @@
+/*
+ * Number formatting shared by the text tables (see report.h).
+ */
+#include "report/report.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+char *report_fmt_count(char *buf, size_t len, int64_t n)
+{
+	char digits[32];
+	size_t nd, i, o = 0;
+	int neg = n < 0;
+
+	snprintf(digits, sizeof(digits), "%" PRIu64,
+		 neg ? (uint64_t)0 - (uint64_t)n : (uint64_t)n);
+	nd = strlen(digits);
+	if (neg && o + 1 < len)
+		buf[o++] = '-';
+	for (i = 0; i < nd && o + 1 < len; i++) {
+		if (i && (nd - i) % 3 == 0 && o + 2 < len)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}

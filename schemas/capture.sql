@@ -1,0 +1,193 @@
+-- mmureplay capture database, schema version 1.
+--
+-- One file holds one capture: every trace of it (kernel and UST), its
+-- streams, the canonical events of schemas/events.json, the count of every
+-- raw event name seen, and the events the tracer reports as lost.
+--
+-- Invariants kept by ingest (analyze/ingest) and relied on by everything
+-- that reads the file:
+--   * seq is the position of the event in the muxed, time-ordered stream
+--     of the whole capture, unique across all event tables; replay merges
+--     tables by seq, never by ts (ties in ts are common).
+--   * ts is nanoseconds from the capture's time base (meta 'ts_base_ns',
+--     nanoseconds from the Unix epoch), so it stays small on disk.
+--   * Unsigned 64-bit trace fields (SPTEs, addresses, error codes) are
+--     stored as the signed integer with the same bit pattern: reading them
+--     back with sqlite3_column_int64() and a cast to uint64_t is exact,
+--     and printf('%x', v) in SQL shows the original value.
+--   * A missing optional field is NULL, never 0.
+--   * The file is complete when meta 'complete' is 1; meta 'truncated' is 1
+--     when the trace ended early and the events after the break are absent.
+
+PRAGMA user_version = 1;
+
+CREATE TABLE meta (
+	key   TEXT PRIMARY KEY,
+	value
+) WITHOUT ROWID;
+
+CREATE TABLE trace (
+	id                 INTEGER PRIMARY KEY,
+	path               TEXT NOT NULL,   -- relative to the TRACE argument
+	hostname           TEXT,
+	domain             TEXT,            -- 'kernel' or 'ust'
+	sysname            TEXT,
+	kernel_release     TEXT,
+	kernel_version     TEXT,
+	tracer_name        TEXT,
+	tracer_version     TEXT,
+	trace_name         TEXT,
+	creation_datetime  TEXT
+);
+
+CREATE TABLE stream (
+	id        INTEGER PRIMARY KEY,
+	trace_id  INTEGER NOT NULL REFERENCES trace(id),
+	name      TEXT,
+	events    INTEGER NOT NULL DEFAULT 0
+);
+
+-- Every raw event name seen, mapped to a canonical event or not.
+CREATE TABLE raw_event (
+	id         INTEGER PRIMARY KEY,
+	name       TEXT NOT NULL UNIQUE,
+	count      INTEGER NOT NULL,
+	canonical  TEXT,                    -- NULL: counted only
+	note       TEXT                     -- why a known name was not mapped
+);
+
+-- Discarded events / packets reported by the tracer (babeltrace2
+-- discarded-events and discarded-packets messages).
+CREATE TABLE lost (
+	id         INTEGER PRIMARY KEY,
+	stream_id  INTEGER NOT NULL REFERENCES stream(id),
+	kind       TEXT NOT NULL CHECK (kind IN ('events', 'packets')),
+	begin_ts   INTEGER,
+	end_ts     INTEGER,
+	count      INTEGER                  -- NULL: the tracer did not say
+);
+
+CREATE TABLE thread (
+	tid       INTEGER NOT NULL,
+	procname  TEXT NOT NULL,
+	first_seq INTEGER NOT NULL,
+	PRIMARY KEY (tid, procname)
+) WITHOUT ROWID;
+
+-- Canonical event tables.  Every one starts with seq, ts, cpu, tid; the
+-- columns after those are named in schemas/events.json.
+
+CREATE TABLE spte_change (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	as_id INTEGER, gfn INTEGER, level INTEGER,
+	old_spte INTEGER, new_spte INTEGER
+);
+
+CREATE TABLE fault (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vcpu INTEGER, gpa INTEGER, error_code INTEGER, rip INTEGER
+);
+
+CREATE TABLE spte_request (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	gfn INTEGER, pfn INTEGER, level INTEGER
+);
+
+CREATE TABLE spte_set (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	gfn INTEGER, spte INTEGER, level INTEGER
+);
+
+CREATE TABLE fast_fault (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vcpu INTEGER, gpa INTEGER, error_code INTEGER,
+	old_spte INTEGER, new_spte INTEGER, ret INTEGER
+);
+
+CREATE TABLE sp_alloc (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	gfn INTEGER, role INTEGER, created INTEGER
+);
+
+CREATE TABLE sp_free (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	gfn INTEGER, role INTEGER
+);
+
+CREATE TABLE huge_split (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	gfn INTEGER, spte INTEGER, level INTEGER, errno INTEGER
+);
+
+-- phase: 0 = start, 1 = end.  event/flags are NULL on stock kernels.
+CREATE TABLE notifier (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	phase INTEGER NOT NULL, hva_start INTEGER, hva_end INTEGER,
+	event INTEGER, flags INTEGER
+);
+
+CREATE TABLE unmap_decision (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	as_id INTEGER, slot INTEGER, gfn_start INTEGER, gfn_end INTEGER,
+	perm_upgrade INTEGER, zapped INTEGER, flush INTEGER
+);
+
+CREATE TABLE tlb_flush (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	gfn_start INTEGER, gfn_end INTEGER        -- both NULL: whole VM
+);
+
+-- phase: 0 = begin, 1 = end, 2 = one recovered page.
+CREATE TABLE nx_recovery (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	phase INTEGER NOT NULL, read_lock INTEGER, pages INTEGER,
+	to_zap INTEGER, zapped INTEGER, skipped_dirty INTEGER, gfn INTEGER,
+	level INTEGER
+);
+
+CREATE TABLE lock_wait (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vcpu INTEGER, wait_ns INTEGER, gpa INTEGER
+);
+
+-- Generic lock contention (lock:contention_begin/end). phase as notifier.
+CREATE TABLE lock_contention (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	phase INTEGER NOT NULL, lock_addr INTEGER, flags INTEGER, ret INTEGER
+);
+
+-- change: 0 = create, 1 = delete, 2 = move, 3 = flags only.
+CREATE TABLE memslot (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	as_id INTEGER, slot INTEGER, change INTEGER, base_gfn INTEGER,
+	npages INTEGER, hva INTEGER, old_flags INTEGER, new_flags INTEGER
+);
+
+CREATE TABLE vcpu_exit (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vcpu INTEGER, exit_reason INTEGER, info1 INTEGER, info2 INTEGER,
+	isa INTEGER                       -- 1 = VMX (EPT), 2 = SVM (NPT)
+);
+
+CREATE TABLE vcpu_entry (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vcpu INTEGER
+);
+
+-- Syscalls that mark workload phases (uffd-wp ioctls, mprotect, madvise,
+-- KVM_SET_USER_MEMORY_REGION).  raw_id names the raw event; a0..a2 are
+-- its first arguments in the order of schemas/events.json.
+CREATE TABLE syscall (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	raw_id INTEGER NOT NULL, a0 INTEGER, a1 INTEGER, a2 INTEGER
+);
+
+CREATE TABLE stats_sample (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER, stat TEXT, value INTEGER
+);
+
+CREATE TABLE latency_sample (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	probe INTEGER, ns INTEGER, gfn INTEGER
+);

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Install the Debian 12 packages that the build, the tests and the main job
+# need.  Idempotent: packages already present are left alone.
+set -eu
+
+PKGS="build-essential cmake pkg-config xz-utils
+      libbabeltrace2-dev babeltrace2
+      libsqlite3-dev sqlite3
+      libcjson-dev
+      liblttng-ust-dev lttng-tools
+      python3"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
