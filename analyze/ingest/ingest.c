@@ -8,6 +8,7 @@
 
 #include "db/db.h"
 #include "ingest/catalog.h"
+#include "ingest/salvage.h"
 #include "ingest/sink.h"
 #include "ingest/tracedirs.h"
 #include "ingest/writer.h"
@@ -31,8 +32,8 @@ struct ingest_graph {
 /*
  * The most specific message of the current thread's babeltrace2 error,
  * and the trace directory whose source component raised it (or NULL).
- * Babeltrace2 appends causes as the error travels up, so the first cause
- * is the root one.
+ * Cause 0 is the root one (the plugin's own words, e.g. which stream
+ * file could not be indexed); later causes are the library passing it up.
  */
 static char *bt_error_take(const struct tracedirs *td, const char **dir)
 {
@@ -69,7 +70,7 @@ static char *bt_error_take(const struct tracedirs *td, const char **dir)
 	}
 	if (n)
 		msg = bt_error_cause_get_message(
-			bt_error_borrow_cause_by_index(err, n - 1));
+			bt_error_borrow_cause_by_index(err, 0));
 	out = strdup(msg);
 	/* One line: the user gets the gist, not babeltrace2's backtrace. */
 	for (nl = out; nl && *nl; nl++)
@@ -102,7 +103,8 @@ static enum ingest_status graph_add_sources(struct ingest_graph *g,
 		    bt_value_map_insert_empty_array_entry(params, "inputs",
 							  &inputs) ||
 		    bt_value_array_append_string_element(inputs,
-							 td->dirs[i].path) ||
+				td->dirs[i].view ? td->dirs[i].view :
+				td->dirs[i].path) ||
 		    bt_value_map_insert_string_entry(params, "trace-name",
 						     td->dirs[i].label) ||
 		    /*
@@ -210,6 +212,24 @@ static int graph_run(struct ingest_graph *g)
 	}
 }
 
+/* Build a salvaged view of the trace directory dir; 0 on success. */
+static int try_salvage(struct tracedirs *td, const char *dir)
+{
+	struct tracedir *d = NULL;
+	int i;
+
+	for (i = 0; i < td->n; i++)
+		if (td->dirs[i].path == dir)
+			d = &td->dirs[i];
+	if (!d || d->view)
+		return -1;
+	if (salvage_trace(d->path, &d->view, &d->salvage_reason) !=
+	    SALVAGE_OK)
+		return -1;
+	log_warn("%s: %s; reading what is there", d->path, d->salvage_reason);
+	return 0;
+}
+
 enum ingest_status ingest_run(const struct ingest_opts *opts,
 			      struct ingest_result *res)
 {
@@ -241,9 +261,17 @@ enum ingest_status ingest_run(const struct ingest_opts *opts,
 	sink = sink_create(&cat, w);
 	if (!sink)
 		goto end;
-	st = graph_build(&g, &td, sink, &bad_dir);
-	if (st != INGEST_OK) {
+	/* A trace refused because a stream file is cut short is retried
+	 * from a salvaged view (at most once per trace directory). */
+	while ((st = graph_build(&g, &td, sink, &bad_dir)) != INGEST_OK) {
 		why = bt_error_take(&td, &bad_dir);
+		if (st == INGEST_ERR_INPUT && bad_dir &&
+		    try_salvage(&td, bad_dir) == 0) {
+			graph_destroy(&g);
+			free(why);
+			why = NULL;
+			continue;
+		}
 		if (st == INGEST_ERR_INPUT)
 			log_error("%s: not a readable CTF trace: %s",
 				  bad_dir ? bad_dir : opts->inputs[0], why);
@@ -252,7 +280,13 @@ enum ingest_status ingest_run(const struct ingest_opts *opts,
 				  why);
 		goto end;
 	}
+	for (i = 0; i < td.n && !why; i++)
+		if (td.dirs[i].salvage_reason) {
+			truncated = 1;
+			why = strdup(td.dirs[i].salvage_reason);
+		}
 	if (graph_run(&g) < 0) {
+		free(why);
 		why = bt_error_take(&td, &bad_dir);
 		truncated = 1;
 	}

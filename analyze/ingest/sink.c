@@ -428,11 +428,15 @@ static struct sink_trace *trace_register(struct ingest_sink *s,
 	pl = env_get(t, "tracer_patchlevel");
 	if (maj && min && bt_value_is_signed_integer(maj) &&
 	    bt_value_is_signed_integer(min)) {
-		snprintf(buf, sizeof(buf), "%" PRId64 ".%" PRId64 ".%" PRId64,
-			 bt_value_integer_signed_get(maj),
-			 bt_value_integer_signed_get(min),
-			 pl && bt_value_is_signed_integer(pl) ?
-			 bt_value_integer_signed_get(pl) : 0);
+		if (pl && bt_value_is_signed_integer(pl))
+			snprintf(buf, sizeof(buf), "%" PRId64 ".%" PRId64 ".%"
+				 PRId64, bt_value_integer_signed_get(maj),
+				 bt_value_integer_signed_get(min),
+				 bt_value_integer_signed_get(pl));
+		else
+			snprintf(buf, sizeof(buf), "%" PRId64 ".%" PRId64,
+				 bt_value_integer_signed_get(maj),
+				 bt_value_integer_signed_get(min));
 		free(tr->env[6]);
 		tr->env[6] = strdup(buf);
 	}

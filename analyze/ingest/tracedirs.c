@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "ingest/tracedirs.h"
 
+#include "ingest/salvage.h"
 #include "util/log.h"
 
 #include <dirent.h>
@@ -36,6 +37,8 @@ static int add(struct tracedirs *td, const char *path, const char *arg)
 	d->path = strdup(path);
 	d->label = strdup(*rel ? rel : ".");
 	d->arg = arg;
+	d->view = NULL;
+	d->salvage_reason = NULL;
 	if (!d->path || !d->label) {
 		free(d->path);
 		free(d->label);
@@ -108,6 +111,8 @@ void tracedirs_free(struct tracedirs *td)
 	for (i = 0; i < td->n; i++) {
 		free(td->dirs[i].path);
 		free(td->dirs[i].label);
+		salvage_view_remove(td->dirs[i].view);
+		free(td->dirs[i].salvage_reason);
 	}
 	free(td->dirs);
 	memset(td, 0, sizeof(*td));

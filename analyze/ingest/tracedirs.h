@@ -13,6 +13,8 @@ struct tracedir {
 	char *path;     /* as found, for opening */
 	char *label;    /* path relative to the argument it came from */
 	const char *arg;
+	char *view;     /* salvaged copy babeltrace2 reads instead (or NULL) */
+	char *salvage_reason;
 };
 
 struct tracedirs {

@@ -1,0 +1,113 @@
+"""Shared helpers for mmureplay's integration tests.
+
+The babeltrace2 CLI is the oracle: counts and field values that a test
+asserts are read from `babeltrace2` text output of the same trace inside
+the test, never only typed in.
+"""
+import collections
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tarfile
+
+LINE = re.compile(r'^\[([0-9.]+)\] \S+ (\S+): (.*)$')
+PAIR = re.compile(r'(\w+) = ("(?:[^"\\]|\\.)*"|[-0-9A-Fa-fx]+)')
+
+failures = []
+
+
+def check(cond, what):
+    """Record a failed assertion (the test continues to report them all)."""
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def finish():
+    if failures:
+        print("%d check(s) failed" % len(failures), file=sys.stderr)
+        sys.exit(1)
+    print("ok")
+    sys.exit(0)
+
+
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def extract_fixture(fixture_dir, work):
+    """Unpack a fixture's trace.tar.xz into work/trace; return that path."""
+    dest = os.path.join(work, "trace")
+    with tarfile.open(os.path.join(fixture_dir, "trace.tar.xz")) as tf:
+        tf.extractall(dest)
+    return dest
+
+
+def run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, **kw)
+
+
+def _value(v):
+    if v.startswith('"'):
+        return v[1:-1]
+    return int(v, 0)
+
+
+def bt_events(trace_dir):
+    """Yield (seconds, name, fields) for every event, via the CLI."""
+    p = subprocess.Popen(["babeltrace2", "--clock-seconds", "--no-delta",
+                          trace_dir], stdout=subprocess.PIPE, text=True)
+    for line in p.stdout:
+        m = LINE.match(line)
+        if not m:
+            raise RuntimeError("unparsed babeltrace2 line: " + line)
+        body = m.group(3)
+        payload = body.rsplit("}, {", 1)[-1] if "}, {" in body else body
+        yield (m.group(1), m.group(2),
+               {k: _value(v) for k, v in PAIR.findall(payload)})
+    if p.wait() != 0:
+        raise RuntimeError("babeltrace2 failed on " + trace_dir)
+
+
+def bt_counts(trace_dir):
+    return collections.Counter(name for _, name, _ in bt_events(trace_dir))
+
+
+def bt_env(trace_dir):
+    """The CTF environment of the first trace under trace_dir (CLI dump)."""
+    for d, _, files in sorted(os.walk(trace_dir)):
+        if "metadata" in files:
+            trace_dir = d
+            break
+    out = run(["babeltrace2", "-o", "ctf-metadata", trace_dir]).stdout
+    env = {}
+    m = re.search(r'^env \{(.*?)^\};', out, re.S | re.M)
+    for k, v in re.findall(r'^\s*(\w+) = (".*?"|\d+);', m.group(1), re.M):
+        env[k] = v.strip('"')
+    return env
+
+
+def u64(v):
+    """A DB integer back to the unsigned value it stores."""
+    return v & 0xFFFFFFFFFFFFFFFF if v is not None else None
+
+
+def db_rows(db, sql):
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def summary_json(mmr, db):
+    r = run([mmr, "summary", db, "--json"])
+    if r.returncode != 0:
+        raise RuntimeError("summary failed: " + r.stderr)
+    return json.loads(r.stdout)

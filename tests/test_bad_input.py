@@ -1,0 +1,117 @@
+"""Bad input: each case gets a one-line error naming the file, its own
+exit status, no crash, and no half-written DB; a cut trace keeps what
+was read, marked truncated.
+
+usage: test_bad_input.py MMUREPLAY FIXTURE_DIR WORK_DIR
+"""
+import os
+import shutil
+import sqlite3
+import sys
+
+from mmrtest import (check, db_rows, extract_fixture, finish, fresh_dir, run,
+                     summary_json, u64)
+
+mmr, fixture, work = sys.argv[1:4]
+fresh_dir(work)
+good = extract_fixture(fixture, work)
+kdir = os.path.join(good, "lttng-trace", "kernel")
+
+
+def leftovers():
+    return sorted(f for f in os.listdir(work) if ".db" in f)
+
+
+def expect_fail(args, code, names, what):
+    r = run([mmr] + args)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == code, "%s: exit %d, want %d (%s)"
+          % (what, r.returncode, code, r.stderr.strip()))
+    check(len(lines) == 1, "%s: want one error line, got %r" % (what, lines))
+    check(lines and names in lines[0], "%s: error does not name %s: %r"
+          % (what, names, lines))
+    check(lines and lines[0].startswith("mmureplay"), what + ": prefix")
+    check(leftovers() == [], "%s: files left: %s" % (what, leftovers()))
+    return r
+
+
+db = os.path.join(work, "out.db")
+
+# Missing path, a file that is no trace, a directory without a trace.
+expect_fail(["ingest", os.path.join(work, "nope"), "-o", db], 2,
+            os.path.join(work, "nope"), "missing path")
+notrace = os.path.join(work, "README")
+with open(notrace, "w") as f:
+    f.write("not a trace\n")
+expect_fail(["ingest", notrace, "-o", db], 2, notrace, "regular file")
+empty = fresh_dir(os.path.join(work, "empty"))
+expect_fail(["ingest", empty, "-o", db], 2, empty, "no trace under dir")
+
+# Corrupt metadata: TSDL garbage in the middle of the metadata stream.
+bad = os.path.join(work, "corrupt")
+shutil.copytree(good, bad)
+meta = os.path.join(bad, "lttng-trace", "kernel", "metadata")
+with open(meta, "r+b") as f:
+    f.seek(3000)
+    f.write(b"}}}} garbage {{{{ ;;; event {")
+expect_fail(["ingest", bad, "-o", db], 2,
+            os.path.join(bad, "lttng-trace", "kernel"), "corrupt metadata")
+
+# Unwritable output: the directory does not exist.
+expect_fail(["ingest", good, "-o", os.path.join(work, "no", "out.db")], 4,
+            os.path.join(work, "no", "out.db"), "unwritable output")
+
+# A DB from a newer schema, and a file that is no DB.
+newer = os.path.join(work, "newer.sqlite")
+con = sqlite3.connect(newer)
+con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value)")
+con.execute("PRAGMA user_version = 99")
+con.commit()
+con.close()
+r = run([mmr, "summary", newer])
+check(r.returncode == 2 and newer in r.stderr and "newer" in r.stderr and
+      len(r.stderr.strip().splitlines()) == 1, "newer schema: %r" % r.stderr)
+r = run([mmr, "summary", notrace])
+check(r.returncode == 2 and notrace in r.stderr and
+      len(r.stderr.strip().splitlines()) == 1, "not a DB: %r" % r.stderr)
+
+# Usage errors.
+check(run([mmr, "ingest", good]).returncode == 1, "ingest without -o")
+check(run([mmr, "summary", "--bogus", "x"]).returncode == 1, "bad option")
+check(run([mmr, "frobnicate"]).returncode == 1, "unknown command")
+for cmd in ("ingest", "summary"):
+    r = run([mmr, cmd, "--help"])
+    check(r.returncode == 0 and "Usage: mmureplay " + cmd in r.stdout and
+          "Exit status" in r.stdout, cmd + " --help")
+
+# A stream file cut in the middle of its packet: what is there is kept,
+# the DB says truncated and why, the exit status is 3.
+full = os.path.join(work, "full.db")
+check(run([mmr, "ingest", good, "-o", full]).returncode == 0, "full ingest")
+cut = os.path.join(work, "cut")
+shutil.copytree(good, cut)
+stream = os.path.join(cut, "lttng-trace", "kernel", "ch0_0")
+size = os.path.getsize(stream)
+os.truncate(stream, size // 2 + 123)
+cutdb = os.path.join(work, "cut.db")
+r = run([mmr, "ingest", cut, "-o", cutdb])
+check(r.returncode == 3, "cut stream: exit %d (%s)" % (r.returncode,
+                                                       r.stderr))
+check("ch0_0" in r.stderr and "truncated" in r.stderr, "cut: message")
+check(os.path.exists(cutdb), "cut: partial DB kept")
+check(not [f for f in os.listdir(work) if ".tmp-" in f], "cut: temp left")
+s = summary_json(mmr, cutdb)
+sf = summary_json(mmr, full)
+check(s["truncated"] and "ch0_0" in (s["truncated_reason"] or ""),
+      "cut: marked truncated")
+check(0 < s["events"] < sf["events"], "cut: %d of %d events"
+      % (s["events"], sf["events"]))
+# The whole stream (cpu 1) is all there; the cut one (cpu 0) is a prefix.
+q = "SELECT gfn, old_spte, new_spte, level FROM spte_change WHERE cpu = %d " \
+    "ORDER BY seq"
+check(db_rows(cutdb, q % 1) == db_rows(full, q % 1), "cut: cpu 1 intact")
+part, whole = db_rows(cutdb, q % 0), db_rows(full, q % 0)
+check(0 < len(part) < len(whole) and whole[:len(part)] == part,
+      "cut: cpu 0 is a prefix (%d of %d)" % (len(part), len(whole)))
+check(u64(-1) == 0xFFFFFFFFFFFFFFFF, "u64 helper")
+finish()

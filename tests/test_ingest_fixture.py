@@ -1,0 +1,112 @@
+"""Ingest one real lab trace and check the DB against the babeltrace2 CLI.
+
+usage: test_ingest_fixture.py MMUREPLAY FIXTURE_DIR WORK_DIR
+
+Checks: exit status; every raw event count equals the CLI's (and the
+fixture's recorded event-counts.txt); canonical counts equal the sum of
+the raw events mapped to them; every spte_change, fault and notifier row
+holds exactly the CLI's field values in the CLI's order (u64 included);
+leaf zaps equal what the kernel's SPTE rules give on the CLI's values;
+duration and trace metadata match the trace.
+"""
+import os
+import sys
+
+from mmrtest import (bt_env, bt_events, check, db_rows, extract_fixture,
+                     finish, fresh_dir, run, summary_json, u64)
+
+mmr, fixture, work = sys.argv[1:4]
+fresh_dir(work)
+trace = extract_fixture(fixture, work)
+db = os.path.join(work, "capture.db")
+
+r = run([mmr, "ingest", trace, "-o", db])
+check(r.returncode == 0, "ingest exit %d: %s" % (r.returncode, r.stderr))
+check(not [f for f in os.listdir(work) if ".tmp-" in f], "temp file left")
+
+events = list(bt_events(trace))
+cli = {}
+for _, name, _ in events:
+    cli[name] = cli.get(name, 0) + 1
+s = summary_json(mmr, db)
+
+# Raw counts: the CLI now, and the CLI when the fixture was recorded.
+check(s["raw_event_counts"] == cli,
+      "raw counts differ from babeltrace2: %s vs %s"
+      % (s["raw_event_counts"], cli))
+recorded = {}
+with open(os.path.join(fixture, "event-counts.txt")) as f:
+    for line in f:
+        n, name = line.split()
+        recorded[name.rstrip(":")] = int(n)
+check(s["raw_event_counts"] == recorded, "raw counts differ from "
+      "event-counts.txt")
+check(s["events"] == len(events), "events %d != %d" % (s["events"],
+                                                       len(events)))
+
+# Canonical counts are the mapped raw counts.
+expect = {}
+for name, table in s["raw_event_mapping"].items():
+    if table:
+        expect[table] = expect.get(table, 0) + cli[name]
+for table, n in s["canonical_counts"].items():
+    check(n == expect.get(table, 0), "canonical %s: %d != %d"
+          % (table, n, expect.get(table, 0)))
+
+# Field values, in order, with u64 values intact.
+def cli_fields(name, keys):
+    return [tuple(f[k] for k in keys) for _, n, f in events if n == name]
+
+check([tuple(u64(v) for v in r) for r in db_rows(
+    db, "SELECT gfn, old_spte, new_spte, level, as_id FROM spte_change "
+        "ORDER BY seq")] ==
+      cli_fields("kvm_tdp_mmu_spte_changed",
+                 ("gfn", "old_spte", "new_spte", "level", "as_id")),
+      "spte_change rows differ from the CLI")
+check([tuple(u64(v) for v in r) for r in db_rows(
+    db, "SELECT gpa, error_code, vcpu FROM fault ORDER BY seq")] ==
+      cli_fields("kvm_x86_page_fault",
+                 ("fault_address", "error_code", "vcpu_id")),
+      "fault rows differ from the CLI")
+check([tuple(u64(v) for v in r) for r in db_rows(
+    db, "SELECT hva_start, hva_end FROM notifier ORDER BY seq")] ==
+      cli_fields("kvm_unmap_hva_range", ("start", "end")),
+      "notifier rows differ from the CLI")
+
+# Leaf zaps by the kernel's rules (6.1 spte.h): present = bit 11,
+# leaf = level 1 or bit 7; a zap takes a present leaf to non-present.
+zaps = 0
+for gfn, old, new, level, as_id in cli_fields(
+        "kvm_tdp_mmu_spte_changed",
+        ("gfn", "old_spte", "new_spte", "level", "as_id")):
+    if old & (1 << 11) and (level == 1 or old & (1 << 7)) and \
+            not new & (1 << 11):
+        zaps += 1
+check(s["totals"]["leaf_zaps"] == zaps, "leaf zaps %d != %d"
+      % (s["totals"]["leaf_zaps"], zaps))
+check(s["totals"]["npf_faults"] == cli.get("kvm_x86_page_fault", 0),
+      "npf faults")
+check(s["spte_format"] == {"name": "npt", "detected": True},
+      "the lab is AMD NPT: %s" % s["spte_format"])
+
+# Duration from the first to the last event's timestamp.
+dur = float(events[-1][0]) - float(events[0][0])
+check(abs(s["duration_s"] - dur) < 1e-6, "duration %f != %f"
+      % (s["duration_s"], dur))
+rate = s["rates"]["npf_faults_per_s"]
+check(abs(rate - s["totals"]["npf_faults"] / dur) < 1e-6 * rate + 1e-9,
+      "npf rate")
+
+env = bt_env(trace)
+t = s["traces"]
+check(len(t) == 1 and t[0]["kernel_release"] == env["kernel_release"] and
+      t[0]["hostname"] == env["hostname"] and t[0]["domain"] == "kernel"
+      and t[0]["tracer_version"] == "%s.%s.%s" % (
+          env["tracer_major"], env["tracer_minor"], env["tracer_patchlevel"]),
+      "trace metadata %s vs %s" % (t, env))
+check(s["lost"]["events"] == 0 and not s["truncated"], "lost/truncated")
+
+# The text form names the same figures.
+r = run([mmr, "summary", db])
+check(r.returncode == 0 and "NPF faults" in r.stdout, "text summary")
+finish()
