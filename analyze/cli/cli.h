@@ -9,6 +9,8 @@
 #ifndef MMUREPLAY_CLI_CLI_H
 #define MMUREPLAY_CLI_CLI_H
 
+#include <sqlite3.h>
+
 enum cli_exit {
 	CLI_EXIT_OK = 0,
 	CLI_EXIT_USAGE = 1,     /* bad command line */
@@ -18,6 +20,7 @@ enum cli_exit {
 				 * marked truncated */
 	CLI_EXIT_OUTPUT = 4,    /* cannot write the result */
 	CLI_EXIT_INTERNAL = 5,  /* out of memory, missing babeltrace2 plugin */
+	CLI_EXIT_CHECK = 6,     /* the replay self-check is off tolerance */
 };
 
 struct cli_option {
@@ -48,5 +51,12 @@ void cli_help(const struct cli_command *cmd);
 
 extern const struct cli_command cli_cmd_ingest;
 extern const struct cli_command cli_cmd_summary;
+extern const struct cli_command cli_cmd_fidelity;
+
+struct policy;
+struct replay_result;
+/* Replay db under pol (shared by fidelity and replay); a CLI_EXIT_*. */
+int cli_replay_one(sqlite3 *db, const char *path, const struct policy *pol,
+		   struct replay_result *res);
 
 #endif

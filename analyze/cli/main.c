@@ -10,6 +10,7 @@
 static const struct cli_command *const commands[] = {
 	&cli_cmd_ingest,
 	&cli_cmd_summary,
+	&cli_cmd_fidelity,
 	NULL,
 };
 
@@ -22,7 +23,8 @@ static const char exit_codes[] =
 	"  3  the trace breaks mid-way: what was read is written and marked\n"
 	"     truncated\n"
 	"  4  cannot write the output (nothing is left half-written)\n"
-	"  5  internal error (out of memory, babeltrace2 plugins missing)\n";
+	"  5  internal error (out of memory, babeltrace2 plugins missing)\n"
+	"  6  the replay self-check (fidelity) is off its tolerance\n";
 
 void cli_help(const struct cli_command *cmd)
 {

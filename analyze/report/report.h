@@ -10,6 +10,7 @@
 #ifndef MMUREPLAY_REPORT_REPORT_H
 #define MMUREPLAY_REPORT_REPORT_H
 
+#include "metrics/fidelity.h"
 #include "metrics/summary.h"
 
 #include <stdio.h>
@@ -19,6 +20,16 @@ char *report_summary_json(const struct summary *s, const char *db_path);
 /* The summary as text tables. */
 void report_summary_text(FILE *out, const struct summary *s,
 			 const char *db_path);
+
+/* Fidelity (self-check) of a capture as JSON / text. */
+char *report_fidelity_json(const struct fidelity *f,
+			   const struct replay_result *r, const char *db_path);
+void report_fidelity_text(FILE *out, const struct fidelity *f,
+			  const struct replay_result *r, const char *db_path);
+
+/* How a fact was known, as a word. */
+const char *report_source_name(enum replay_source s);
+const char *report_mismatch_name(enum mismatch_kind k);
 
 /* "1,234,567" into buf; returns buf. */
 char *report_fmt_count(char *buf, size_t len, int64_t n);

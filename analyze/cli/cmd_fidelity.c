@@ -1,0 +1,127 @@
+/*
+ * mmureplay fidelity: replay a capture under the policy it was recorded
+ * with and compare the model's predictions with the trace.
+ */
+#include "cli/cli.h"
+
+#include "db/db.h"
+#include "metrics/fidelity.h"
+#include "replay/capture_info.h"
+#include "replay/engine.h"
+#include "report/report.h"
+#include "util/log.h"
+#include "util/outfile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { OPT_JSON, OPT_OUTPUT, OPT_POLICY, OPT_N };
+
+static const struct cli_option options[] = {
+	[OPT_JSON] = { "json", 0, NULL, "JSON instead of a text table" },
+	[OPT_OUTPUT] = { "output", 'o', "FILE",
+			 "write to FILE (temp + rename) instead of stdout" },
+	[OPT_POLICY] = { "recorded-policy", 0, "NAME",
+			 "the policy the trace was recorded with "
+			 "(default: baseline)" },
+	[OPT_N] = { NULL, 0, NULL, NULL },
+};
+
+static int run(int argc, char **argv);
+
+const struct cli_command cli_cmd_fidelity = {
+	.name = "fidelity",
+	.usage = "DB [--json] [-o FILE] [--recorded-policy NAME]",
+	.summary = "Self-check: replay under the recorded policy vs the trace.",
+	.details =
+	"Replays the capture under the policy it was recorded with and\n"
+	"compares what the model predicts (faults the state requires, leaves\n"
+	"each invalidation, recovery and teardown must zap, TLB flushes) with\n"
+	"what was traced.  Exit 0 when every metric is within its tolerance\n"
+	"(exact for faults and leaf zaps, 10% for flushes), 6 when not.\n",
+	.options = options,
+	.run = run,
+};
+
+int cli_replay_one(sqlite3 *db, const char *path, const struct policy *pol,
+		   struct replay_result *res)
+{
+	struct capture_info ci;
+	struct replay_opts o;
+	struct source *src;
+	enum replay_status st;
+
+	if (capture_info_read(db, &ci) < 0)
+		return CLI_EXIT_INPUT;
+	src = source_open(db);
+	if (!src)
+		return CLI_EXIT_INPUT;
+	o.policy = pol;
+	o.fmt = ci.fmt;
+	o.nx_worker_tids = ci.workers;
+	o.n_nx_worker_tids = ci.nworkers;
+	o.npf_exit_reason = ci.npf_exit_reason;
+	st = replay_run(src, &o, res);
+	source_close(src);
+	if (st == REPLAY_ERR_NOMEM) {
+		log_error("%s: out of memory during replay", path);
+		return CLI_EXIT_INTERNAL;
+	}
+	return st == REPLAY_OK ? CLI_EXIT_OK : CLI_EXIT_INPUT;
+}
+
+static int run(int argc, char **argv)
+{
+	const char *v[OPT_N];
+	const struct policy *pol = &policy_baseline;
+	struct replay_result res = { 0 };
+	struct fidelity fid;
+	struct outfile out = { 0 };
+	sqlite3 *db = NULL;
+	char *json = NULL;
+	int npos, rc;
+
+	rc = cli_parse(&cli_cmd_fidelity, argc, argv, v, &npos);
+	if (rc)
+		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+	if (npos != 1) {
+		fprintf(stderr, "mmureplay fidelity: need exactly one DB "
+			"(see --help)\n");
+		return CLI_EXIT_USAGE;
+	}
+	if (v[OPT_POLICY] && !(pol = policy_find(v[OPT_POLICY]))) {
+		fprintf(stderr, "mmureplay fidelity: unknown policy '%s'\n",
+			v[OPT_POLICY]);
+		return CLI_EXIT_USAGE;
+	}
+	rc = CLI_EXIT_INPUT;
+	if (db_open(argv[0], 1, &db) != DB_OK)
+		goto end;
+	rc = cli_replay_one(db, argv[0], pol, &res);
+	if (rc != CLI_EXIT_OK)
+		goto end;
+	fidelity_compute(&res, fidelity_default_tolerance, &fid);
+	rc = CLI_EXIT_OUTPUT;
+	if (outfile_open(&out, v[OPT_OUTPUT] ? v[OPT_OUTPUT] : "-") < 0)
+		goto end;
+	if (v[OPT_JSON]) {
+		json = report_fidelity_json(&fid, &res, argv[0]);
+		if (!json) {
+			rc = CLI_EXIT_INTERNAL;
+			goto end;
+		}
+		fprintf(out.fp, "%s\n", json);
+	} else {
+		report_fidelity_text(out.fp, &fid, &res, argv[0]);
+	}
+	if (outfile_commit(&out) < 0)
+		goto end;
+	rc = fid.ok ? CLI_EXIT_OK : CLI_EXIT_CHECK;
+end:
+	outfile_discard(&out);
+	free(json);
+	replay_result_free(&res);
+	if (db)
+		sqlite3_close(db);
+	return rc;
+}

@@ -1,0 +1,108 @@
+/*
+ * The model's input vocabulary: one canonical event, decoded from any
+ * source (the capture DB, or a hand-built sequence in a unit test).
+ *
+ * Values are as the kernel traced them (u64 SPTEs, gpa, hva); absent
+ * optional fields are flagged, never 0.
+ */
+#ifndef MMUREPLAY_MODEL_EVENT_H
+#define MMUREPLAY_MODEL_EVENT_H
+
+#include <stdint.h>
+
+enum model_event_kind {
+	MEV_SPTE_CHANGE = 0,    /* kvm_tdp_mmu_spte_changed */
+	MEV_FAULT,              /* NPF exit (kvm_page_fault) */
+	MEV_FAST_FAULT,         /* fixed by the fast path, no spte_changed */
+	MEV_NOTIFIER,           /* invalidation start (and end if patched) */
+	MEV_SP_ALLOC,
+	MEV_SP_FREE,
+	MEV_VCPU_EXIT,
+	MEV_VCPU_ENTRY,
+	MEV_SYSCALL,            /* entry/exit of a phase-marking syscall */
+	MEV_UNMAP_DECISION,     /* patched: what kvm_unmap_gfn_range did */
+	MEV_TLB_FLUSH,          /* patched: remote TLB flush */
+	MEV_NX_RECOVERY,        /* patched: recovery begin/end/page */
+	MEV_LOCK_WAIT,          /* patched: fault waited for mmu_lock */
+	MEV_LOCK_CONTENTION,    /* lock:contention_begin/end */
+	MEV_MEMSLOT,            /* patched: memslot change */
+	MEV_KINDS
+};
+
+/* Notifier flags (patched kernels), as in kernel-series. */
+#define MEV_NOTIFIER_FLAG_BLOCKABLE     0x1
+#define MEV_NOTIFIER_FLAG_PERM_UPGRADE  0x2
+
+/* MMU notifier event types (enum mmu_notifier_event, Linux 6.1). */
+#define MEV_MMU_NOTIFY_PROTECTION_VMA 3
+
+/* NPF error code bits (x86 page fault error code). */
+#define MEV_PFERR_PRESENT (1ULL << 0)
+#define MEV_PFERR_WRITE   (1ULL << 1)
+#define MEV_PFERR_USER    (1ULL << 2)
+#define MEV_PFERR_FETCH   (1ULL << 4)
+
+struct model_event {
+	uint64_t seq;
+	int64_t ts;                     /* ns from the capture time base */
+	int32_t cpu, tid;
+	enum model_event_kind kind;
+	union {
+		struct {
+			int as_id, level;
+			uint64_t gfn, old_spte, new_spte;
+		} spte;
+		struct {
+			int64_t vcpu;
+			uint64_t gpa, error_code;
+		} fault;                /* also MEV_FAST_FAULT (+ old/new) */
+		struct {
+			int phase;      /* 0 start, 1 end */
+			uint64_t hva_start, hva_end;
+			int has_event;  /* patched kernel: event/flags valid */
+			int64_t event, flags;
+		} notifier;
+		struct {
+			uint64_t gfn, role;
+		} sp;
+		struct {
+			int64_t vcpu, reason;
+		} vcpu;
+		struct {
+			int entry;      /* 1 entry, 0 exit */
+			const char *name;
+			uint64_t a0, a1, a2;
+		} sys;
+		struct {
+			int as_id, slot, perm_upgrade, zapped, flush;
+			uint64_t gfn_start, gfn_end;
+		} unmap;
+		struct {
+			int ranged;
+			uint64_t gfn_start, gfn_end;
+		} flush;
+		struct {
+			int phase;      /* 0 begin, 1 end, 2 page */
+			int read_lock;
+			int64_t pages, to_zap, zapped, skipped_dirty;
+			uint64_t gfn;
+			int level;
+		} nx;
+		struct {
+			int64_t vcpu, wait_ns;
+			uint64_t gpa;
+		} lock;
+		struct {
+			int phase;
+			uint64_t lock_addr;
+		} contention;
+		struct {
+			int as_id, slot, change;
+			uint64_t base_gfn, npages, hva, old_flags, new_flags;
+		} memslot;
+	} u;
+	/* MEV_FAST_FAULT only. */
+	uint64_t fast_old, fast_new;
+};
+
+#endif

@@ -1,0 +1,135 @@
+/*
+ * Memslot table, measured or inferred (see slots.h).
+ */
+#include "model/slots.h"
+
+#include <string.h>
+
+#define PAGE_SHIFT 12
+
+void slots_init(struct slots *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+}
+
+static struct slot *slot_find(struct slots *ss, int as_id, int id)
+{
+	int i;
+
+	for (i = 0; i < ss->n; i++)
+		if (!ss->s[i].inferred && ss->s[i].as_id == as_id &&
+		    ss->s[i].id == id)
+			return &ss->s[i];
+	if (ss->n == SLOTS_MAX)
+		return NULL;
+	memset(&ss->s[ss->n], 0, sizeof(ss->s[0]));
+	ss->s[ss->n].as_id = as_id;
+	ss->s[ss->n].id = id;
+	return &ss->s[ss->n++];
+}
+
+void slots_apply_event(struct slots *ss, int as_id, int id, int change,
+		       uint64_t base_gfn, uint64_t npages, uint64_t hva,
+		       uint64_t new_flags)
+{
+	struct slot *s = slot_find(ss, as_id, id);
+	int i;
+
+	if (!ss->measured) {
+		/* Measured slots replace whatever was inferred. */
+		for (i = 0; i < ss->n; i++)
+			if (ss->s[i].inferred)
+				ss->s[i].live = 0;
+		ss->measured = 1;
+	}
+	if (!s)
+		return;
+	s->live = change != 1;          /* 1 = delete */
+	s->base_gfn = base_gfn;
+	s->npages = npages;
+	s->off_lo = s->off_hi = (int64_t)(hva - (base_gfn << PAGE_SHIFT));
+	s->dirty_log = (new_flags & KVM_MEM_LOG_DIRTY_PAGES) != 0;
+}
+
+void slots_infer(struct slots *ss, uint64_t hs, uint64_t he, uint64_t gmin,
+		 uint64_t gmax)
+{
+	int64_t lo = (int64_t)(hs - (gmin << PAGE_SHIFT));
+	int64_t hi = (int64_t)(he - ((gmax + 1) << PAGE_SHIFT));
+	struct slot *s;
+	int i;
+
+	if (ss->measured || lo > hi)
+		return;
+	for (i = 0; i < ss->n; i++) {
+		s = &ss->s[i];
+		if (!s->inferred || lo > s->off_hi || hi < s->off_lo)
+			continue;
+		if (lo > s->off_lo)
+			s->off_lo = lo;
+		if (hi < s->off_hi)
+			s->off_hi = hi;
+		if (gmin < s->base_gfn)
+			s->base_gfn = gmin;
+		return;
+	}
+	if (ss->n == SLOTS_MAX)
+		return;
+	s = &ss->s[ss->n++];
+	memset(s, 0, sizeof(*s));
+	s->id = -1;
+	s->inferred = s->live = 1;
+	s->off_lo = lo;
+	s->off_hi = hi;
+	s->base_gfn = gmin;
+}
+
+int slots_hva_to_gfn(const struct slots *ss, uint64_t hs, uint64_t he,
+		     void (*fn)(void *arg, int as_id, uint64_t gs,
+				uint64_t ge), void *arg)
+{
+	int i, used = 0;
+
+	for (i = 0; i < ss->n; i++) {
+		const struct slot *s = &ss->s[i];
+		/* An inferred offset is a range; its low end is exact once
+		 * two windows pinned it, and safe before (see slots.h). */
+		uint64_t off = (uint64_t)s->off_lo, gs, ge;
+
+		if (!s->live || he <= off)
+			continue;
+		gs = hs > off ? (hs - off) >> PAGE_SHIFT : 0;
+		ge = (he - off + (1 << PAGE_SHIFT) - 1) >> PAGE_SHIFT;
+		if (s->npages) {
+			if (gs < s->base_gfn)
+				gs = s->base_gfn;
+			if (ge > s->base_gfn + s->npages)
+				ge = s->base_gfn + s->npages;
+		}
+		if (gs >= ge)
+			continue;
+		fn(arg, s->as_id, gs, ge);
+		used++;
+	}
+	return used;
+}
+
+int slots_dirty_logged(const struct slots *ss, int as_id, uint64_t gfn)
+{
+	int i;
+
+	for (i = 0; i < ss->n; i++) {
+		const struct slot *s = &ss->s[i];
+
+		if (s->live && s->dirty_log && s->as_id == as_id &&
+		    gfn >= s->base_gfn && (!s->npages ||
+					   gfn < s->base_gfn + s->npages))
+			return 1;
+	}
+	return 0;
+}
+
+int slots_inferred(const struct slots *ss)
+{
+	return !ss->measured;
+}

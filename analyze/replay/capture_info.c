@@ -1,0 +1,50 @@
+/*
+ * Reading capture facts for the replay (see capture_info.h).
+ */
+#include "replay/capture_info.h"
+
+#include "util/log.h"
+
+#include <string.h>
+
+#define ISA_VMX 1
+#define ISA_SVM 2
+#define SVM_EXIT_NPF 0x400
+#define VMX_EXIT_EPT_VIOLATION 48
+
+int capture_info_read(sqlite3 *db, struct capture_info *ci)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t isa = 0;
+	int rc = -1;
+
+	memset(ci, 0, sizeof(*ci));
+	if (sqlite3_prepare_v2(db, "SELECT isa FROM vcpu_exit WHERE isa IS "
+			       "NOT NULL LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+		goto end;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		isa = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	ci->fmt_detected = isa == ISA_VMX || isa == ISA_SVM;
+	ci->fmt = spte_format_get(isa == ISA_VMX ? SPTE_FORMAT_EPT :
+				  SPTE_FORMAT_NPT);
+	ci->npf_exit_reason = isa == ISA_VMX ? VMX_EXIT_EPT_VIOLATION :
+		SVM_EXIT_NPF;
+	/* The worker is named by the kernel (kvm_vm_create_worker_thread:
+	 * "kvm-nx-lpage-recovery", cut to 15 characters). */
+	if (sqlite3_prepare_v2(db, "SELECT DISTINCT tid FROM thread WHERE "
+			       "procname LIKE 'kvm-nx-lpage%' UNION SELECT "
+			       "DISTINCT tid FROM nx_recovery WHERE tid IS NOT "
+			       "NULL", -1, &st, NULL) != SQLITE_OK)
+		goto end;
+	while (sqlite3_step(st) == SQLITE_ROW &&
+	       ci->nworkers < CAPTURE_MAX_WORKERS)
+		ci->workers[ci->nworkers++] = sqlite3_column_int(st, 0);
+	rc = 0;
+end:
+	if (rc < 0)
+		log_error("%s: %s", sqlite3_db_filename(db, "main"),
+			  sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return rc;
+}

@@ -1,0 +1,27 @@
+/*
+ * Facts about a capture that the replay needs before it starts, read
+ * from the DB: the SPTE format (from the exit ISA: SVM -> NPT, VMX ->
+ * EPT), the NPF exit reason, and the NX recovery worker threads.
+ */
+#ifndef MMUREPLAY_REPLAY_CAPTURE_INFO_H
+#define MMUREPLAY_REPLAY_CAPTURE_INFO_H
+
+#include "model/spte.h"
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#define CAPTURE_MAX_WORKERS 64
+
+struct capture_info {
+	const struct spte_format *fmt;
+	int fmt_detected;               /* 0: assumed NPT */
+	int64_t npf_exit_reason;
+	int32_t workers[CAPTURE_MAX_WORKERS];
+	int nworkers;
+};
+
+/* 0, or -1 after reporting a query error. */
+int capture_info_read(sqlite3 *db, struct capture_info *ci);
+
+#endif

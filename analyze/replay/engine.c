@@ -1,0 +1,772 @@
+/*
+ * The replay engine (see engine.h).
+ *
+ * Each thread has one open context at a time: an invalidation window, a
+ * fault being handled, a shadow page being torn down or recovered.  An
+ * SPTE change is attributed to the context of the thread that made it;
+ * any other event of that thread closes the context, and closing is where
+ * the model's prediction for the context meets what was traced.
+ *
+ * Invariants:
+ *   - obs holds the last traced SPTE of every entry (the recorded
+ *     kernel's state); ovl holds, for entries where the policy diverges,
+ *     the leaf the policy kept (present), else 0;
+ *   - predicted counts come only from obs before the traced change is
+ *     applied, never from the traced changes themselves.
+ */
+#include "replay/engine.h"
+
+#include "model/slots.h"
+#include "model/tdp.h"
+#include "replay/scan.h"
+#include "util/ptrmap.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const zap_cause_names[ZAP_CAUSES] = {
+	"notifier", "nx_recovery", "fault_path", "teardown", "other",
+};
+
+#define NS_PER_S 1000000000LL
+/* Worker events further apart than this start a new recovery batch. */
+#define BATCH_GAP_NS 50000000LL
+#define MAX_RANGES 8
+
+enum ctx_kind {
+	CTX_NONE = 0,
+	CTX_WINDOW,
+	CTX_FAULT,
+	CTX_RECOVERY,
+	CTX_TEARDOWN,
+};
+
+struct gfn_range {
+	int as_id;
+	uint64_t start, end;
+};
+
+struct thread_ctx {
+	enum ctx_kind kind;
+	uint64_t seq;
+	int64_t ts;
+	uint64_t gfn;                   /* fault gfn / SP gfn */
+	int keep;                       /* policy keeps this context's zaps */
+	int64_t predicted, observed, policy_zaps;
+	struct gfn_range ranges[MAX_RANGES];
+	int nranges;
+	int sp_level;
+	int64_t npf_exit_ts;            /* 0: not in an NPF exit */
+	int64_t contention_ts;
+	int is_worker;
+};
+
+struct batch {
+	int active;
+	int64_t start, last;
+	int64_t policy_zaps, observed_zaps, predicted_zaps;
+	int read_lock;                  /* measured lock mode (patched) */
+};
+
+struct engine {
+	const struct replay_opts *o;
+	const struct spte_format *f;
+	struct replay_result *r;
+	struct scan scan;
+	struct slots slots;
+	struct tdp obs, ovl, zapmark;
+	struct ptrmap threads;
+	struct thread_ctx **open_windows;
+	int nopen, capopen;
+	struct batch batch, last_batch;
+	int nomem;
+};
+
+static struct thread_ctx *thread_get(struct engine *e, int32_t tid)
+{
+	struct thread_ctx *t = ptrmap_get(&e->threads, (uint64_t)tid + 1);
+	int i;
+
+	if (t)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (!t || ptrmap_put(&e->threads, (uint64_t)tid + 1, t) < 0) {
+		free(t);
+		e->nomem = 1;
+		return NULL;
+	}
+	for (i = 0; i < e->o->n_nx_worker_tids; i++)
+		if (e->o->nx_worker_tids[i] == tid)
+			t->is_worker = 1;
+	return t;
+}
+
+static struct replay_second *second_at(struct engine *e, int64_t ts)
+{
+	int64_t s = ts < 0 ? 0 : ts / NS_PER_S;
+	struct replay_result *r = e->r;
+
+	if (s >= r->nseconds) {
+		int64_t n = s + 1 + 16;
+		struct replay_second *g = realloc(r->series, (size_t)n *
+						  sizeof(*g));
+
+		if (!g) {
+			e->nomem = 1;
+			return NULL;
+		}
+		memset(g + r->nseconds, 0, (size_t)(n - r->nseconds) *
+		       sizeof(*g));
+		r->series = g;
+		r->nseconds = n;
+	}
+	return &r->series[s];
+}
+
+static void mismatch(struct engine *e, enum mismatch_kind kind,
+		     uint64_t seq, int64_t ts, uint64_t gfn,
+		     int64_t predicted, int64_t observed)
+{
+	struct replay_result *r = e->r;
+
+	r->mismatches_total++;
+	if (r->nmismatches == REPLAY_MAX_MISMATCHES)
+		return;
+	r->mismatches[r->nmismatches++] = (struct mismatch){
+		kind, seq, ts, gfn, predicted, observed,
+	};
+}
+
+static int permits(const struct spte_format *f, uint64_t spte, uint64_t err)
+{
+	if ((err & MEV_PFERR_WRITE) && !spte_writable(f, spte))
+		return 0;
+	if ((err & MEV_PFERR_FETCH) && !spte_executable(f, spte))
+		return 0;
+	return 1;
+}
+
+/* The leaf mapping gfn under the policy: a kept one, else the traced. */
+static int policy_leaf(struct engine *e, int as_id, uint64_t gfn,
+		       uint64_t *spte)
+{
+	int level;
+
+	for (level = 1; level <= 3; level++) {
+		uint64_t v = tdp_get(&e->ovl, as_id, level, gfn);
+
+		if (v && spte_present_leaf(e->f, v, level)) {
+			*spte = v;
+			return level;
+		}
+	}
+	return tdp_leaf(&e->obs, as_id, gfn, spte);
+}
+
+static void policy_zap(struct engine *e, int64_t ts, enum zap_cause cause,
+		       int as_id, int level, uint64_t gfn)
+{
+	struct replay_second *s = second_at(e, ts);
+
+	e->r->zaps[cause]++;
+	if (s)
+		s->zaps++;
+	if (tdp_set(&e->zapmark, as_id, level, gfn, (uint64_t)cause + 1) < 0)
+		e->nomem = 1;
+}
+
+static void policy_flush(struct engine *e, int64_t ts)
+{
+	struct replay_second *s = second_at(e, ts);
+
+	e->r->flushes++;
+	if (s)
+		s->flushes++;
+}
+
+struct leaf_walk {
+	struct engine *e;
+	int as_id;
+	int64_t n;
+	int only_level;                 /* 0: any */
+	int zap_kept;                   /* ovl walk: zap what the policy kept */
+	enum zap_cause cause;
+	int64_t ts;
+};
+
+static void count_leaf(void *arg, int level, uint64_t gfn, uint64_t spte)
+{
+	struct leaf_walk *w = arg;
+
+	(void)gfn;
+	(void)spte;
+	if (!w->only_level || w->only_level == level)
+		w->n++;
+}
+
+static void zap_kept_leaf(void *arg, int level, uint64_t gfn, uint64_t spte)
+{
+	struct leaf_walk *w = arg;
+
+	(void)spte;
+	if (w->only_level && w->only_level != level)
+		return;
+	w->n++;
+	tdp_set(&w->e->ovl, w->as_id, level, gfn, 0);
+	policy_zap(w->e, w->ts, w->cause, w->as_id, level, gfn);
+}
+
+/*
+ * At the start of a context over [start, end): how many leaves the
+ * traced state holds there (the prediction), and the policy's zaps of
+ * leaves only it still holds (unless it keeps this context's leaves).
+ */
+static int64_t context_open_range(struct engine *e, struct thread_ctx *t,
+				  int as_id, uint64_t start, uint64_t end,
+				  int only_level, enum zap_cause cause)
+{
+	struct leaf_walk w = { e, as_id, 0, only_level, 0, cause, t->ts };
+	int64_t predicted;
+
+	tdp_for_each_leaf(&e->obs, as_id, start, end, count_leaf, &w);
+	predicted = w.n;
+	if (!t->keep && e->ovl.len) {
+		w.n = 0;
+		tdp_for_each_leaf(&e->ovl, as_id, start, end, zap_kept_leaf,
+				  &w);
+		t->policy_zaps += w.n;
+	}
+	return predicted;
+}
+
+static void open_window_remove(struct engine *e, struct thread_ctx *t)
+{
+	int i;
+
+	for (i = 0; i < e->nopen; i++)
+		if (e->open_windows[i] == t) {
+			e->open_windows[i] = e->open_windows[--e->nopen];
+			return;
+		}
+}
+
+static void batch_close(struct engine *e)
+{
+	struct batch *b = &e->batch;
+
+	if (!b->active)
+		return;
+	e->r->recovery_batches++;
+	if (b->predicted_zaps)
+		e->r->flushes_predicted++;
+	if (b->observed_zaps && !e->r->flushes_measured)
+		e->r->flushes_observed++;
+	if (b->policy_zaps)
+		policy_flush(e, b->last);
+	e->last_batch = *b;
+	memset(b, 0, sizeof(*b));
+}
+
+static void batch_touch(struct engine *e, int64_t ts)
+{
+	struct batch *b = &e->batch;
+
+	if (b->active && ts - b->last > BATCH_GAP_NS)
+		batch_close(e);
+	if (!b->active) {
+		b->active = 1;
+		b->start = ts;
+	}
+	b->last = ts;
+}
+
+static void ctx_close(struct engine *e, struct thread_ctx *t)
+{
+	struct replay_result *r = e->r;
+
+	switch (t->kind) {
+	case CTX_NONE:
+		return;
+	case CTX_WINDOW:
+		open_window_remove(e, t);
+		if (t->predicted || t->observed) {
+			r->flushes_predicted += t->predicted > 0;
+			if (!r->flushes_measured)
+				r->flushes_observed += t->observed > 0;
+		}
+		if (t->policy_zaps)
+			policy_flush(e, t->ts);
+		break;
+	case CTX_FAULT:
+		r->flushes_predicted += t->predicted > 0;
+		if (!r->flushes_measured)
+			r->flushes_observed += t->observed > 0;
+		if (t->policy_zaps)
+			policy_flush(e, t->ts);
+		break;
+	case CTX_RECOVERY:
+		e->batch.predicted_zaps += t->predicted;
+		e->batch.observed_zaps += t->observed;
+		e->batch.policy_zaps += t->policy_zaps;
+		break;
+	case CTX_TEARDOWN:
+		break;
+	}
+	r->zaps_predicted += t->predicted;
+	if (t->predicted != t->observed)
+		mismatch(e, MISMATCH_ZAP_COUNT, t->seq, t->ts, t->gfn,
+			 t->predicted, t->observed);
+	t->kind = CTX_NONE;
+}
+
+static void ctx_open(struct engine *e, struct thread_ctx *t,
+		     enum ctx_kind kind, const struct model_event *ev,
+		     uint64_t gfn)
+{
+	ctx_close(e, t);
+	t->kind = kind;
+	t->seq = ev->seq;
+	t->ts = ev->ts;
+	t->gfn = gfn;
+	t->keep = 0;
+	t->predicted = t->observed = t->policy_zaps = 0;
+	t->nranges = 0;
+}
+
+static void add_range(void *arg, int as_id, uint64_t gs, uint64_t ge)
+{
+	struct thread_ctx *t = arg;
+
+	if (t->nranges < MAX_RANGES)
+		t->ranges[t->nranges++] = (struct gfn_range){ as_id, gs, ge };
+}
+
+static void on_notifier(struct engine *e, struct thread_ctx *t,
+			const struct model_event *ev)
+{
+	struct replay_invalidation inv;
+	int i;
+
+	if (ev->u.notifier.phase != 0) {
+		ctx_close(e, t);
+		return;
+	}
+	ctx_open(e, t, CTX_WINDOW, ev, 0);
+	slots_hva_to_gfn(&e->slots, ev->u.notifier.hva_start,
+			 ev->u.notifier.hva_end, add_range, t);
+	if (t->nranges)
+		t->gfn = t->ranges[0].start;
+	inv.seq = ev->seq;
+	inv.hva_start = ev->u.notifier.hva_start;
+	inv.hva_end = ev->u.notifier.hva_end;
+	inv.is_upgrade = scan_is_upgrade(&e->scan, ev->seq);
+	inv.upgrade_src = e->scan.upgrade_src;
+	e->r->upgrade_windows += inv.is_upgrade;
+	t->keep = e->o->policy->keep_invalidation(&inv);
+	for (i = 0; i < t->nranges; i++)
+		t->predicted += context_open_range(e, t, t->ranges[i].as_id,
+						   t->ranges[i].start,
+						   t->ranges[i].end, 0,
+						   ZAP_NOTIFIER);
+	if (e->nopen == e->capopen) {
+		int n = e->capopen ? e->capopen * 2 : 8;
+		struct thread_ctx **g = realloc(e->open_windows,
+						(size_t)n * sizeof(*g));
+
+		if (!g) {
+			e->nomem = 1;
+			return;
+		}
+		e->open_windows = g;
+		e->capopen = n;
+	}
+	e->open_windows[e->nopen++] = t;
+}
+
+static int in_open_window(struct engine *e, int as_id, uint64_t gfn)
+{
+	int i, j;
+
+	for (i = 0; i < e->nopen; i++)
+		for (j = 0; j < e->open_windows[i]->nranges; j++) {
+			const struct gfn_range *g = &e->open_windows[i]->ranges[j];
+
+			if (g->as_id == as_id && gfn >= g->start &&
+			    gfn < g->end)
+				return 1;
+		}
+	return 0;
+}
+
+static void on_fault(struct engine *e, struct thread_ctx *t,
+		     const struct model_event *ev)
+{
+	struct replay_result *r = e->r;
+	uint64_t gfn = ev->u.fault.gpa >> 12, err = ev->u.fault.error_code;
+	uint64_t spte, pspte, mark = 0;
+	int level, plevel, allowed, in_window, avoided;
+	struct replay_second *s;
+
+	ctx_open(e, t, CTX_FAULT, ev, gfn);
+	r->faults_observed++;
+	in_window = in_open_window(e, 0, gfn);
+
+	/* Self-check: the traced state must require this fault. */
+	level = tdp_leaf(&e->obs, 0, gfn, &spte);
+	allowed = level && permits(e->f, spte, err);
+	if (!allowed || in_window)
+		r->faults_predicted++;
+	else
+		mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, ev->seq, ev->ts, gfn,
+			 0, 1);
+	/* A huge leaf that forbids the access is replaced (NX split). */
+	if (level > 1 && !allowed)
+		t->predicted = 1;
+
+	/* What-if: a leaf the policy kept may permit the access. */
+	plevel = policy_leaf(e, 0, gfn, &pspte);
+	avoided = plevel && permits(e->f, pspte, err) && !in_window;
+	t->keep = avoided;
+	if (avoided) {
+		r->faults_avoided++;
+		return;
+	}
+	r->faults++;
+	s = second_at(e, ev->ts);
+	if (s)
+		s->faults++;
+	for (level = 1; level <= 3 && !mark; level++) {
+		mark = tdp_get(&e->zapmark, 0, level, gfn);
+		if (mark) {
+			r->refaults[mark - 1]++;
+			tdp_set(&e->zapmark, 0, level, gfn, 0);
+		}
+	}
+}
+
+static void on_sp_free(struct engine *e, struct thread_ctx *t,
+		       const struct model_event *ev)
+{
+	int level = (int)(ev->u.sp.role & 0xf);
+	uint64_t gfn = ev->u.sp.gfn;
+	struct replay_recovery rec;
+	enum ctx_kind kind;
+
+	/* Freed inside an invalidation or a fault: part of that context. */
+	if (t->kind == CTX_WINDOW || t->kind == CTX_FAULT)
+		return;
+	if (level < 1 || level > 4)
+		return;
+	kind = t->is_worker ? CTX_RECOVERY : CTX_TEARDOWN;
+	ctx_open(e, t, kind, ev, gfn);
+	t->sp_level = level;
+	if (kind == CTX_RECOVERY) {
+		batch_touch(e, ev->ts);
+		rec.gfn = gfn;
+		if (e->slots.measured) {
+			rec.dirty_logged = slots_dirty_logged(&e->slots, 0, gfn);
+			rec.dirty_src = REPLAY_SRC_MEASURED;
+		} else {
+			rec.dirty_logged = scan_dirty_at(&e->scan, ev->seq);
+			rec.dirty_src = e->scan.dirty_src;
+		}
+		t->keep = e->o->policy->skip_recovery(&rec);
+	}
+	t->predicted = context_open_range(e, t, 0, gfn, gfn +
+					  tdp_level_pages(level + 1), level,
+					  kind == CTX_RECOVERY ?
+					  ZAP_NX_RECOVERY : ZAP_TEARDOWN);
+}
+
+static enum zap_cause zap_cause_of(const struct thread_ctx *t)
+{
+	switch (t->kind) {
+	case CTX_WINDOW:
+		return ZAP_NOTIFIER;
+	case CTX_FAULT:
+		return ZAP_FAULT_PATH;
+	case CTX_RECOVERY:
+		return ZAP_NX_RECOVERY;
+	case CTX_TEARDOWN:
+		return ZAP_TEARDOWN;
+	default:
+		return t->is_worker ? ZAP_NX_RECOVERY : ZAP_OTHER;
+	}
+}
+
+static void on_spte(struct engine *e, struct thread_ctx *t,
+		    const struct model_event *ev)
+{
+	const struct spte_format *f = e->f;
+	uint64_t old = ev->u.spte.old_spte, new = ev->u.spte.new_spte;
+	uint64_t gfn = ev->u.spte.gfn;
+	int level = ev->u.spte.level, as = ev->u.spte.as_id, i, inside;
+	enum zap_cause cause;
+
+	if (t->is_worker)
+		batch_touch(e, ev->ts);
+	if (spte_present_leaf(f, old, level) && !spte_present(f, new)) {
+		e->r->zaps_observed++;
+		cause = zap_cause_of(t);
+		t->observed++;
+		if (t->kind == CTX_WINDOW) {
+			for (i = inside = 0; i < t->nranges; i++)
+				inside |= t->ranges[i].as_id == as &&
+					gfn >= t->ranges[i].start &&
+					gfn < t->ranges[i].end;
+			if (!inside)
+				mismatch(e, MISMATCH_ZAP_OUTSIDE, ev->seq,
+					 ev->ts, gfn, 0, 1);
+		} else if (t->kind == CTX_NONE) {
+			mismatch(e, MISMATCH_ZAP_UNEXPLAINED, ev->seq, ev->ts,
+				 gfn, 0, 1);
+		}
+		if (t->keep) {
+			e->r->zaps_kept++;
+			if (tdp_set(&e->ovl, as, level, gfn, old) < 0)
+				e->nomem = 1;
+		} else {
+			t->policy_zaps++;
+			policy_zap(e, ev->ts, cause, as, level, gfn);
+		}
+	} else if (spte_present_leaf(f, new, level) &&
+		   tdp_get(&e->ovl, as, level, gfn)) {
+		/* The traced kernel re-installed what the policy kept. */
+		tdp_set(&e->ovl, as, level, gfn, 0);
+	}
+	if (tdp_set(&e->obs, as, level, gfn, new) < 0)
+		e->nomem = 1;
+}
+
+/* The fast path fixes a leaf in place without a spte_changed event. */
+static void on_fast_fault(struct engine *e, const struct model_event *ev)
+{
+	uint64_t gfn = ev->u.fault.gpa >> 12, spte;
+	int level = tdp_leaf(&e->obs, 0, gfn, &spte);
+
+	if (level && spte == ev->fast_old)
+		tdp_set(&e->obs, 0, level, gfn, ev->fast_new);
+}
+
+/* A vCPU's wait for mmu_lock: removed if the policy frees the lock. */
+static void lock_wait(struct engine *e, int64_t ts, int64_t wait_ns,
+		      int during_recovery)
+{
+	struct replay_second *s;
+
+	if (wait_ns <= 0)
+		return;
+	if (during_recovery && e->o->policy->recovery_read_lock) {
+		e->r->lock_wait_removed_ns += wait_ns;
+		return;
+	}
+	e->r->lock_wait_ns += wait_ns;
+	e->r->lock_waits++;
+	s = second_at(e, ts);
+	if (s)
+		s->lock_wait_ns += wait_ns;
+}
+
+static int64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
+{
+	int64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+
+	return hi > lo ? hi - lo : 0;
+}
+
+static int64_t recovery_overlap(struct engine *e, int64_t from, int64_t to)
+{
+	int64_t o = 0;
+
+	if (e->batch.active)
+		o += overlap(from, to, e->batch.start, e->batch.last);
+	if (e->last_batch.active)
+		o += overlap(from, to, e->last_batch.start,
+			     e->last_batch.last);
+	return o;
+}
+
+static void on_entry(struct engine *e, struct thread_ctx *t,
+		     const struct model_event *ev)
+{
+	int64_t o;
+
+	ctx_close(e, t);
+	if (!t->npf_exit_ts)
+		return;
+	/* Stock kernels: the part of an NPF exit that overlaps a
+	 * write-locked recovery batch is taken as waiting for it. */
+	if (e->r->lock_src == REPLAY_SRC_INFERRED) {
+		o = recovery_overlap(e, t->npf_exit_ts, ev->ts);
+		if (o)
+			lock_wait(e, ev->ts, o, 1);
+	}
+	t->npf_exit_ts = 0;
+}
+
+static void handle(struct engine *e, const struct model_event *ev)
+{
+	struct thread_ctx *t = thread_get(e, ev->tid);
+
+	if (!t)
+		return;
+	e->r->events++;
+	switch (ev->kind) {
+	case MEV_SPTE_CHANGE:
+		on_spte(e, t, ev);
+		break;
+	case MEV_FAULT:
+		on_fault(e, t, ev);
+		break;
+	case MEV_FAST_FAULT:
+		on_fast_fault(e, ev);
+		break;
+	case MEV_NOTIFIER:
+		on_notifier(e, t, ev);
+		break;
+	case MEV_SP_FREE:
+		on_sp_free(e, t, ev);
+		break;
+	case MEV_VCPU_EXIT:
+		ctx_close(e, t);
+		if (ev->u.vcpu.reason == e->o->npf_exit_reason)
+			t->npf_exit_ts = ev->ts;
+		break;
+	case MEV_VCPU_ENTRY:
+		on_entry(e, t, ev);
+		break;
+	case MEV_SYSCALL:
+		ctx_close(e, t);
+		break;
+	case MEV_TLB_FLUSH:
+		e->r->flushes_observed++;
+		break;
+	case MEV_NX_RECOVERY:
+		ctx_close(e, t);
+		batch_touch(e, ev->ts);
+		e->batch.read_lock = ev->u.nx.read_lock;
+		if (ev->u.nx.phase == 1)
+			batch_close(e);
+		break;
+	case MEV_LOCK_WAIT:
+		lock_wait(e, ev->ts, ev->u.lock.wait_ns,
+			  recovery_overlap(e, ev->ts - ev->u.lock.wait_ns,
+					   ev->ts) > 0);
+		break;
+	case MEV_LOCK_CONTENTION:
+		if (t->is_worker || e->r->lock_src != REPLAY_SRC_MEASURED)
+			break;
+		if (ev->u.contention.phase == 0) {
+			t->contention_ts = ev->ts;
+		} else if (t->contention_ts) {
+			lock_wait(e, ev->ts, ev->ts - t->contention_ts,
+				  recovery_overlap(e, t->contention_ts,
+						   ev->ts) > 0);
+			t->contention_ts = 0;
+		}
+		break;
+	case MEV_MEMSLOT:
+		slots_apply_event(&e->slots, ev->u.memslot.as_id,
+				  ev->u.memslot.slot, ev->u.memslot.change,
+				  ev->u.memslot.base_gfn, ev->u.memslot.npages,
+				  ev->u.memslot.hva, ev->u.memslot.new_flags);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Which events the capture has decides how facts are known. */
+static void sources_decide(struct engine *e)
+{
+	const int *seen = e->scan.seen;
+
+	e->r->flushes_measured = seen[MEV_TLB_FLUSH];
+	e->r->lock_src = seen[MEV_LOCK_WAIT] || seen[MEV_LOCK_CONTENTION] ?
+		REPLAY_SRC_MEASURED : e->o->n_nx_worker_tids ?
+		REPLAY_SRC_INFERRED : REPLAY_SRC_NONE;
+}
+
+enum replay_status replay_run(struct source *src,
+			      const struct replay_opts *opts,
+			      struct replay_result *res)
+{
+	enum replay_status st = REPLAY_ERR_NOMEM;
+	struct engine e;
+	struct model_event ev;
+	enum source_status ss;
+	size_t i;
+
+	memset(res, 0, sizeof(*res));
+	memset(&e, 0, sizeof(e));
+	res->policy = opts->policy->name;
+	e.o = opts;
+	e.f = opts->fmt;
+	e.r = res;
+	ptrmap_init(&e.threads);
+	tdp_init(&e.obs, e.f);
+	tdp_init(&e.ovl, e.f);
+	tdp_init(&e.zapmark, e.f);
+	switch (scan_run(src, e.f, &e.scan)) {
+	case SCAN_OK:
+		break;
+	case SCAN_ERR_SOURCE:
+		st = REPLAY_ERR_SOURCE;
+		/* fallthrough */
+	default:
+		goto end;
+	}
+	sources_decide(&e);
+	/* Measured memslots are replayed as they change; inferred ones
+	 * hold from the start. */
+	if (e.scan.slots.measured)
+		slots_init(&e.slots);
+	else
+		e.slots = e.scan.slots;
+	res->slots_src = e.scan.slots.measured ? REPLAY_SRC_MEASURED :
+		e.scan.slots.n ? REPLAY_SRC_INFERRED : REPLAY_SRC_NONE;
+	res->upgrade_src = e.scan.upgrade_src;
+	res->dirty_src = e.scan.dirty_src;
+	if (source_rewind(src) != SOURCE_OK) {
+		st = REPLAY_ERR_SOURCE;
+		goto end;
+	}
+	while ((ss = source_next(src, &ev)) == SOURCE_OK && !e.nomem) {
+		handle(&e, &ev);
+		if (e.obs.len + e.ovl.len > (size_t)res->peak_tdp_entries)
+			res->peak_tdp_entries = (int64_t)(e.obs.len +
+							  e.ovl.len);
+	}
+	if (e.nomem)
+		goto end;
+	if (ss != SOURCE_END) {
+		st = REPLAY_ERR_SOURCE;
+		goto end;
+	}
+	for (i = 0; i < e.threads.cap; i++)
+		if (e.threads.slots[i].key)
+			ctx_close(&e, e.threads.slots[i].val);
+	batch_close(&e);
+	st = e.nomem ? REPLAY_ERR_NOMEM : REPLAY_OK;
+end:
+	for (i = 0; i < e.threads.cap; i++)
+		if (e.threads.slots[i].key)
+			free(e.threads.slots[i].val);
+	ptrmap_free(&e.threads);
+	free(e.open_windows);
+	tdp_free(&e.obs);
+	tdp_free(&e.ovl);
+	tdp_free(&e.zapmark);
+	scan_free(&e.scan);
+	if (st != REPLAY_OK)
+		replay_result_free(res);
+	return st;
+}
+
+void replay_result_free(struct replay_result *res)
+{
+	free(res->series);
+	res->series = NULL;
+	res->nseconds = 0;
+}

@@ -1,0 +1,120 @@
+/*
+ * The replay engine: walks a capture's events in time order, rebuilds
+ * the TDP MMU state the trace implies (the "observed" state), and keeps
+ * beside it what a policy would have changed (an overlay of leaves the
+ * policy kept that the recorded kernel zapped).
+ *
+ * Two kinds of output, kept apart on purpose:
+ *   - the model's own predictions under the recorded rules (which faults
+ *     the state requires, which leaves each invalidation, recovery or
+ *     teardown must zap), compared with what was traced: the self-check;
+ *   - the counts under the policy (faults, zaps by cause, refaults,
+ *     flushes, lock waits, per-second series): the what-if.
+ * A prediction is never a copy of an observed count: a wrong rule, a
+ * missed event or a lost-event gap shows up as a mismatch with its time
+ * and gfn.
+ *
+ * Memory grows with the guest pages touched (the TDP map and overlay)
+ * and the threads seen, not with the number of events.
+ */
+#ifndef MMUREPLAY_REPLAY_ENGINE_H
+#define MMUREPLAY_REPLAY_ENGINE_H
+
+#include "model/event.h"
+#include "model/spte.h"
+#include "replay/policy.h"
+#include "replay/source.h"
+
+#include <stdint.h>
+
+enum zap_cause {
+	ZAP_NOTIFIER = 0,       /* mmu_notifier invalidation */
+	ZAP_NX_RECOVERY,        /* the NX recovery worker */
+	ZAP_FAULT_PATH,         /* a fault replacing a leaf (NX split) */
+	ZAP_TEARDOWN,           /* a shadow page freed (memslot/VM gone) */
+	ZAP_OTHER,              /* no cause the model knows */
+	ZAP_CAUSES
+};
+
+extern const char *const zap_cause_names[ZAP_CAUSES];
+
+enum mismatch_kind {
+	MISMATCH_FAULT_NOT_REQUIRED = 0,  /* a leaf permitted the access */
+	MISMATCH_ZAP_COUNT,               /* context zapped != model held */
+	MISMATCH_ZAP_OUTSIDE,             /* zap outside the mapped range */
+	MISMATCH_ZAP_UNEXPLAINED,         /* zap with no cause */
+};
+
+struct mismatch {
+	enum mismatch_kind kind;
+	uint64_t seq;
+	int64_t ts;
+	uint64_t gfn;
+	int64_t predicted, observed;
+};
+
+#define REPLAY_MAX_MISMATCHES 64
+
+struct replay_second {
+	int64_t faults, zaps, flushes, lock_wait_ns;
+};
+
+struct replay_opts {
+	const struct policy *policy;
+	const struct spte_format *fmt;
+	const int32_t *nx_worker_tids;  /* the recovery threads */
+	int n_nx_worker_tids;
+	int64_t npf_exit_reason;        /* SVM 0x400, VMX 48 */
+};
+
+struct replay_result {
+	const char *policy;
+	int64_t events;
+
+	/* Observed (the trace). */
+	int64_t faults_observed;
+	int64_t zaps_observed;
+	int64_t flushes_observed;       /* measured if flushes_measured */
+	int flushes_measured;
+
+	/* Model predictions under the recorded rules (self-check). */
+	int64_t faults_predicted;
+	int64_t zaps_predicted;
+	int64_t flushes_predicted;
+	struct mismatch mismatches[REPLAY_MAX_MISMATCHES];
+	int nmismatches;
+	int64_t mismatches_total;
+
+	/* Under the policy (what-if). */
+	int64_t faults;
+	int64_t faults_avoided;
+	int64_t zaps[ZAP_CAUSES];
+	int64_t zaps_kept;              /* traced zaps the policy skips */
+	int64_t refaults[ZAP_CAUSES];   /* faults on a gfn zapped by cause */
+	int64_t flushes;
+	int64_t lock_wait_ns, lock_waits;
+	int64_t lock_wait_removed_ns;
+
+	/* How the facts were known. */
+	enum replay_source slots_src, upgrade_src, dirty_src, lock_src;
+	int64_t upgrade_windows;        /* invalidations judged upgrades */
+	int64_t recovery_batches;
+
+	struct replay_second *series;   /* index: second of trace time */
+	int64_t nseconds;
+	int64_t peak_tdp_entries;
+};
+
+enum replay_status {
+	REPLAY_OK = 0,
+	REPLAY_ERR_SOURCE,
+	REPLAY_ERR_NOMEM,
+};
+
+/* Run one policy over the source (rewound first). */
+enum replay_status replay_run(struct source *src,
+			      const struct replay_opts *opts,
+			      struct replay_result *res);
+void replay_result_free(struct replay_result *res);
+
+#endif

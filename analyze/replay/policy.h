@@ -1,0 +1,60 @@
+/*
+ * A replay policy: the rule a kernel proposal changes, at the decision
+ * points the TDP MMU has.  One small file per policy (policy_*.c); a new
+ * kernel proposal is a new file and a line in policy_registry.
+ *
+ * Decision points:
+ *   keep_invalidation   at an mmu_notifier invalidation: keep the leaves
+ *                       instead of zapping them (perm-upgrade);
+ *   skip_recovery       at the recovery of one NX huge page: leave it
+ *                       split (nx-skip-dirty);
+ *   recovery_read_lock  recovery holds mmu_lock for read, so vCPU faults
+ *                       do not wait for it (nx-readlock).
+ */
+#ifndef MMUREPLAY_REPLAY_POLICY_H
+#define MMUREPLAY_REPLAY_POLICY_H
+
+#include <stdint.h>
+
+/* How a fact about the trace is known. */
+enum replay_source {
+	REPLAY_SRC_NONE = 0,    /* not known: the decision never applies */
+	REPLAY_SRC_INFERRED,    /* derived from stock events (see DESIGN) */
+	REPLAY_SRC_MEASURED,    /* traced by the patched kernel */
+};
+
+struct replay_invalidation {
+	uint64_t seq;
+	uint64_t hva_start, hva_end;
+	int is_upgrade;                 /* a pure permission upgrade */
+	enum replay_source upgrade_src;
+};
+
+struct replay_recovery {
+	uint64_t gfn;
+	int dirty_logged;               /* the page's slot logs dirty pages */
+	enum replay_source dirty_src;
+};
+
+struct policy {
+	const char *name;
+	const char *summary;
+	int (*keep_invalidation)(const struct replay_invalidation *inv);
+	int (*skip_recovery)(const struct replay_recovery *rec);
+	int recovery_read_lock;
+};
+
+extern const struct policy policy_baseline;
+extern const struct policy policy_perm_upgrade;
+extern const struct policy policy_nx_skip_dirty;
+extern const struct policy policy_nx_readlock;
+
+/* The baseline decisions, for policies that leave a point alone. */
+int policy_keep_none(const struct replay_invalidation *inv);
+int policy_skip_none(const struct replay_recovery *rec);
+
+/* NULL-terminated list of every policy, for the CLI. */
+extern const struct policy *const policy_registry[];
+const struct policy *policy_find(const char *name);
+
+#endif

@@ -1,0 +1,13 @@
+/*
+ * nx-readlock: recover NX huge pages under the MMU read lock (upstream in
+ * 6.18): vCPU faults no longer wait for the recovery worker.
+ */
+#include "replay/policy.h"
+
+const struct policy policy_nx_readlock = {
+	.name = "nx-readlock",
+	.summary = "recover NX huge pages under the read lock",
+	.keep_invalidation = policy_keep_none,
+	.skip_recovery = policy_skip_none,
+	.recovery_read_lock = 1,
+};

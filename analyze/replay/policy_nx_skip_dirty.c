@@ -1,0 +1,18 @@
+/*
+ * nx-skip-dirty: NX huge page recovery leaves pages of dirty-logged slots
+ * split; zapping them only makes the guest refault them at 4 KiB.
+ */
+#include "replay/policy.h"
+
+static int skip_dirty(const struct replay_recovery *rec)
+{
+	return rec->dirty_logged;
+}
+
+const struct policy policy_nx_skip_dirty = {
+	.name = "nx-skip-dirty",
+	.summary = "do not recover NX huge pages of dirty-logged slots",
+	.keep_invalidation = policy_keep_none,
+	.skip_recovery = skip_dirty,
+	.recovery_read_lock = 0,
+};

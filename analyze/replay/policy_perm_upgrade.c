@@ -1,0 +1,21 @@
+/*
+ * perm-upgrade: an invalidation that only loosens permissions (an
+ * mprotect or uffd-wp unprotect; MMU_NOTIFIER_RANGE_PERM_UPGRADE) keeps
+ * the SPTEs: the old ones stay valid, so nothing is zapped or flushed,
+ * and a later fault is avoided when the kept leaf permits the access.
+ */
+#include "replay/policy.h"
+
+static int keep_upgrade(const struct replay_invalidation *inv)
+{
+	return inv->is_upgrade;
+}
+
+const struct policy policy_perm_upgrade = {
+	.name = "perm-upgrade",
+	.summary = "keep SPTEs on an invalidation that only loosens "
+		   "permissions",
+	.keep_invalidation = keep_upgrade,
+	.skip_recovery = policy_skip_none,
+	.recovery_read_lock = 0,
+};

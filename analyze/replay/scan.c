@@ -1,0 +1,345 @@
+/*
+ * First pass of the replay (see scan.h).
+ */
+#include "replay/scan.h"
+
+#include "model/tdp.h"
+#include "util/ptrmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Per-thread state of the pass. */
+struct scan_thread {
+	int in_window;
+	uint64_t w_seq, hs, he, gmin, gmax;
+	int64_t w_zaps;
+	size_t w_idx;                   /* index in windows[] */
+	int in_setregion;               /* inside KVM_SET_USER_MEMORY_REGION */
+	int setregion_swept;
+};
+
+struct scan_window {
+	uint64_t seq;
+	int measured, measured_upgrade;
+	int64_t same, differ;           /* refaults identical / not */
+};
+
+struct scan_pass {
+	const struct spte_format *fmt;
+	struct scan *out;
+	struct ptrmap threads;
+	struct scan_window *windows;
+	size_t nwindows, capwindows;
+	struct tdp pending;             /* gfn -> zapped SPTE (masked) */
+	struct tdp pending_win;         /* gfn -> window index + 1 */
+	int dirty_on;
+	uint64_t dirty_from;
+};
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+	size_t n;
+	void *q;
+
+	if (need <= *cap)
+		return p;
+	n = *cap ? *cap * 2 : 64;
+	while (n < need)
+		n *= 2;
+	q = realloc(p, n * elem);
+	if (q)
+		*cap = n;
+	return q;
+}
+
+static struct scan_thread *thread_get(struct scan_pass *p, int32_t tid)
+{
+	struct scan_thread *t = ptrmap_get(&p->threads, (uint64_t)tid + 1);
+
+	if (t)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (t && ptrmap_put(&p->threads, (uint64_t)tid + 1, t) < 0) {
+		free(t);
+		t = NULL;
+	}
+	return t;
+}
+
+/* The SPTE bits that a permission upgrade would leave unchanged. */
+static uint64_t spte_identity(const struct spte_format *f, uint64_t s)
+{
+	return s & ~(f->accessed | f->dirty);
+}
+
+static void window_close(struct scan_pass *p, struct scan_thread *t)
+{
+	if (!t->in_window)
+		return;
+	t->in_window = 0;
+	if (t->w_zaps)
+		slots_infer(&p->out->slots, t->hs, t->he, t->gmin, t->gmax);
+}
+
+static int on_spte(struct scan_pass *p, struct scan_thread *t,
+		   const struct model_event *e)
+{
+	const struct spte_format *f = p->fmt;
+	uint64_t old = e->u.spte.old_spte, new = e->u.spte.new_spte;
+	uint64_t gfn = e->u.spte.gfn;
+	int level = e->u.spte.level, as = e->u.spte.as_id;
+	uint64_t w;
+
+	if (t->in_setregion && spte_present(f, old) && spte_present(f, new) &&
+	    ((spte_writable(f, old) && !spte_writable(f, new)) ||
+	     (spte_present_leaf(f, old, level) && !spte_leaf(f, new, level))))
+		t->setregion_swept = 1;
+	if (spte_present_leaf(f, old, level) && !spte_present(f, new)) {
+		if (!t->in_window)
+			return 0;
+		if (!t->w_zaps || gfn < t->gmin)
+			t->gmin = gfn;
+		if (!t->w_zaps || gfn + tdp_level_pages(level) - 1 > t->gmax)
+			t->gmax = gfn + tdp_level_pages(level) - 1;
+		t->w_zaps++;
+		if (tdp_set(&p->pending, as, level, gfn,
+			    spte_identity(f, old)) < 0 ||
+		    tdp_set(&p->pending_win, as, level, gfn, t->w_idx + 1) < 0)
+			return -1;
+		return 0;
+	}
+	if (!spte_present_leaf(f, old, level) &&
+	    spte_present_leaf(f, new, level)) {
+		w = tdp_get(&p->pending_win, as, level, gfn);
+		if (!w)
+			return 0;
+		if (tdp_get(&p->pending, as, level, gfn) ==
+		    spte_identity(f, new))
+			p->windows[w - 1].same++;
+		else
+			p->windows[w - 1].differ++;
+		tdp_set(&p->pending_win, as, level, gfn, 0);
+	}
+	return 0;
+}
+
+static int on_notifier(struct scan_pass *p, struct scan_thread *t,
+		       const struct model_event *e)
+{
+	struct scan_window *w;
+
+	window_close(p, t);
+	if (e->u.notifier.phase != 0)
+		return 0;
+	p->windows = grow(p->windows, &p->capwindows, p->nwindows + 1,
+			  sizeof(*p->windows));
+	if (!p->windows)
+		return -1;
+	w = &p->windows[p->nwindows];
+	memset(w, 0, sizeof(*w));
+	w->seq = e->seq;
+	if (e->u.notifier.has_event) {
+		w->measured = 1;
+		w->measured_upgrade =
+			e->u.notifier.event == MEV_MMU_NOTIFY_PROTECTION_VMA &&
+			(e->u.notifier.flags & MEV_NOTIFIER_FLAG_PERM_UPGRADE);
+	}
+	t->in_window = 1;
+	t->w_seq = e->seq;
+	t->w_idx = p->nwindows++;
+	t->hs = e->u.notifier.hva_start;
+	t->he = e->u.notifier.hva_end;
+	t->w_zaps = 0;
+	return 0;
+}
+
+static void on_syscall(struct scan_pass *p, struct scan_thread *t,
+		       const struct model_event *e)
+{
+	window_close(p, t);
+	if (strcmp(e->u.sys.name, "ioctl") != 0)
+		return;
+	if (e->u.sys.entry) {
+		t->in_setregion = e->u.sys.a1 == KVM_SET_USER_MEMORY_REGION;
+		t->setregion_swept = 0;
+		return;
+	}
+	if (!t->in_setregion)
+		return;
+	t->in_setregion = 0;
+	if (!p->dirty_on && t->setregion_swept) {
+		p->dirty_on = 1;
+		p->dirty_from = e->seq;
+	} else if (p->dirty_on) {
+		struct scan *sc = p->out;
+
+		sc->dirty = grow(sc->dirty, &sc->capdirty, sc->ndirty + 1,
+				 sizeof(*sc->dirty));
+		if (sc->dirty) {
+			sc->dirty[sc->ndirty].from_seq = p->dirty_from;
+			sc->dirty[sc->ndirty++].to_seq = e->seq;
+		}
+		p->dirty_on = 0;
+	}
+}
+
+static int finish(struct scan_pass *p, uint64_t last_seq)
+{
+	struct scan *sc = p->out;
+	size_t i;
+	int measured = 0;
+
+	if (p->dirty_on) {
+		sc->dirty = grow(sc->dirty, &sc->capdirty, sc->ndirty + 1,
+				 sizeof(*sc->dirty));
+		if (!sc->dirty)
+			return -1;
+		sc->dirty[sc->ndirty].from_seq = p->dirty_from;
+		sc->dirty[sc->ndirty++].to_seq = last_seq + 1;
+	}
+	for (i = 0; i < p->nwindows; i++) {
+		const struct scan_window *w = &p->windows[i];
+		int up = w->measured ? w->measured_upgrade :
+			(w->same > 0 && w->differ == 0);
+
+		measured |= w->measured;
+		if (!up)
+			continue;
+		sc->upgrade_seqs = grow(sc->upgrade_seqs, &sc->capupgrades,
+					sc->nupgrades + 1,
+					sizeof(*sc->upgrade_seqs));
+		if (!sc->upgrade_seqs)
+			return -1;
+		sc->upgrade_seqs[sc->nupgrades++] = w->seq;
+	}
+	sc->upgrade_src = measured ? REPLAY_SRC_MEASURED :
+		p->nwindows ? REPLAY_SRC_INFERRED : REPLAY_SRC_NONE;
+	if (sc->slots.measured)
+		sc->dirty_src = REPLAY_SRC_MEASURED;
+	else
+		sc->dirty_src = sc->ndirty ? REPLAY_SRC_INFERRED :
+			REPLAY_SRC_NONE;
+	return 0;
+}
+
+enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
+			  struct scan *out)
+{
+	enum scan_status st = SCAN_ERR_NOMEM;
+	struct scan_pass p;
+	struct model_event e;
+	struct scan_thread *t;
+	enum source_status ss;
+	uint64_t last_seq = 0;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	memset(&p, 0, sizeof(p));
+	slots_init(&out->slots);
+	p.fmt = fmt;
+	p.out = out;
+	ptrmap_init(&p.threads);
+	tdp_init(&p.pending, fmt);
+	tdp_init(&p.pending_win, fmt);
+	if (source_rewind(src) != SOURCE_OK) {
+		st = SCAN_ERR_SOURCE;
+		goto end;
+	}
+	while ((ss = source_next(src, &e)) == SOURCE_OK) {
+		last_seq = e.seq;
+		out->seen[e.kind] = 1;
+		t = thread_get(&p, e.tid);
+		if (!t)
+			goto end;
+		switch (e.kind) {
+		case MEV_SPTE_CHANGE:
+			if (on_spte(&p, t, &e) < 0)
+				goto end;
+			break;
+		case MEV_NOTIFIER:
+			if (on_notifier(&p, t, &e) < 0)
+				goto end;
+			break;
+		case MEV_UNMAP_DECISION:
+			if (t->in_window) {
+				p.windows[t->w_idx].measured = 1;
+				p.windows[t->w_idx].measured_upgrade |=
+					e.u.unmap.perm_upgrade;
+			}
+			break;
+		case MEV_SYSCALL:
+			on_syscall(&p, t, &e);
+			break;
+		case MEV_MEMSLOT:
+			slots_apply_event(&out->slots, e.u.memslot.as_id,
+					  e.u.memslot.slot, e.u.memslot.change,
+					  e.u.memslot.base_gfn,
+					  e.u.memslot.npages, e.u.memslot.hva,
+					  e.u.memslot.new_flags);
+			break;
+		case MEV_FAULT:
+		case MEV_VCPU_EXIT:
+		case MEV_VCPU_ENTRY:
+			window_close(&p, t);
+			break;
+		default:
+			break;
+		}
+	}
+	if (ss != SOURCE_END) {
+		st = SCAN_ERR_SOURCE;
+		goto end;
+	}
+	for (i = 0; i < p.threads.cap; i++)
+		if (p.threads.slots[i].key)
+			window_close(&p, p.threads.slots[i].val);
+	if (finish(&p, last_seq) < 0)
+		goto end;
+	st = SCAN_OK;
+end:
+	for (i = 0; i < p.threads.cap; i++)
+		if (p.threads.slots[i].key)
+			free(p.threads.slots[i].val);
+	ptrmap_free(&p.threads);
+	tdp_free(&p.pending);
+	tdp_free(&p.pending_win);
+	free(p.windows);
+	if (st != SCAN_OK)
+		scan_free(out);
+	return st;
+}
+
+void scan_free(struct scan *sc)
+{
+	free(sc->upgrade_seqs);
+	free(sc->dirty);
+	memset(sc, 0, sizeof(*sc));
+}
+
+int scan_is_upgrade(const struct scan *sc, uint64_t seq)
+{
+	size_t lo = 0, hi = sc->nupgrades;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sc->upgrade_seqs[mid] == seq)
+			return 1;
+		if (sc->upgrade_seqs[mid] < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+int scan_dirty_at(const struct scan *sc, uint64_t seq)
+{
+	size_t i;
+
+	for (i = 0; i < sc->ndirty; i++)
+		if (seq >= sc->dirty[i].from_seq && seq < sc->dirty[i].to_seq)
+			return 1;
+	return 0;
+}

@@ -1,0 +1,58 @@
+/*
+ * The replay's first pass over a capture: facts that a decision needs at
+ * the start of an event but that the trace reveals only after it.
+ *
+ *   - memslots, when the kernel did not trace them: inferred from which
+ *     gfns each invalidation zapped (model/slots.h);
+ *   - which invalidations were pure permission upgrades: measured from
+ *     the patched notifier flags / unmap decision, or inferred on stock
+ *     kernels as DESIGN.md says: every leaf it zapped that came back came
+ *     back identical (same pfn, same permissions; A/D bits aside);
+ *   - when dirty logging was on, on stock kernels: a
+ *     KVM_SET_USER_MEMORY_REGION ioctl that write-protects or splits
+ *     leaves turns it on; the next one turns it off.
+ */
+#ifndef MMUREPLAY_REPLAY_SCAN_H
+#define MMUREPLAY_REPLAY_SCAN_H
+
+#include "model/slots.h"
+#include "model/spte.h"
+#include "replay/policy.h"
+#include "replay/source.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KVM_SET_USER_MEMORY_REGION 0x4020ae46ULL
+#define UFFDIO_WRITEPROTECT 0xc018aa06ULL
+
+struct scan_interval {
+	uint64_t from_seq, to_seq;      /* [from, to) */
+};
+
+struct scan {
+	struct slots slots;             /* at the end of the trace */
+	uint64_t *upgrade_seqs;         /* sorted notifier seqs */
+	size_t nupgrades, capupgrades;
+	enum replay_source upgrade_src;
+	struct scan_interval *dirty;    /* dirty logging on (stock) */
+	size_t ndirty, capdirty;
+	enum replay_source dirty_src;
+	int seen[MEV_KINDS];            /* event kinds present */
+};
+
+enum scan_status {
+	SCAN_OK = 0,
+	SCAN_ERR_SOURCE,
+	SCAN_ERR_NOMEM,
+};
+
+enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
+			  struct scan *out);
+void scan_free(struct scan *sc);
+/* Was the invalidation starting at seq a pure upgrade? */
+int scan_is_upgrade(const struct scan *sc, uint64_t seq);
+/* Was dirty logging on at seq (stock inference)? */
+int scan_dirty_at(const struct scan *sc, uint64_t seq);
+
+#endif

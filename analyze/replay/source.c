@@ -1,0 +1,297 @@
+/*
+ * DB and array event sources (see source.h).
+ *
+ * Invariant of the merge: cur[i] holds the next unread row of table i (or
+ * is exhausted); the event returned is the one with the smallest seq, and
+ * seq values are unique across tables, so the order is total.
+ */
+#include "replay/source.h"
+
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct table_reader {
+	enum model_event_kind kind;
+	const char *sql;
+	sqlite3_stmt *st;
+	int has_row;
+};
+
+static const struct table_reader readers_init[] = {
+	{ MEV_SPTE_CHANGE, "SELECT seq, ts, cpu, tid, as_id, gfn, level, "
+	  "old_spte, new_spte FROM spte_change ORDER BY seq", NULL, 0 },
+	{ MEV_FAULT, "SELECT seq, ts, cpu, tid, vcpu, gpa, error_code FROM "
+	  "fault ORDER BY seq", NULL, 0 },
+	{ MEV_FAST_FAULT, "SELECT seq, ts, cpu, tid, vcpu, gpa, error_code, "
+	  "old_spte, new_spte FROM fast_fault ORDER BY seq", NULL, 0 },
+	{ MEV_NOTIFIER, "SELECT seq, ts, cpu, tid, phase, hva_start, hva_end, "
+	  "event, flags FROM notifier ORDER BY seq", NULL, 0 },
+	{ MEV_SP_ALLOC, "SELECT seq, ts, cpu, tid, gfn, role FROM sp_alloc "
+	  "ORDER BY seq", NULL, 0 },
+	{ MEV_SP_FREE, "SELECT seq, ts, cpu, tid, gfn, role FROM sp_free "
+	  "ORDER BY seq", NULL, 0 },
+	{ MEV_VCPU_EXIT, "SELECT seq, ts, cpu, tid, vcpu, exit_reason FROM "
+	  "vcpu_exit ORDER BY seq", NULL, 0 },
+	{ MEV_VCPU_ENTRY, "SELECT seq, ts, cpu, tid, vcpu FROM vcpu_entry "
+	  "ORDER BY seq", NULL, 0 },
+	{ MEV_SYSCALL, "SELECT s.seq, s.ts, s.cpu, s.tid, r.name, s.a0, s.a1, "
+	  "s.a2 FROM syscall s JOIN raw_event r ON r.id = s.raw_id ORDER BY "
+	  "s.seq", NULL, 0 },
+	{ MEV_UNMAP_DECISION, "SELECT seq, ts, cpu, tid, as_id, slot, "
+	  "gfn_start, gfn_end, perm_upgrade, zapped, flush FROM "
+	  "unmap_decision ORDER BY seq", NULL, 0 },
+	{ MEV_TLB_FLUSH, "SELECT seq, ts, cpu, tid, gfn_start, gfn_end FROM "
+	  "tlb_flush ORDER BY seq", NULL, 0 },
+	{ MEV_NX_RECOVERY, "SELECT seq, ts, cpu, tid, phase, read_lock, pages, "
+	  "to_zap, zapped, skipped_dirty, gfn, level FROM nx_recovery ORDER "
+	  "BY seq", NULL, 0 },
+	{ MEV_LOCK_WAIT, "SELECT seq, ts, cpu, tid, vcpu, wait_ns, gpa FROM "
+	  "lock_wait ORDER BY seq", NULL, 0 },
+	{ MEV_LOCK_CONTENTION, "SELECT seq, ts, cpu, tid, phase, lock_addr "
+	  "FROM lock_contention ORDER BY seq", NULL, 0 },
+	{ MEV_MEMSLOT, "SELECT seq, ts, cpu, tid, as_id, slot, change, "
+	  "base_gfn, npages, hva, old_flags, new_flags FROM memslot ORDER BY "
+	  "seq", NULL, 0 },
+};
+
+#define NREADERS (sizeof(readers_init) / sizeof(readers_init[0]))
+
+struct source {
+	sqlite3 *db;
+	struct table_reader r[NREADERS];
+	/* Array source. */
+	const struct model_event *arr;
+	size_t n, pos;
+	int is_array;
+};
+
+static uint64_t u(sqlite3_stmt *st, int i)
+{
+	return (uint64_t)sqlite3_column_int64(st, i);
+}
+
+static int advance(struct source *s, struct table_reader *r)
+{
+	int rc = sqlite3_step(r->st);
+
+	r->has_row = rc == SQLITE_ROW;
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		log_error("%s: reading events: %s",
+			  sqlite3_db_filename(s->db, "main"),
+			  sqlite3_errmsg(s->db));
+		return -1;
+	}
+	return 0;
+}
+
+enum source_status source_rewind(struct source *s)
+{
+	size_t i;
+
+	if (s->is_array) {
+		s->pos = 0;
+		return SOURCE_OK;
+	}
+	for (i = 0; i < NREADERS; i++) {
+		sqlite3_reset(s->r[i].st);
+		if (advance(s, &s->r[i]) < 0)
+			return SOURCE_ERR;
+	}
+	return SOURCE_OK;
+}
+
+struct source *source_open(sqlite3 *db)
+{
+	struct source *s = calloc(1, sizeof(*s));
+	size_t i;
+
+	if (!s)
+		return NULL;
+	s->db = db;
+	memcpy(s->r, readers_init, sizeof(readers_init));
+	for (i = 0; i < NREADERS; i++) {
+		if (sqlite3_prepare_v2(db, s->r[i].sql, -1, &s->r[i].st,
+				       NULL) != SQLITE_OK) {
+			log_error("%s: %s", sqlite3_db_filename(db, "main"),
+				  sqlite3_errmsg(db));
+			source_close(s);
+			return NULL;
+		}
+	}
+	if (source_rewind(s) != SOURCE_OK) {
+		source_close(s);
+		return NULL;
+	}
+	return s;
+}
+
+struct source *source_from_array(const struct model_event *evs, size_t n)
+{
+	struct source *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->is_array = 1;
+	s->arr = evs;
+	s->n = n;
+	return s;
+}
+
+void source_close(struct source *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < NREADERS; i++)
+		sqlite3_finalize(s->r[i].st);
+	free(s);
+}
+
+/* A static copy of the syscall's name (the row's text is transient). */
+static const char *sys_name(const char *raw)
+{
+	static const char *const known[] = { "ioctl", "mprotect", "madvise",
+					     NULL };
+	const char *p = raw ? strrchr(raw, '_') : NULL;
+	int i;
+
+	for (i = 0; p && known[i]; i++)
+		if (strcmp(p + 1, known[i]) == 0)
+			return known[i];
+	return "other";
+}
+
+static void decode(struct table_reader *r, struct model_event *ev)
+{
+	sqlite3_stmt *st = r->st;
+
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = r->kind;
+	ev->seq = u(st, 0);
+	ev->ts = sqlite3_column_int64(st, 1);
+	ev->cpu = sqlite3_column_int(st, 2);
+	ev->tid = sqlite3_column_int(st, 3);
+	switch (r->kind) {
+	case MEV_SPTE_CHANGE:
+		ev->u.spte.as_id = sqlite3_column_int(st, 4);
+		ev->u.spte.gfn = u(st, 5);
+		ev->u.spte.level = sqlite3_column_int(st, 6);
+		ev->u.spte.old_spte = u(st, 7);
+		ev->u.spte.new_spte = u(st, 8);
+		break;
+	case MEV_FAULT:
+	case MEV_FAST_FAULT:
+		ev->u.fault.vcpu = sqlite3_column_int64(st, 4);
+		ev->u.fault.gpa = u(st, 5);
+		ev->u.fault.error_code = u(st, 6);
+		if (r->kind == MEV_FAST_FAULT) {
+			ev->fast_old = u(st, 7);
+			ev->fast_new = u(st, 8);
+		}
+		break;
+	case MEV_NOTIFIER:
+		ev->u.notifier.phase = sqlite3_column_int(st, 4);
+		ev->u.notifier.hva_start = u(st, 5);
+		ev->u.notifier.hva_end = u(st, 6);
+		ev->u.notifier.has_event =
+			sqlite3_column_type(st, 7) != SQLITE_NULL;
+		ev->u.notifier.event = sqlite3_column_int64(st, 7);
+		ev->u.notifier.flags = sqlite3_column_int64(st, 8);
+		break;
+	case MEV_SP_ALLOC:
+	case MEV_SP_FREE:
+		ev->u.sp.gfn = u(st, 4);
+		ev->u.sp.role = u(st, 5);
+		break;
+	case MEV_VCPU_EXIT:
+		ev->u.vcpu.vcpu = sqlite3_column_int64(st, 4);
+		ev->u.vcpu.reason = sqlite3_column_int64(st, 5);
+		break;
+	case MEV_VCPU_ENTRY:
+		ev->u.vcpu.vcpu = sqlite3_column_int64(st, 4);
+		break;
+	case MEV_SYSCALL: {
+		const char *name = (const char *)sqlite3_column_text(st, 4);
+
+		/* Names are borrowed from the raw_event row; keep only the
+		 * distinction the replay needs. */
+		ev->u.sys.entry = name && strncmp(name, "syscall_entry_",
+						  14) == 0;
+		ev->u.sys.name = sys_name(name);
+		ev->u.sys.a0 = u(st, 5);
+		ev->u.sys.a1 = u(st, 6);
+		ev->u.sys.a2 = u(st, 7);
+		break;
+	}
+	case MEV_UNMAP_DECISION:
+		ev->u.unmap.as_id = sqlite3_column_int(st, 4);
+		ev->u.unmap.slot = sqlite3_column_int(st, 5);
+		ev->u.unmap.gfn_start = u(st, 6);
+		ev->u.unmap.gfn_end = u(st, 7);
+		ev->u.unmap.perm_upgrade = sqlite3_column_int(st, 8);
+		ev->u.unmap.zapped = sqlite3_column_int(st, 9);
+		ev->u.unmap.flush = sqlite3_column_int(st, 10);
+		break;
+	case MEV_TLB_FLUSH:
+		ev->u.flush.ranged = sqlite3_column_type(st, 4) != SQLITE_NULL;
+		ev->u.flush.gfn_start = u(st, 4);
+		ev->u.flush.gfn_end = u(st, 5);
+		break;
+	case MEV_NX_RECOVERY:
+		ev->u.nx.phase = sqlite3_column_int(st, 4);
+		ev->u.nx.read_lock = sqlite3_column_int(st, 5);
+		ev->u.nx.pages = sqlite3_column_int64(st, 6);
+		ev->u.nx.to_zap = sqlite3_column_int64(st, 7);
+		ev->u.nx.zapped = sqlite3_column_int64(st, 8);
+		ev->u.nx.skipped_dirty = sqlite3_column_int64(st, 9);
+		ev->u.nx.gfn = u(st, 10);
+		ev->u.nx.level = sqlite3_column_int(st, 11);
+		break;
+	case MEV_LOCK_WAIT:
+		ev->u.lock.vcpu = sqlite3_column_int64(st, 4);
+		ev->u.lock.wait_ns = sqlite3_column_int64(st, 5);
+		ev->u.lock.gpa = u(st, 6);
+		break;
+	case MEV_LOCK_CONTENTION:
+		ev->u.contention.phase = sqlite3_column_int(st, 4);
+		ev->u.contention.lock_addr = u(st, 5);
+		break;
+	case MEV_MEMSLOT:
+		ev->u.memslot.as_id = sqlite3_column_int(st, 4);
+		ev->u.memslot.slot = sqlite3_column_int(st, 5);
+		ev->u.memslot.change = sqlite3_column_int(st, 6);
+		ev->u.memslot.base_gfn = u(st, 7);
+		ev->u.memslot.npages = u(st, 8);
+		ev->u.memslot.hva = u(st, 9);
+		ev->u.memslot.old_flags = u(st, 10);
+		ev->u.memslot.new_flags = u(st, 11);
+		break;
+	default:
+		break;
+	}
+}
+
+enum source_status source_next(struct source *s, struct model_event *ev)
+{
+	struct table_reader *best = NULL;
+	size_t i;
+
+	if (s->is_array) {
+		if (s->pos == s->n)
+			return SOURCE_END;
+		*ev = s->arr[s->pos++];
+		return SOURCE_OK;
+	}
+	for (i = 0; i < NREADERS; i++)
+		if (s->r[i].has_row && (!best ||
+		    sqlite3_column_int64(s->r[i].st, 0) <
+		    sqlite3_column_int64(best->st, 0)))
+			best = &s->r[i];
+	if (!best)
+		return SOURCE_END;
+	decode(best, ev);
+	return advance(s, best) < 0 ? SOURCE_ERR : SOURCE_OK;
+}

@@ -1,0 +1,94 @@
+/*
+ * Fidelity as JSON: keys observed / predicted / rel_error per metric and
+ * ok, plus the first mismatches with their time and gfn.
+ */
+#include "report/report.h"
+
+#include <cjson/cJSON.h>
+
+const char *report_source_name(enum replay_source s)
+{
+	switch (s) {
+	case REPLAY_SRC_MEASURED:
+		return "measured";
+	case REPLAY_SRC_INFERRED:
+		return "inferred";
+	default:
+		return "unknown";
+	}
+}
+
+const char *report_mismatch_name(enum mismatch_kind k)
+{
+	switch (k) {
+	case MISMATCH_FAULT_NOT_REQUIRED:
+		return "fault_not_required";
+	case MISMATCH_ZAP_COUNT:
+		return "zap_count";
+	case MISMATCH_ZAP_OUTSIDE:
+		return "zap_outside_range";
+	default:
+		return "zap_unexplained";
+	}
+}
+
+char *report_fidelity_json(const struct fidelity *f,
+			   const struct replay_result *r, const char *db_path)
+{
+	cJSON *root = cJSON_CreateObject(), *o, *a, *t;
+	char *out;
+	int i;
+
+	if (!root)
+		return NULL;
+	cJSON_AddStringToObject(root, "database", db_path);
+	cJSON_AddStringToObject(root, "policy", f->policy);
+	cJSON_AddBoolToObject(root, "ok", f->ok);
+	o = cJSON_AddObjectToObject(root, "observed");
+	for (i = 0; i < FID_METRICS; i++)
+		cJSON_AddNumberToObject(o, f->m[i].name,
+					(double)f->m[i].observed);
+	o = cJSON_AddObjectToObject(root, "predicted");
+	for (i = 0; i < FID_METRICS; i++)
+		cJSON_AddNumberToObject(o, f->m[i].name,
+					(double)f->m[i].predicted);
+	o = cJSON_AddObjectToObject(root, "rel_error");
+	for (i = 0; i < FID_METRICS; i++)
+		cJSON_AddNumberToObject(o, f->m[i].name, f->m[i].rel_error);
+	o = cJSON_AddObjectToObject(root, "tolerance");
+	for (i = 0; i < FID_METRICS; i++)
+		cJSON_AddNumberToObject(o, f->m[i].name, f->m[i].tolerance);
+	o = cJSON_AddObjectToObject(root, "metric_ok");
+	for (i = 0; i < FID_METRICS; i++)
+		cJSON_AddBoolToObject(o, f->m[i].name, f->m[i].ok);
+	o = cJSON_AddObjectToObject(root, "observed_how");
+	for (i = 0; i < FID_METRICS; i++)
+		cJSON_AddStringToObject(o, f->m[i].name, f->m[i].observed_how);
+	o = cJSON_AddObjectToObject(root, "knowledge");
+	cJSON_AddStringToObject(o, "memslots", report_source_name(r->slots_src));
+	cJSON_AddStringToObject(o, "perm_upgrade",
+				report_source_name(r->upgrade_src));
+	cJSON_AddStringToObject(o, "dirty_logging",
+				report_source_name(r->dirty_src));
+	cJSON_AddStringToObject(o, "lock_waits",
+				report_source_name(r->lock_src));
+	cJSON_AddNumberToObject(root, "mismatches_total",
+				(double)r->mismatches_total);
+	a = cJSON_AddArrayToObject(root, "mismatches");
+	for (i = 0; i < r->nmismatches; i++) {
+		const struct mismatch *m = &r->mismatches[i];
+
+		t = cJSON_CreateObject();
+		cJSON_AddStringToObject(t, "kind",
+					report_mismatch_name(m->kind));
+		cJSON_AddNumberToObject(t, "seq", (double)m->seq);
+		cJSON_AddNumberToObject(t, "ts_ns", (double)m->ts);
+		cJSON_AddNumberToObject(t, "gfn", (double)m->gfn);
+		cJSON_AddNumberToObject(t, "predicted", (double)m->predicted);
+		cJSON_AddNumberToObject(t, "observed", (double)m->observed);
+		cJSON_AddItemToArray(a, t);
+	}
+	out = cJSON_Print(root);
+	cJSON_Delete(root);
+	return out;
+}
