@@ -191,3 +191,47 @@ CREATE TABLE latency_sample (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
 	probe INTEGER, ns INTEGER, gfn INTEGER
 );
+
+-- Replay results (mmureplay replay): one run per policy, replaced when
+-- the policy is replayed again.  self_check_ok is the fidelity of the
+-- recorded policy when the run was made: what-if figures of a run with
+-- self_check_ok = 0 are not to be presented.
+CREATE TABLE replay_run (
+	id             INTEGER PRIMARY KEY,
+	policy         TEXT NOT NULL UNIQUE,
+	created        TEXT NOT NULL,
+	self_check_ok  INTEGER NOT NULL,
+	events         INTEGER NOT NULL,
+	duration_s     REAL NOT NULL,
+	memslots       TEXT,            -- measured / inferred / unknown
+	perm_upgrade   TEXT,
+	dirty_logging  TEXT,
+	lock_waits     TEXT
+);
+
+CREATE TABLE replay_metric (
+	run_id  INTEGER NOT NULL REFERENCES replay_run(id),
+	name    TEXT NOT NULL,
+	value   REAL NOT NULL,
+	PRIMARY KEY (run_id, name)
+) WITHOUT ROWID;
+
+CREATE TABLE replay_series (
+	run_id        INTEGER NOT NULL REFERENCES replay_run(id),
+	second        INTEGER NOT NULL,
+	faults        INTEGER NOT NULL,
+	zaps          INTEGER NOT NULL,
+	flushes       INTEGER NOT NULL,
+	lock_wait_ns  INTEGER NOT NULL,
+	PRIMARY KEY (run_id, second)
+) WITHOUT ROWID;
+
+CREATE TABLE replay_mismatch (
+	run_id     INTEGER NOT NULL REFERENCES replay_run(id),
+	kind       TEXT NOT NULL,
+	seq        INTEGER,
+	ts         INTEGER,
+	gfn        INTEGER,
+	predicted  INTEGER,
+	observed   INTEGER
+);

@@ -5,6 +5,8 @@
 #   out/capture.db      the capture database
 #   out/summary.json    summary as JSON
 #   out/summary.txt     summary as text tables
+#   out/fidelity.json   self-check: replay under the recorded policy
+#   out/replay.json     what-if under every reference policy (and .txt)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -23,5 +25,9 @@ mmr=build/analyze/mmureplay
 $mmr ingest "$out/trace" -o "$out/capture.db"
 $mmr summary "$out/capture.db" --json -o "$out/summary.json"
 $mmr summary "$out/capture.db" -o "$out/summary.txt"
-cat "$out/summary.txt"
+$mmr fidelity "$out/capture.db" --json -o "$out/fidelity.json"
+$mmr fidelity "$out/capture.db" -o "$out/fidelity.txt"
+$mmr replay "$out/capture.db" --json -o "$out/replay.json"
+$mmr replay "$out/capture.db" -o "$out/replay.txt"
+cat "$out/summary.txt" "$out/fidelity.txt" "$out/replay.txt"
 echo "results in $out/"

@@ -52,6 +52,7 @@ void cli_help(const struct cli_command *cmd);
 extern const struct cli_command cli_cmd_ingest;
 extern const struct cli_command cli_cmd_summary;
 extern const struct cli_command cli_cmd_fidelity;
+extern const struct cli_command cli_cmd_replay;
 
 struct policy;
 struct replay_result;

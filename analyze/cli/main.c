@@ -11,6 +11,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_ingest,
 	&cli_cmd_summary,
 	&cli_cmd_fidelity,
+	&cli_cmd_replay,
 	NULL,
 };
 
@@ -69,6 +70,7 @@ static const struct cli_option *find_opt(const struct cli_command *cmd,
 int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 	      const char **values, int *npos)
 {
+	static char joined[1024];       /* one repeatable option per call */
 	const struct cli_option *o;
 	int i, idx, only_pos = 0;
 
@@ -105,7 +107,20 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 				cmd->name, a, o->arg);
 			return -1;
 		}
-		values[idx] = argv[++i];
+		i++;
+		/* A repeated option collects its values, comma-separated. */
+		if (values[idx]) {
+			size_t len = strlen(joined);
+
+			if (values[idx] != joined)
+				len = (size_t)snprintf(joined, sizeof(joined),
+						       "%s", values[idx]);
+			snprintf(joined + len, sizeof(joined) - len, ",%s",
+				 argv[i]);
+			values[idx] = joined;
+		} else {
+			values[idx] = argv[i];
+		}
 	}
 	return 0;
 }

@@ -29,6 +29,17 @@ const char *const zap_cause_names[ZAP_CAUSES] = {
 	"notifier", "nx_recovery", "fault_path", "teardown", "other",
 };
 
+const char *const mismatch_kind_names[] = {
+	"fault_not_required", "zap_count", "zap_outside_range",
+	"zap_unexplained",
+};
+
+const char *replay_source_name(enum replay_source s)
+{
+	return s == REPLAY_SRC_MEASURED ? "measured" :
+		s == REPLAY_SRC_INFERRED ? "inferred" : "unknown";
+}
+
 #define NS_PER_S 1000000000LL
 /* Worker events further apart than this start a new recovery batch. */
 #define BATCH_GAP_NS 50000000LL

@@ -37,6 +37,8 @@ enum zap_cause {
 };
 
 extern const char *const zap_cause_names[ZAP_CAUSES];
+/* "measured" / "inferred" / "unknown". */
+const char *replay_source_name(enum replay_source s);
 
 enum mismatch_kind {
 	MISMATCH_FAULT_NOT_REQUIRED = 0,  /* a leaf permitted the access */
@@ -44,6 +46,8 @@ enum mismatch_kind {
 	MISMATCH_ZAP_OUTSIDE,             /* zap outside the mapped range */
 	MISMATCH_ZAP_UNEXPLAINED,         /* zap with no cause */
 };
+
+extern const char *const mismatch_kind_names[];
 
 struct mismatch {
 	enum mismatch_kind kind;

@@ -7,10 +7,13 @@
 #include "util/ptrmap.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 
 /* Per-thread state of the pass. */
 struct scan_thread {
+	int in_mprotect;                /* inside mprotect(2) ... */
+	uint64_t mprotect_prot;         /* ... with this prot */
 	int in_window;
 	uint64_t w_seq, hs, he, gmin, gmax;
 	int64_t w_zaps;
@@ -22,6 +25,7 @@ struct scan_thread {
 struct scan_window {
 	uint64_t seq;
 	int measured, measured_upgrade;
+	int by_syscall, syscall_upgrade;
 	int64_t same, differ;           /* refaults identical / not */
 };
 
@@ -139,6 +143,17 @@ static int on_notifier(struct scan_pass *p, struct scan_thread *t,
 	w = &p->windows[p->nwindows];
 	memset(w, 0, sizeof(*w));
 	w->seq = e->seq;
+	if (t->in_mprotect) {
+		/*
+		 * mprotect tells the direction itself: keeping PROT_WRITE
+		 * loosens (or keeps) what the pages allow, dropping it
+		 * restricts them.  A restriction followed by a loosening
+		 * before any access refaults identical SPTEs, so the SPTE
+		 * evidence alone would call it an upgrade.
+		 */
+		w->by_syscall = 1;
+		w->syscall_upgrade = (t->mprotect_prot & PROT_WRITE) != 0;
+	}
 	if (e->u.notifier.has_event) {
 		w->measured = 1;
 		w->measured_upgrade =
@@ -158,6 +173,11 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 		       const struct model_event *e)
 {
 	window_close(p, t);
+	if (strcmp(e->u.sys.name, "mprotect") == 0) {
+		t->in_mprotect = e->u.sys.entry;
+		t->mprotect_prot = e->u.sys.a2;
+		return;
+	}
 	if (strcmp(e->u.sys.name, "ioctl") != 0)
 		return;
 	if (e->u.sys.entry) {
@@ -201,6 +221,7 @@ static int finish(struct scan_pass *p, uint64_t last_seq)
 	for (i = 0; i < p->nwindows; i++) {
 		const struct scan_window *w = &p->windows[i];
 		int up = w->measured ? w->measured_upgrade :
+			w->by_syscall ? w->syscall_upgrade :
 			(w->same > 0 && w->differ == 0);
 
 		measured |= w->measured;

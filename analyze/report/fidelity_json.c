@@ -6,32 +6,6 @@
 
 #include <cjson/cJSON.h>
 
-const char *report_source_name(enum replay_source s)
-{
-	switch (s) {
-	case REPLAY_SRC_MEASURED:
-		return "measured";
-	case REPLAY_SRC_INFERRED:
-		return "inferred";
-	default:
-		return "unknown";
-	}
-}
-
-const char *report_mismatch_name(enum mismatch_kind k)
-{
-	switch (k) {
-	case MISMATCH_FAULT_NOT_REQUIRED:
-		return "fault_not_required";
-	case MISMATCH_ZAP_COUNT:
-		return "zap_count";
-	case MISMATCH_ZAP_OUTSIDE:
-		return "zap_outside_range";
-	default:
-		return "zap_unexplained";
-	}
-}
-
 char *report_fidelity_json(const struct fidelity *f,
 			   const struct replay_result *r, const char *db_path)
 {
@@ -65,13 +39,13 @@ char *report_fidelity_json(const struct fidelity *f,
 	for (i = 0; i < FID_METRICS; i++)
 		cJSON_AddStringToObject(o, f->m[i].name, f->m[i].observed_how);
 	o = cJSON_AddObjectToObject(root, "knowledge");
-	cJSON_AddStringToObject(o, "memslots", report_source_name(r->slots_src));
+	cJSON_AddStringToObject(o, "memslots", replay_source_name(r->slots_src));
 	cJSON_AddStringToObject(o, "perm_upgrade",
-				report_source_name(r->upgrade_src));
+				replay_source_name(r->upgrade_src));
 	cJSON_AddStringToObject(o, "dirty_logging",
-				report_source_name(r->dirty_src));
+				replay_source_name(r->dirty_src));
 	cJSON_AddStringToObject(o, "lock_waits",
-				report_source_name(r->lock_src));
+				replay_source_name(r->lock_src));
 	cJSON_AddNumberToObject(root, "mismatches_total",
 				(double)r->mismatches_total);
 	a = cJSON_AddArrayToObject(root, "mismatches");
@@ -80,7 +54,7 @@ char *report_fidelity_json(const struct fidelity *f,
 
 		t = cJSON_CreateObject();
 		cJSON_AddStringToObject(t, "kind",
-					report_mismatch_name(m->kind));
+					mismatch_kind_names[m->kind]);
 		cJSON_AddNumberToObject(t, "seq", (double)m->seq);
 		cJSON_AddNumberToObject(t, "ts_ns", (double)m->ts);
 		cJSON_AddNumberToObject(t, "gfn", (double)m->gfn);

@@ -29,17 +29,17 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 			f->m[i].ok ? "" : "  <-");
 	}
 	fprintf(out, "\n  memslots %s, permission upgrades %s, dirty logging "
-		"%s, lock waits %s\n", report_source_name(r->slots_src),
-		report_source_name(r->upgrade_src),
-		report_source_name(r->dirty_src),
-		report_source_name(r->lock_src));
+		"%s, lock waits %s\n", replay_source_name(r->slots_src),
+		replay_source_name(r->upgrade_src),
+		replay_source_name(r->dirty_src),
+		replay_source_name(r->lock_src));
 	fprintf(out, "  mismatches: %" PRId64 "\n", r->mismatches_total);
 	for (i = 0; i < r->nmismatches && i < 10; i++) {
 		const struct mismatch *m = &r->mismatches[i];
 
 		fprintf(out, "    %-20s seq %" PRIu64 " at %.6f s, gfn 0x%"
 			PRIx64 ": predicted %" PRId64 ", traced %" PRId64 "\n",
-			report_mismatch_name(m->kind), m->seq,
+			mismatch_kind_names[m->kind], m->seq,
 			(double)m->ts / 1e9, m->gfn, m->predicted,
 			m->observed);
 	}

@@ -11,6 +11,7 @@
 #define MMUREPLAY_REPORT_REPORT_H
 
 #include "metrics/fidelity.h"
+#include "metrics/replay_metrics.h"
 #include "metrics/summary.h"
 
 #include <stdio.h>
@@ -27,9 +28,12 @@ char *report_fidelity_json(const struct fidelity *f,
 void report_fidelity_text(FILE *out, const struct fidelity *f,
 			  const struct replay_result *r, const char *db_path);
 
-/* How a fact was known, as a word. */
-const char *report_source_name(enum replay_source s);
-const char *report_mismatch_name(enum mismatch_kind k);
+/* What-if results of several policies side by side. */
+char *report_replay_json(const struct replay_metrics *m, int n,
+			 const struct replay_result *r, const struct fidelity *f,
+			 const char *db_path);
+void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
+			const struct fidelity *f, const char *db_path);
 
 /* "1,234,567" into buf; returns buf. */
 char *report_fmt_count(char *buf, size_t len, int64_t n);

@@ -1,0 +1,190 @@
+/*
+ * Named replay figures and their storage (see replay_metrics.h).
+ */
+#include "metrics/replay_metrics.h"
+
+#include "util/log.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static void put(struct replay_metrics *m, const char *name, double v)
+{
+	if (m->n == REPLAY_METRICS_MAX)
+		return;
+	snprintf(m->m[m->n].name, sizeof(m->m[0].name), "%s", name);
+	m->m[m->n++].value = v;
+}
+
+static double rate(double n, double secs)
+{
+	return secs > 0 ? n / secs : 0;
+}
+
+void replay_metrics_compute(const struct replay_result *r,
+			    double duration_s, struct replay_metrics *out)
+{
+	char name[40];
+	int64_t zaps = 0;
+	int i;
+
+	memset(out, 0, sizeof(*out));
+	out->policy = r->policy;
+	out->duration_s = duration_s;
+	for (i = 0; i < ZAP_CAUSES; i++)
+		zaps += r->zaps[i];
+	put(out, "faults", (double)r->faults);
+	put(out, "faults_per_s", rate((double)r->faults, duration_s));
+	put(out, "faults_avoided", (double)r->faults_avoided);
+	put(out, "leaf_zaps", (double)zaps);
+	put(out, "leaf_zaps_per_s", rate((double)zaps, duration_s));
+	for (i = 0; i < ZAP_CAUSES; i++) {
+		snprintf(name, sizeof(name), "leaf_zaps.%s",
+			 zap_cause_names[i]);
+		put(out, name, (double)r->zaps[i]);
+	}
+	put(out, "zaps_kept", (double)r->zaps_kept);
+	for (i = 0; i < ZAP_CAUSES; i++) {
+		snprintf(name, sizeof(name), "refaults.%s",
+			 zap_cause_names[i]);
+		put(out, name, (double)r->refaults[i]);
+	}
+	put(out, "tlb_flushes", (double)r->flushes);
+	put(out, "tlb_flushes_per_s", rate((double)r->flushes, duration_s));
+	put(out, "lock_wait_ms", (double)r->lock_wait_ns / 1e6);
+	put(out, "lock_waits", (double)r->lock_waits);
+	put(out, "lock_wait_removed_ms", (double)r->lock_wait_removed_ns / 1e6);
+	put(out, "upgrade_invalidations", (double)r->upgrade_windows);
+	put(out, "recovery_batches", (double)r->recovery_batches);
+	put(out, "observed.faults", (double)r->faults_observed);
+	put(out, "observed.leaf_zaps", (double)r->zaps_observed);
+	put(out, "observed.tlb_flushes", (double)r->flushes_observed);
+	put(out, "predicted.faults", (double)r->faults_predicted);
+	put(out, "predicted.leaf_zaps", (double)r->zaps_predicted);
+	put(out, "predicted.tlb_flushes", (double)r->flushes_predicted);
+	put(out, "mismatches", (double)r->mismatches_total);
+	put(out, "peak_tdp_entries", (double)r->peak_tdp_entries);
+}
+
+double replay_metrics_get(const struct replay_metrics *m, const char *name)
+{
+	int i;
+
+	for (i = 0; i < m->n; i++)
+		if (strcmp(m->m[i].name, name) == 0)
+			return m->m[i].value;
+	return 0;
+}
+
+static int step(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int replay_metrics_store(sqlite3 *db, const struct replay_result *r,
+			 const struct replay_metrics *m, int self_check_ok)
+{
+	static const char *const del[] = {
+		"DELETE FROM replay_metric WHERE run_id IN (SELECT id FROM "
+		"replay_run WHERE policy = ?1)",
+		"DELETE FROM replay_series WHERE run_id IN (SELECT id FROM "
+		"replay_run WHERE policy = ?1)",
+		"DELETE FROM replay_mismatch WHERE run_id IN (SELECT id FROM "
+		"replay_run WHERE policy = ?1)",
+		"DELETE FROM replay_run WHERE policy = ?1",
+	};
+	sqlite3_stmt *st = NULL;
+	char created[32];
+	time_t now = time(NULL);
+	int64_t run;
+	int i, rc = -1;
+
+	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ",
+		 gmtime(&now));
+	for (i = 0; i < 4; i++) {
+		if (sqlite3_prepare_v2(db, del[i], -1, &st, NULL) != SQLITE_OK)
+			goto end;
+		sqlite3_bind_text(st, 1, r->policy, -1, SQLITE_STATIC);
+		if (step(st) < 0)
+			goto end;
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (sqlite3_prepare_v2(db, "INSERT INTO replay_run (policy, created, "
+			       "self_check_ok, events, duration_s, memslots, "
+			       "perm_upgrade, dirty_logging, lock_waits) "
+			       "VALUES (?,?,?,?,?,?,?,?,?)", -1, &st, NULL) !=
+	    SQLITE_OK)
+		goto end;
+	sqlite3_bind_text(st, 1, r->policy, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, created, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 3, self_check_ok);
+	sqlite3_bind_int64(st, 4, r->events);
+	sqlite3_bind_double(st, 5, m->duration_s);
+	sqlite3_bind_text(st, 6, replay_source_name(r->slots_src), -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 7, replay_source_name(r->upgrade_src), -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 8, replay_source_name(r->dirty_src), -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 9, replay_source_name(r->lock_src), -1, SQLITE_STATIC);
+	if (step(st) < 0)
+		goto end;
+	sqlite3_finalize(st);
+	st = NULL;
+	run = sqlite3_last_insert_rowid(db);
+
+	if (sqlite3_prepare_v2(db, "INSERT INTO replay_metric VALUES (?,?,?)",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto end;
+	for (i = 0; i < m->n; i++) {
+		sqlite3_bind_int64(st, 1, run);
+		sqlite3_bind_text(st, 2, m->m[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_double(st, 3, m->m[i].value);
+		if (step(st) < 0)
+			goto end;
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "INSERT INTO replay_series VALUES "
+			       "(?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+		goto end;
+	for (i = 0; i < r->nseconds; i++) {
+		const struct replay_second *s = &r->series[i];
+
+		if (!s->faults && !s->zaps && !s->flushes && !s->lock_wait_ns)
+			continue;
+		sqlite3_bind_int64(st, 1, run);
+		sqlite3_bind_int(st, 2, i);
+		sqlite3_bind_int64(st, 3, s->faults);
+		sqlite3_bind_int64(st, 4, s->zaps);
+		sqlite3_bind_int64(st, 5, s->flushes);
+		sqlite3_bind_int64(st, 6, s->lock_wait_ns);
+		if (step(st) < 0)
+			goto end;
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "INSERT INTO replay_mismatch VALUES "
+			       "(?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+		goto end;
+	for (i = 0; i < r->nmismatches; i++) {
+		const struct mismatch *mm = &r->mismatches[i];
+
+		sqlite3_bind_int64(st, 1, run);
+		sqlite3_bind_text(st, 2, mismatch_kind_names[mm->kind], -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (int64_t)mm->seq);
+		sqlite3_bind_int64(st, 4, mm->ts);
+		sqlite3_bind_int64(st, 5, (int64_t)mm->gfn);
+		sqlite3_bind_int64(st, 6, mm->predicted);
+		sqlite3_bind_int64(st, 7, mm->observed);
+		if (step(st) < 0)
+			goto end;
+	}
+	rc = 0;
+end:
+	if (rc < 0)
+		log_error("%s: cannot store replay results: %s",
+			  sqlite3_db_filename(db, "main"), sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return rc;
+}

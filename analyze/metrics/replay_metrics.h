@@ -1,0 +1,39 @@
+/*
+ * The figures of a replay, named the way reports and the DB name them,
+ * and their storage in the capture DB (tables replay_*).
+ *
+ * Rates are per second of trace time, like the pf/s and tlb/s columns of
+ * the perm-upgrade mail.
+ */
+#ifndef MMUREPLAY_METRICS_REPLAY_METRICS_H
+#define MMUREPLAY_METRICS_REPLAY_METRICS_H
+
+#include "replay/engine.h"
+
+#include <sqlite3.h>
+
+#define REPLAY_METRICS_MAX 48
+
+struct named_metric {
+	char name[40];
+	double value;
+};
+
+struct replay_metrics {
+	const char *policy;
+	double duration_s;
+	struct named_metric m[REPLAY_METRICS_MAX];
+	int n;
+};
+
+/* Flatten a result into named figures (faults, faults_per_s, ...). */
+void replay_metrics_compute(const struct replay_result *r,
+			    double duration_s, struct replay_metrics *out);
+/* The value of a named figure (0 if absent). */
+double replay_metrics_get(const struct replay_metrics *m, const char *name);
+
+/* Replace the stored run of r->policy; the caller holds a transaction. */
+int replay_metrics_store(sqlite3 *db, const struct replay_result *r,
+			 const struct replay_metrics *m, int self_check_ok);
+
+#endif

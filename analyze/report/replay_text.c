@@ -1,0 +1,76 @@
+/*
+ * What-if results as the table of a cover letter: one row per policy,
+ * the first row the recorded one (see report.h).
+ */
+#include "report/report.h"
+
+#include <string.h>
+
+static const struct {
+	const char *metric;
+	const char *head;
+	int rate;
+} cols[] = {
+	{ "faults", "faults", 0 },
+	{ "faults_per_s", "pf/s", 1 },
+	{ "leaf_zaps", "leaf zaps", 0 },
+	{ "tlb_flushes", "flushes", 0 },
+	{ "tlb_flushes_per_s", "tlb/s", 1 },
+	{ "lock_wait_ms", "wait ms", 1 },
+};
+
+#define NCOLS (sizeof(cols) / sizeof(cols[0]))
+
+void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
+			const struct fidelity *f, const char *db_path)
+{
+	char buf[32];
+	size_t c;
+	int i;
+
+	fprintf(out, "Replay of %s (%.3f s of trace)\n", db_path,
+		n ? m[0].duration_s : 0.0);
+	if (!f->ok) {
+		fprintf(out, "\n  The self-check under %s is off its tolerance "
+			"(see 'mmureplay fidelity'):\n  what-if figures are "
+			"withheld.\n", f->policy);
+		return;
+	}
+	fprintf(out, "\n  %-16s", "policy");
+	for (c = 0; c < NCOLS; c++)
+		fprintf(out, " %11s", cols[c].head);
+	fprintf(out, "\n  %-16s", "----------------");
+	for (c = 0; c < NCOLS; c++)
+		fprintf(out, " %11s", "-----------");
+	fputc('\n', out);
+	for (i = 0; i < n; i++) {
+		fprintf(out, "  %-16s", m[i].policy);
+		for (c = 0; c < NCOLS; c++) {
+			double v = replay_metrics_get(&m[i], cols[c].metric);
+
+			if (cols[c].rate)
+				fprintf(out, " %11.1f", v);
+			else
+				fprintf(out, " %11s", report_fmt_count(
+					buf, sizeof(buf), (int64_t)v));
+		}
+		fputc('\n', out);
+	}
+	fprintf(out, "\n  %-16s %11s %11s %11s %11s\n", "leaf zaps by",
+		"notifier", "nx_recovery", "fault_path", "teardown");
+	fprintf(out, "  %-16s %11s %11s %11s %11s\n", "----------------",
+		"-----------", "-----------", "-----------", "-----------");
+	for (i = 0; i < n; i++) {
+		static const char *const k[] = {
+			"leaf_zaps.notifier", "leaf_zaps.nx_recovery",
+			"leaf_zaps.fault_path", "leaf_zaps.teardown",
+		};
+
+		fprintf(out, "  %-16s", m[i].policy);
+		for (c = 0; c < 4; c++)
+			fprintf(out, " %11s", report_fmt_count(
+				buf, sizeof(buf),
+				(int64_t)replay_metrics_get(&m[i], k[c])));
+		fputc('\n', out);
+	}
+}

@@ -1,0 +1,358 @@
+/*
+ * Replay rules on small hand-built event sequences (SYNTHETIC events in
+ * the shape the Linux 6.1 TDP MMU traces them), one scenario per rule of
+ * DESIGN.md "The model":
+ *
+ *   perm-upgrade   a zap on a pure upgrade, then a read fault: avoided;
+ *                  then a write fault on the kept read-only leaf: still
+ *                  a fault; no TLB flush for the kept invalidation;
+ *   nx-skip-dirty  recovery of a page in a dirty-logged slot: skipped,
+ *                  and the exec refault that followed disappears;
+ *   nx-readlock    a vCPU's lock wait inside a write-locked recovery
+ *                  window: removed; one outside it: kept;
+ *   self-check     a fault that a present leaf permits, and an
+ *                  invalidation that zaps fewer leaves than the model
+ *                  holds, are reported as mismatches;
+ *   reachability   a leaf under a zapped parent table does not map.
+ */
+#include "model/event.h"
+#include "model/spte.h"
+#include "replay/engine.h"
+#include "replay/source.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond) do { \
+	if (!(cond)) { \
+		fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, \
+			#cond); \
+		failures++; \
+	} \
+} while (0)
+
+#define VCPU 100        /* vCPU thread */
+#define VMM 200         /* VMM thread doing mprotect / uffd */
+#define WORKER 300      /* kvm-nx-lpage-recovery */
+#define HVA 0x7f0000000000ULL
+
+/* NPT leaf values as the lab traces them. */
+#define RO_4K  0x10200825ULL    /* present, read-only, executable */
+#define RW_4K  0x10200e67ULL
+#define NX_2M  0x8000000010200ee7ULL
+#define TABLE  0x529b827ULL     /* non-leaf */
+#define REMOVED 0x5a0ULL
+
+static struct model_event evs[64];
+static int nev;
+
+static struct model_event *ev(enum model_event_kind k, int tid)
+{
+	struct model_event *e = &evs[nev];
+
+	memset(e, 0, sizeof(*e));
+	e->kind = k;
+	e->seq = (uint64_t)nev;
+	e->ts = (int64_t)nev * 1000000;         /* 1 ms apart */
+	e->tid = tid;
+	nev++;
+	return e;
+}
+
+static void spte(int tid, int level, uint64_t gfn, uint64_t o, uint64_t n)
+{
+	struct model_event *e = ev(MEV_SPTE_CHANGE, tid);
+
+	e->u.spte.level = level;
+	e->u.spte.gfn = gfn;
+	e->u.spte.old_spte = o;
+	e->u.spte.new_spte = n;
+}
+
+static void fault(uint64_t gfn, uint64_t err)
+{
+	struct model_event *e = ev(MEV_FAULT, VCPU);
+
+	e->u.fault.gpa = gfn << 12;
+	e->u.fault.error_code = err | (1ULL << 32);
+}
+
+static void entry(void)
+{
+	ev(MEV_VCPU_ENTRY, VCPU);
+}
+
+static void memslot(uint64_t flags)
+{
+	struct model_event *e = ev(MEV_MEMSLOT, VMM);
+
+	e->u.memslot.npages = 1024;
+	e->u.memslot.hva = HVA;
+	e->u.memslot.new_flags = flags;
+}
+
+static void notifier(uint64_t gfn, int upgrade)
+{
+	struct model_event *e = ev(MEV_NOTIFIER, VMM);
+
+	e->u.notifier.hva_start = HVA + (gfn << 12);
+	e->u.notifier.hva_end = HVA + ((gfn + 1) << 12);
+	e->u.notifier.has_event = 1;
+	e->u.notifier.event = MEV_MMU_NOTIFY_PROTECTION_VMA;
+	e->u.notifier.flags = upgrade ? MEV_NOTIFIER_FLAG_PERM_UPGRADE : 0;
+}
+
+static void syscall_exit(int tid)
+{
+	ev(MEV_SYSCALL, tid)->u.sys.name = "ioctl";
+}
+
+static int run(const struct policy *p, struct replay_result *r)
+{
+	static const int32_t workers[] = { WORKER };
+	struct replay_opts o = {
+		.policy = p,
+		.fmt = spte_format_get(SPTE_FORMAT_NPT),
+		.nx_worker_tids = workers,
+		.n_nx_worker_tids = 1,
+		.npf_exit_reason = 0x400,
+	};
+	struct source *src = source_from_array(evs, (size_t)nev);
+	int rc = replay_run(src, &o, r);
+
+	source_close(src);
+	return rc;
+}
+
+static void test_perm_upgrade(void)
+{
+	struct replay_result b, p;
+
+	nev = 0;
+	memslot(0);
+	fault(5, MEV_PFERR_USER);                       /* read */
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();
+	notifier(5, 1);                                 /* uffd unprotect */
+	spte(VMM, 1, 5, RO_4K, 0);
+	syscall_exit(VMM);
+	fault(5, MEV_PFERR_USER);                       /* read refault */
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();
+	fault(5, MEV_PFERR_USER | MEV_PFERR_WRITE |
+	      MEV_PFERR_PRESENT);                       /* write */
+	spte(VCPU, 1, 5, RO_4K, RW_4K);
+	entry();
+
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 0);
+	CHECK(b.faults_observed == 3 && b.faults_predicted == 3);
+	CHECK(b.faults == 3 && b.faults_avoided == 0);
+	CHECK(b.zaps[ZAP_NOTIFIER] == 1 && b.refaults[ZAP_NOTIFIER] == 1);
+	CHECK(b.flushes == 1 && b.flushes_predicted == 1);
+	CHECK(b.upgrade_src == REPLAY_SRC_MEASURED);
+
+	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
+	CHECK(p.faults_avoided == 1);           /* the read refault */
+	CHECK(p.faults == 2);                   /* first read, the write */
+	CHECK(p.zaps[ZAP_NOTIFIER] == 0 && p.zaps_kept == 1);
+	CHECK(p.flushes == 0);
+	replay_result_free(&b);
+	replay_result_free(&p);
+}
+
+static void test_restriction_is_not_kept(void)
+{
+	struct replay_result p;
+
+	nev = 0;
+	memslot(0);
+	fault(5, MEV_PFERR_USER);
+	spte(VCPU, 1, 5, 0, RW_4K);
+	entry();
+	notifier(5, 0);                                 /* write-protect */
+	spte(VMM, 1, 5, RW_4K, 0);
+	syscall_exit(VMM);
+	fault(5, MEV_PFERR_USER);
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();
+	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
+	CHECK(p.faults == 2 && p.faults_avoided == 0 && p.zaps_kept == 0);
+	replay_result_free(&p);
+}
+
+static void sys(int entry, const char *name, uint64_t a2)
+{
+	struct model_event *e = ev(MEV_SYSCALL, VMM);
+
+	e->u.sys.entry = entry;
+	e->u.sys.name = name;
+	e->u.sys.a2 = a2;
+}
+
+/* Stock kernel: mprotect(PROT_READ) then mprotect(PROT_READ|WRITE)
+ * before the guest touches the page refaults an identical SPTE, yet the
+ * first invalidation restricted: perm-upgrade must still zap it. */
+static void test_stock_mprotect_restriction(void)
+{
+	struct replay_result p;
+
+	nev = 0;
+	fault(5, MEV_PFERR_USER);
+	spte(VCPU, 1, 5, 0, RW_4K);
+	entry();
+	sys(1, "mprotect", 1);
+	ev(MEV_NOTIFIER, VMM)->u.notifier.hva_start = HVA + (5 << 12);
+	evs[nev - 1].u.notifier.hva_end = HVA + (6 << 12);
+	spte(VMM, 1, 5, RW_4K, 0);
+	sys(0, "mprotect", 0);
+	sys(1, "mprotect", 3);
+	ev(MEV_NOTIFIER, VMM)->u.notifier.hva_start = HVA + (5 << 12);
+	evs[nev - 1].u.notifier.hva_end = HVA + (6 << 12);
+	sys(0, "mprotect", 0);
+	fault(5, MEV_PFERR_USER | MEV_PFERR_WRITE);
+	spte(VCPU, 1, 5, 0, RW_4K);
+	entry();
+	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
+	CHECK(p.upgrade_src == REPLAY_SRC_INFERRED);
+	CHECK(p.upgrade_windows == 1);          /* the PROT_WRITE one */
+	CHECK(p.zaps_kept == 0 && p.faults == 2 && p.mismatches_total == 0);
+	replay_result_free(&p);
+}
+
+/* An NX split page recovered by the worker, then re-executed. */
+static void nx_scenario(uint64_t slot_flags, int lock_wait_ns)
+{
+	struct model_event *e;
+
+	nev = 0;
+	memslot(slot_flags);
+	spte(VCPU, 2, 0x200, 0, NX_2M);                 /* huge NX leaf */
+	fault(0x200, MEV_PFERR_USER | MEV_PFERR_FETCH); /* exec: split */
+	spte(VCPU, 2, 0x200, NX_2M, REMOVED);
+	spte(VCPU, 2, 0x200, 0, TABLE);
+	ev(MEV_SP_ALLOC, VCPU)->u.sp.gfn = 0x200;
+	spte(VCPU, 1, 0x200, 0, RW_4K);
+	entry();
+	/* Recovery: parent unlinked, SP freed, children removed. */
+	spte(WORKER, 2, 0x200, TABLE, 0);
+	e = ev(MEV_SP_FREE, WORKER);
+	e->u.sp.gfn = 0x200;
+	e->u.sp.role = 0x3781;                          /* level 1 */
+	spte(WORKER, 1, 0x200, RW_4K, REMOVED);
+	if (lock_wait_ns) {
+		e = ev(MEV_LOCK_WAIT, VCPU);
+		e->u.lock.wait_ns = lock_wait_ns;
+	}
+	fault(0x200, MEV_PFERR_USER | MEV_PFERR_FETCH); /* re-exec */
+	spte(VCPU, 1, 0x200, 0, RW_4K);
+	entry();
+}
+
+static void test_nx_skip_dirty(void)
+{
+	struct replay_result b, s, c;
+
+	nx_scenario(1, 0);                              /* dirty-logged */
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 0);
+	CHECK(b.zaps[ZAP_NX_RECOVERY] == 1 && b.zaps[ZAP_FAULT_PATH] == 1);
+	CHECK(b.faults == 2 && b.refaults[ZAP_NX_RECOVERY] == 1);
+	CHECK(b.recovery_batches == 1);
+	CHECK(run(&policy_nx_skip_dirty, &s) == REPLAY_OK);
+	CHECK(s.zaps[ZAP_NX_RECOVERY] == 0 && s.zaps_kept == 1);
+	CHECK(s.faults == 1 && s.faults_avoided == 1);
+	CHECK(s.dirty_src == REPLAY_SRC_MEASURED);
+
+	nx_scenario(0, 0);                              /* not logged */
+	CHECK(run(&policy_nx_skip_dirty, &c) == REPLAY_OK);
+	CHECK(c.zaps[ZAP_NX_RECOVERY] == 1 && c.faults == 2);
+	replay_result_free(&b);
+	replay_result_free(&s);
+	replay_result_free(&c);
+}
+
+static void test_nx_readlock(void)
+{
+	struct replay_result b, r;
+
+	/* The wait (1.5 ms, ending 1 ms after the recovery's last event)
+	 * overlaps the write-locked recovery batch. */
+	nx_scenario(0, 1500000);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.lock_src == REPLAY_SRC_MEASURED);
+	CHECK(b.lock_wait_ns == 1500000 && b.lock_waits == 1);
+	CHECK(run(&policy_nx_readlock, &r) == REPLAY_OK);
+	CHECK(r.lock_wait_ns == 0 && r.lock_wait_removed_ns == 1500000);
+	/* The faults and zaps are the baseline's. */
+	CHECK(r.faults == b.faults && r.zaps[ZAP_NX_RECOVERY] == 1);
+	replay_result_free(&b);
+	replay_result_free(&r);
+}
+
+static void test_self_check_fails(void)
+{
+	struct replay_result b;
+
+	/* A fault while a writable leaf maps the page: not required. */
+	nev = 0;
+	memslot(0);
+	fault(7, MEV_PFERR_USER);
+	spte(VCPU, 1, 7, 0, RW_4K);
+	entry();
+	fault(7, MEV_PFERR_USER | MEV_PFERR_WRITE);     /* nothing to fix */
+	entry();
+	/* An invalidation of two pages that zaps only one of two leaves. */
+	fault(8, MEV_PFERR_USER);
+	spte(VCPU, 1, 8, 0, RW_4K);
+	entry();
+	notifier(7, 0);
+	evs[nev - 1].u.notifier.hva_end += 4096;        /* pages 7 and 8 */
+	spte(VMM, 1, 7, RW_4K, 0);
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.faults_observed == 3 && b.faults_predicted == 2);
+	CHECK(b.zaps_observed == 1 && b.zaps_predicted == 2);
+	CHECK(b.mismatches_total == 2);
+	CHECK(b.nmismatches == 2 &&
+	      b.mismatches[0].kind == MISMATCH_FAULT_NOT_REQUIRED &&
+	      b.mismatches[0].gfn == 7 &&
+	      b.mismatches[1].kind == MISMATCH_ZAP_COUNT &&
+	      b.mismatches[1].predicted == 2 && b.mismatches[1].observed == 1);
+	replay_result_free(&b);
+}
+
+static void test_unreachable_leaf(void)
+{
+	struct replay_result b;
+
+	nev = 0;
+	memslot(0);
+	spte(VCPU, 2, 0, 0, TABLE);
+	spte(VCPU, 1, 0, 0, RW_4K);
+	entry();
+	spte(WORKER, 2, 0, TABLE, 0);                   /* parent unlinked */
+	fault(0, MEV_PFERR_USER);                       /* before children */
+	entry();
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.faults_predicted == 1 && b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+
+int main(void)
+{
+	test_perm_upgrade();
+	test_restriction_is_not_kept();
+	test_stock_mprotect_restriction();
+	test_nx_skip_dirty();
+	test_nx_readlock();
+	test_self_check_fails();
+	test_unreachable_leaf();
+	if (failures)
+		fprintf(stderr, "%d failure(s)\n", failures);
+	else
+		printf("ok\n");
+	return failures != 0;
+}
