@@ -28,6 +28,8 @@ BUILD = os.environ.get("MMUREPLAY_BUILD", os.path.join(TOP, "build"))
 MMR = os.path.join(BUILD, "analyze", "mmureplay")
 GEN = os.path.join(BUILD, "tests", "ust_gen")
 SESSIOND = os.path.join(TOP, "tests", "lttng_sessiond.sh")
+# The counter as fast as it goes: no periodic printing.
+COUNTER = ["babeltrace2", "-c", "sink.utils.counter", "-p", "step=0"]
 
 
 def timed(args):
@@ -47,12 +49,12 @@ def timed(args):
 
 
 def count_events(trace):
-    out = subprocess.run(["babeltrace2", "-c", "sink.utils.counter", trace],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(COUNTER + [trace], capture_output=True, text=True,
+                         check=True).stdout
     for line in out.splitlines():
-        if "Total" in line:
-            return int(line.split()[0].replace(",", ""))
-    sys.exit("no total from sink.utils.counter")
+        if line.split()[1:] == ["Event", "messages"]:
+            return int(line.split()[0])
+    sys.exit("no event count from sink.utils.counter")
 
 
 def bench(name, trace, runs, work):
@@ -60,7 +62,7 @@ def bench(name, trace, runs, work):
     db = os.path.join(work, "bench.db")
     tc, tm, rc, rm = [], [], [], []
     for _ in range(runs):
-        t, r = timed(["babeltrace2", "-c", "sink.utils.counter", trace])
+        t, r = timed(COUNTER + [trace])
         tc.append(t)
         rc.append(r)
         if os.path.exists(db):

@@ -53,9 +53,11 @@ enum db_status db_out_create(struct db_out *out, const char *path)
 		goto end;
 	}
 	unlink(out->tmp_path);
+	/* One thread at a time uses the connection (ingest hands it from
+	 * the writer thread back with pthread_join): no per-call mutex. */
 	if (sqlite3_open_v2(out->tmp_path, &out->db,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-			    NULL) != SQLITE_OK) {
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+			    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		log_error("%s: cannot create: %s", path,
 			  out->db ? sqlite3_errmsg(out->db) : "out of memory");
 		goto end;

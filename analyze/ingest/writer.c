@@ -17,12 +17,21 @@
 #include <string.h>
 
 #define POOL_CHUNKS 6
+/*
+ * Rows per multi-row INSERT.  One statement per row spends most of its
+ * time in statement setup and reset, not in the b-tree; batching rows of
+ * one table amortizes that.  Order across tables does not matter (each
+ * table is its own b-tree keyed by seq) and within a table it is kept.
+ */
+#define BATCH_ROWS 32
 
 struct writer {
 	sqlite3 *db;
 	const struct catalog *cat;
 	sqlite3_stmt **stmts;           /* per catalogue entry, + thread */
+	sqlite3_stmt **stmts_batch;     /* BATCH_ROWS rows at once */
 	int *nvals;                     /* bound values after the common 4 */
+	int *order, *start;             /* chunk rows bucketed by kind */
 
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -37,12 +46,12 @@ struct writer {
 	struct ingest_chunk *pool;
 };
 
-static enum writer_status stmt_prepare(struct writer *w, int kind,
+static enum writer_status stmt_prepare(struct writer *w, sqlite3_stmt **st,
 				       const char *sql)
 {
-	if (sqlite3_prepare_v3(w->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
-			       &w->stmts[kind], NULL) != SQLITE_OK) {
-		log_error("%s: cannot prepare \"%s\": %s",
+	if (sqlite3_prepare_v3(w->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st,
+			       NULL) != SQLITE_OK) {
+		log_error("%s: cannot prepare \"%.80s...\": %s",
 			  sqlite3_db_filename(w->db, "main"), sql,
 			  sqlite3_errmsg(w->db));
 		return WRITER_ERR_SQL;
@@ -50,11 +59,15 @@ static enum writer_status stmt_prepare(struct writer *w, int kind,
 	return WRITER_OK;
 }
 
+static void append(char *buf, size_t len, const char *s)
+{
+	strncat(buf, s, len - strlen(buf) - 1);
+}
+
 static enum writer_status stmts_prepare(struct writer *w)
 {
 	const struct catalog *cat = w->cat;
-	char cols[1024], vals[256];
-	char sql[1400];
+	char cols[1024], row[256], sql[16384];
 	int i, j;
 	enum writer_status st;
 
@@ -62,66 +75,77 @@ static enum writer_status stmts_prepare(struct writer *w)
 		const struct catalog_entry *e = &cat->entries[i];
 
 		snprintf(cols, sizeof(cols), "seq, ts, cpu, tid");
-		snprintf(vals, sizeof(vals), "?, ?, ?, ?");
+		snprintf(row, sizeof(row), "(?, ?, ?, ?");
 		for (j = 0; j < e->ncols; j++) {
-			strncat(cols, ", ", sizeof(cols) - strlen(cols) - 1);
-			strncat(cols, e->cols[j].name,
-				sizeof(cols) - strlen(cols) - 1);
-			strncat(vals, ", ?", sizeof(vals) - strlen(vals) - 1);
+			append(cols, sizeof(cols), ", ");
+			append(cols, sizeof(cols), e->cols[j].name);
+			append(row, sizeof(row), ", ?");
 		}
 		w->nvals[i] = e->ncols;
 		if (e->store_raw_id) {
-			strncat(cols, ", raw_id",
-				sizeof(cols) - strlen(cols) - 1);
-			strncat(vals, ", ?", sizeof(vals) - strlen(vals) - 1);
+			append(cols, sizeof(cols), ", raw_id");
+			append(row, sizeof(row), ", ?");
 			w->nvals[i]++;
 		}
-		snprintf(sql, sizeof(sql), "INSERT INTO %s (%s) VALUES (%s)",
-			 e->table, cols, vals);
-		st = stmt_prepare(w, i, sql);
+		append(row, sizeof(row), ")");
+		snprintf(sql, sizeof(sql), "INSERT INTO %s (%s) VALUES %s",
+			 e->table, cols, row);
+		st = stmt_prepare(w, &w->stmts[i], sql);
+		for (j = 1; j < BATCH_ROWS && st == WRITER_OK; j++) {
+			append(sql, sizeof(sql), ", ");
+			append(sql, sizeof(sql), row);
+		}
+		if (st == WRITER_OK)
+			st = stmt_prepare(w, &w->stmts_batch[i], sql);
 		if (st != WRITER_OK)
 			return st;
 	}
 	w->nvals[i] = 1;
-	return stmt_prepare(w, ROW_KIND_THREAD(cat),
-			    "INSERT OR IGNORE INTO thread (tid, first_seq, "
-			    "procname) VALUES (?, ?, ?)");
+	return stmt_prepare(w, &w->stmts[i], "INSERT OR IGNORE INTO thread "
+			    "(tid, first_seq, procname) VALUES (?, ?, ?)");
 }
 
-static int row_insert(struct writer *w, const struct ingest_row *r)
+/* Bind row r to the parameters of s from index p + 1; returns the next
+ * free index. */
+static int row_bind(struct writer *w, sqlite3_stmt *s, int p,
+		    const struct ingest_row *r)
 {
-	sqlite3_stmt *s = w->stmts[r->kind];
-	int i, base = 5;
+	int i;
 
 	if ((int)r->kind == ROW_KIND_THREAD(w->cat)) {
-		sqlite3_bind_int64(s, 1, r->tid);
-		sqlite3_bind_int64(s, 2, r->seq);
-		base = 3;
+		sqlite3_bind_int64(s, ++p, r->tid);
+		sqlite3_bind_int64(s, ++p, r->seq);
 	} else {
-		sqlite3_bind_int64(s, 1, r->seq);
-		sqlite3_bind_int64(s, 2, r->ts);
+		sqlite3_bind_int64(s, ++p, r->seq);
+		sqlite3_bind_int64(s, ++p, r->ts);
 		if (r->nullmask & ROW_NULL_CPU)
-			sqlite3_bind_null(s, 3);
+			sqlite3_bind_null(s, ++p);
 		else
-			sqlite3_bind_int64(s, 3, r->cpu);
+			sqlite3_bind_int64(s, ++p, r->cpu);
 		if (r->nullmask & ROW_NULL_TID)
-			sqlite3_bind_null(s, 4);
+			sqlite3_bind_null(s, ++p);
 		else
-			sqlite3_bind_int64(s, 4, r->tid);
+			sqlite3_bind_int64(s, ++p, r->tid);
 	}
 	for (i = 0; i < w->nvals[r->kind]; i++) {
+		++p;
 		if (r->nullmask & (1u << i))
-			sqlite3_bind_null(s, base + i);
+			sqlite3_bind_null(s, p);
 		else if (r->textmask & (1u << i))
-			sqlite3_bind_text(s, base + i,
-					  (const char *)(intptr_t)r->v[i], -1,
-					  SQLITE_STATIC);
+			sqlite3_bind_text(s, p, (const char *)(intptr_t)r->v[i],
+					  -1, SQLITE_STATIC);
 		else
-			sqlite3_bind_int64(s, base + i, r->v[i]);
+			sqlite3_bind_int64(s, p, r->v[i]);
 	}
-	i = sqlite3_step(s);
+	return p;
+}
+
+static int stmt_run(struct writer *w, sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+
 	sqlite3_reset(s);
-	if (i != SQLITE_DONE) {
+	if (rc != SQLITE_DONE) {
 		log_error("%s: insert failed: %s",
 			  sqlite3_db_filename(w->db, "main"),
 			  sqlite3_errmsg(w->db));
@@ -130,11 +154,44 @@ static int row_insert(struct writer *w, const struct ingest_row *r)
 	return 0;
 }
 
+/* Insert a chunk: rows bucketed by kind (a counting sort, stable), each
+ * bucket in BATCH_ROWS statements and single rows for the rest. */
+static int chunk_insert(struct writer *w, const struct ingest_chunk *c)
+{
+	int nkinds = w->cat->nentries + 1, k, i, j, p, end;
+
+	memset(w->start, 0, (size_t)(nkinds + 1) * sizeof(*w->start));
+	for (i = 0; i < c->n; i++)
+		w->start[c->rows[i].kind + 1]++;
+	for (k = 0; k < nkinds; k++)
+		w->start[k + 1] += w->start[k];
+	for (i = 0; i < c->n; i++)
+		w->order[w->start[c->rows[i].kind]++] = i;
+	/* start[k] now ends bucket k; it began at start[k - 1]. */
+	for (k = 0, i = 0; k < nkinds; k++) {
+		end = w->start[k];
+		for (; k < w->cat->nentries && end - i >= BATCH_ROWS;
+		     i += BATCH_ROWS) {
+			for (j = 0, p = 0; j < BATCH_ROWS; j++)
+				p = row_bind(w, w->stmts_batch[k], p,
+					     &c->rows[w->order[i + j]]);
+			if (stmt_run(w, w->stmts_batch[k]) < 0)
+				return -1;
+		}
+		for (; i < end; i++) {
+			row_bind(w, w->stmts[k], 0, &c->rows[w->order[i]]);
+			if (stmt_run(w, w->stmts[k]) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 static void *writer_main(void *arg)
 {
 	struct writer *w = arg;
 	struct ingest_chunk *c;
-	int i, failed = 0;
+	int failed = 0;
 
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
@@ -150,8 +207,8 @@ static void *writer_main(void *arg)
 		failed = w->status != WRITER_OK;
 		pthread_mutex_unlock(&w->lock);
 
-		for (i = 0; i < c->n && !failed; i++)
-			failed = row_insert(w, &c->rows[i]) < 0;
+		if (!failed)
+			failed = chunk_insert(w, c) < 0;
 		c->n = 0;
 
 		pthread_mutex_lock(&w->lock);
@@ -164,6 +221,25 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&w->lock);
 	}
 	return NULL;
+}
+
+static void writer_free(struct writer *w)
+{
+	int i;
+
+	for (i = 0; i <= w->cat->nentries; i++) {
+		if (w->stmts)
+			sqlite3_finalize(w->stmts[i]);
+		if (w->stmts_batch)
+			sqlite3_finalize(w->stmts_batch[i]);
+	}
+	free(w->stmts);
+	free(w->stmts_batch);
+	free(w->nvals);
+	free(w->order);
+	free(w->start);
+	free(w->pool);
+	free(w);
 }
 
 enum writer_status writer_start(struct writer **out, sqlite3 *db,
@@ -180,9 +256,13 @@ enum writer_status writer_start(struct writer **out, sqlite3 *db,
 	w->db = db;
 	w->cat = cat;
 	w->stmts = calloc(nkinds, sizeof(*w->stmts));
+	w->stmts_batch = calloc(nkinds, sizeof(*w->stmts_batch));
 	w->nvals = calloc(nkinds, sizeof(*w->nvals));
+	w->order = calloc(CHUNK_ROWS, sizeof(*w->order));
+	w->start = calloc(nkinds + 1, sizeof(*w->start));
 	w->pool = calloc(POOL_CHUNKS, sizeof(*w->pool));
-	if (!w->stmts || !w->nvals || !w->pool)
+	if (!w->stmts || !w->stmts_batch || !w->nvals || !w->order ||
+	    !w->start || !w->pool)
 		goto end;
 	for (i = 0; i < POOL_CHUNKS; i++)
 		w->free_list[w->nfree++] = &w->pool[i];
@@ -200,14 +280,8 @@ enum writer_status writer_start(struct writer **out, sqlite3 *db,
 	*out = w;
 	w = NULL;
 end:
-	if (w) {
-		for (i = 0; w->stmts && i < nkinds; i++)
-			sqlite3_finalize(w->stmts[i]);
-		free(w->stmts);
-		free(w->nvals);
-		free(w->pool);
-		free(w);
-	}
+	if (w)
+		writer_free(w);
 	return st;
 }
 
@@ -243,7 +317,6 @@ int writer_failed(struct writer *w)
 enum writer_status writer_finish(struct writer *w)
 {
 	enum writer_status st;
-	int i;
 
 	pthread_mutex_lock(&w->lock);
 	w->closing = 1;
@@ -251,13 +324,8 @@ enum writer_status writer_finish(struct writer *w)
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
 	st = w->status;
-	for (i = 0; i <= w->cat->nentries; i++)
-		sqlite3_finalize(w->stmts[i]);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
-	free(w->stmts);
-	free(w->nvals);
-	free(w->pool);
-	free(w);
+	writer_free(w);
 	return st;
 }

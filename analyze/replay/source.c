@@ -12,51 +12,56 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct table_reader {
+struct table_spec {
 	enum model_event_kind kind;
 	const char *sql;
+};
+
+struct table_reader {
+	enum model_event_kind kind;
 	sqlite3_stmt *st;
 	int has_row;
+	int64_t next_seq;               /* seq of the current row */
 };
 
-static const struct table_reader readers_init[] = {
+static const struct table_spec tables[] = {
 	{ MEV_SPTE_CHANGE, "SELECT seq, ts, cpu, tid, as_id, gfn, level, "
-	  "old_spte, new_spte FROM spte_change ORDER BY seq", NULL, 0 },
+	  "old_spte, new_spte FROM spte_change ORDER BY seq" },
 	{ MEV_FAULT, "SELECT seq, ts, cpu, tid, vcpu, gpa, error_code FROM "
-	  "fault ORDER BY seq", NULL, 0 },
+	  "fault ORDER BY seq" },
 	{ MEV_FAST_FAULT, "SELECT seq, ts, cpu, tid, vcpu, gpa, error_code, "
-	  "old_spte, new_spte FROM fast_fault ORDER BY seq", NULL, 0 },
+	  "old_spte, new_spte FROM fast_fault ORDER BY seq" },
 	{ MEV_NOTIFIER, "SELECT seq, ts, cpu, tid, phase, hva_start, hva_end, "
-	  "event, flags FROM notifier ORDER BY seq", NULL, 0 },
+	  "event, flags FROM notifier ORDER BY seq" },
 	{ MEV_SP_ALLOC, "SELECT seq, ts, cpu, tid, gfn, role FROM sp_alloc "
-	  "ORDER BY seq", NULL, 0 },
+	  "ORDER BY seq" },
 	{ MEV_SP_FREE, "SELECT seq, ts, cpu, tid, gfn, role FROM sp_free "
-	  "ORDER BY seq", NULL, 0 },
+	  "ORDER BY seq" },
 	{ MEV_VCPU_EXIT, "SELECT seq, ts, cpu, tid, vcpu, exit_reason FROM "
-	  "vcpu_exit ORDER BY seq", NULL, 0 },
+	  "vcpu_exit ORDER BY seq" },
 	{ MEV_VCPU_ENTRY, "SELECT seq, ts, cpu, tid, vcpu FROM vcpu_entry "
-	  "ORDER BY seq", NULL, 0 },
+	  "ORDER BY seq" },
 	{ MEV_SYSCALL, "SELECT s.seq, s.ts, s.cpu, s.tid, r.name, s.a0, s.a1, "
 	  "s.a2 FROM syscall s JOIN raw_event r ON r.id = s.raw_id ORDER BY "
-	  "s.seq", NULL, 0 },
+	  "s.seq" },
 	{ MEV_UNMAP_DECISION, "SELECT seq, ts, cpu, tid, as_id, slot, "
 	  "gfn_start, gfn_end, perm_upgrade, zapped, flush FROM "
-	  "unmap_decision ORDER BY seq", NULL, 0 },
+	  "unmap_decision ORDER BY seq" },
 	{ MEV_TLB_FLUSH, "SELECT seq, ts, cpu, tid, gfn_start, gfn_end FROM "
-	  "tlb_flush ORDER BY seq", NULL, 0 },
+	  "tlb_flush ORDER BY seq" },
 	{ MEV_NX_RECOVERY, "SELECT seq, ts, cpu, tid, phase, read_lock, pages, "
 	  "to_zap, zapped, skipped_dirty, gfn, level FROM nx_recovery ORDER "
-	  "BY seq", NULL, 0 },
+	  "BY seq" },
 	{ MEV_LOCK_WAIT, "SELECT seq, ts, cpu, tid, vcpu, wait_ns, gpa FROM "
-	  "lock_wait ORDER BY seq", NULL, 0 },
+	  "lock_wait ORDER BY seq" },
 	{ MEV_LOCK_CONTENTION, "SELECT seq, ts, cpu, tid, phase, lock_addr "
-	  "FROM lock_contention ORDER BY seq", NULL, 0 },
+	  "FROM lock_contention ORDER BY seq" },
 	{ MEV_MEMSLOT, "SELECT seq, ts, cpu, tid, as_id, slot, change, "
 	  "base_gfn, npages, hva, old_flags, new_flags FROM memslot ORDER BY "
-	  "seq", NULL, 0 },
+	  "seq" },
 };
 
-#define NREADERS (sizeof(readers_init) / sizeof(readers_init[0]))
+#define NREADERS (sizeof(tables) / sizeof(tables[0]))
 
 struct source {
 	sqlite3 *db;
@@ -77,6 +82,8 @@ static int advance(struct source *s, struct table_reader *r)
 	int rc = sqlite3_step(r->st);
 
 	r->has_row = rc == SQLITE_ROW;
+	if (r->has_row)
+		r->next_seq = sqlite3_column_int64(r->st, 0);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
 		log_error("%s: reading events: %s",
 			  sqlite3_db_filename(s->db, "main"),
@@ -110,9 +117,9 @@ struct source *source_open(sqlite3 *db)
 	if (!s)
 		return NULL;
 	s->db = db;
-	memcpy(s->r, readers_init, sizeof(readers_init));
 	for (i = 0; i < NREADERS; i++) {
-		if (sqlite3_prepare_v2(db, s->r[i].sql, -1, &s->r[i].st,
+		s->r[i].kind = tables[i].kind;
+		if (sqlite3_prepare_v2(db, tables[i].sql, -1, &s->r[i].st,
 				       NULL) != SQLITE_OK) {
 			log_error("%s: %s", sqlite3_db_filename(db, "main"),
 				  sqlite3_errmsg(db));
@@ -287,8 +294,7 @@ enum source_status source_next(struct source *s, struct model_event *ev)
 	}
 	for (i = 0; i < NREADERS; i++)
 		if (s->r[i].has_row && (!best ||
-		    sqlite3_column_int64(s->r[i].st, 0) <
-		    sqlite3_column_int64(best->st, 0)))
+					s->r[i].next_seq < best->next_seq))
 			best = &s->r[i];
 	if (!best)
 		return SOURCE_END;
