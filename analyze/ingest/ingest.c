@@ -15,6 +15,7 @@
 #include "util/log.h"
 
 #include <babeltrace2/babeltrace.h>
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +213,50 @@ static int graph_run(struct ingest_graph *g)
 	}
 }
 
+/*
+ * The capture manifest (capture/mmureplay-capture writes manifest.json at
+ * the root of what it records) goes into meta 'manifest' as it is, once
+ * it parses as JSON: the replay reads the CPU vendor and the KVM
+ * parameters (the recorded policy) from it.  A bad manifest is reported
+ * and left out; the trace is still good.
+ */
+static int manifest_store(sqlite3 *db, const struct ingest_opts *opts)
+{
+	char path[4096], *text = NULL;
+	const char *found = NULL;
+	cJSON *doc = NULL;
+	long len;
+	FILE *f;
+	int i, rc = 0;
+
+	for (i = 0; i < opts->ninputs && !found; i++) {
+		snprintf(path, sizeof(path), "%s/manifest.json",
+			 opts->inputs[i]);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		found = path;
+		if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
+		    len < (1 << 20) && fseek(f, 0, SEEK_SET) == 0 &&
+		    (text = calloc(1, (size_t)len + 1)) &&
+		    fread(text, 1, (size_t)len, f) == (size_t)len)
+			doc = cJSON_Parse(text);
+		fclose(f);
+	}
+	if (!found)
+		goto end;
+	if (!doc || !cJSON_IsObject(doc) ||
+	    !cJSON_GetObjectItemCaseSensitive(doc, "manifest_version")) {
+		log_warn("%s: not a capture manifest (ignored)", found);
+		goto end;
+	}
+	rc = db_meta_set_text(db, "manifest", text) == DB_OK ? 0 : -1;
+end:
+	cJSON_Delete(doc);
+	free(text);
+	return rc;
+}
+
 /* Build a salvaged view of the trace directory dir; 0 on success. */
 static int try_salvage(struct tracedirs *td, const char *dir)
 {
@@ -316,7 +361,7 @@ enum ingest_status ingest_run(const struct ingest_opts *opts,
 	    (truncated && db_meta_set_text(out.db, "truncated_reason", why) !=
 	     DB_OK) ||
 	    db_meta_set_int(out.db, "catalogue_version", cat.version) !=
-	    DB_OK ||
+	    DB_OK || manifest_store(out.db, opts) < 0 ||
 	    db_out_publish(&out) != DB_OK)
 		goto end;
 	st = truncated ? INGEST_PARTIAL : INGEST_OK;
