@@ -7,6 +7,7 @@
 #   out/summary.txt     summary as text tables
 #   out/fidelity.json   self-check: replay under the recorded policy
 #   out/replay.json     what-if under every reference policy (and .txt)
+#   out/report.html     all of it in one self-contained page
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -29,5 +30,6 @@ $mmr fidelity "$out/capture.db" --json -o "$out/fidelity.json"
 $mmr fidelity "$out/capture.db" -o "$out/fidelity.txt"
 $mmr replay "$out/capture.db" --json -o "$out/replay.json"
 $mmr replay "$out/capture.db" -o "$out/replay.txt"
+$mmr report "$out/capture.db" -o "$out/report.html"
 cat "$out/summary.txt" "$out/fidelity.txt" "$out/replay.txt"
 echo "results in $out/"

@@ -166,6 +166,19 @@ if name.endswith("nxrecovery-dirtylog"):
           "nx-skip-dirty avoids their refaults")
     check(base["lock_wait_ms"] > 0, "recovery overlaps NPF handling")
 
+# The HTML report is self-contained and shows the stored figures.
+html = os.path.join(work, "report.html")
+r = run([mmr, "report", db, "-o", html])
+check(r.returncode == 0, "report: %s" % r.stderr)
+with open(html) as f:
+    page = f.read()
+for bad in ("<script", "<link", "src=", "http://", "https://"):
+    check(bad not in page, "report is self-contained (%s)" % bad)
+for p, v in pol.items():
+    check("<td>%s</td><td>%s</td>" % (p, "{:,}".format(int(v["faults"])))
+          in page, "report row for %s" % p)
+check(page.count("<svg") == 2 and "class=\"ok\"" in page, "charts, ok")
+
 # 3. A damaged trace fails the self-check: 20 leaf zaps go missing, as
 # in a lost-event gap.
 bad = os.path.join(work, "damaged.db")

@@ -53,6 +53,7 @@ extern const struct cli_command cli_cmd_ingest;
 extern const struct cli_command cli_cmd_summary;
 extern const struct cli_command cli_cmd_fidelity;
 extern const struct cli_command cli_cmd_replay;
+extern const struct cli_command cli_cmd_report;
 
 struct policy;
 struct replay_result;

@@ -12,6 +12,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_summary,
 	&cli_cmd_fidelity,
 	&cli_cmd_replay,
+	&cli_cmd_report,
 	NULL,
 };
 

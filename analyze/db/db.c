@@ -140,8 +140,10 @@ enum db_status db_open(const char *path, int read_only, sqlite3 **out)
 			  path);
 		goto end;
 	}
-	if (sqlite3_open_v2(path, &db, read_only ? SQLITE_OPEN_READONLY :
-			    SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+	/* Readers use a connection from one thread: no per-call mutex. */
+	if (sqlite3_open_v2(path, &db, (read_only ? SQLITE_OPEN_READONLY :
+					SQLITE_OPEN_READWRITE) |
+			    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		log_error("%s: cannot open: %s", path,
 			  db ? sqlite3_errmsg(db) : "out of memory");
 		goto end;

@@ -6,6 +6,7 @@
 #include "util/log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -187,4 +188,112 @@ end:
 			  sqlite3_db_filename(db, "main"), sqlite3_errmsg(db));
 	sqlite3_finalize(st);
 	return rc;
+}
+
+static void copy_text(char *dst, size_t len, const unsigned char *src)
+{
+	snprintf(dst, len, "%s", src ? (const char *)src : "unknown");
+}
+
+static int load_run(sqlite3 *db, int64_t id, struct stored_run *r)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	if (sqlite3_prepare_v2(db, "SELECT name, value FROM replay_metric "
+			       "WHERE run_id = ?", -1, &st, NULL) != SQLITE_OK)
+		goto end;
+	sqlite3_bind_int64(st, 1, id);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		put(&r->m, (const char *)sqlite3_column_text(st, 0),
+		    sqlite3_column_double(st, 1));
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "SELECT second, faults, zaps, flushes, "
+			       "lock_wait_ns FROM replay_series WHERE run_id "
+			       "= ? ORDER BY second", -1, &st, NULL) !=
+	    SQLITE_OK)
+		goto end;
+	sqlite3_bind_int64(st, 1, id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t sec = sqlite3_column_int64(st, 0);
+		struct replay_second *g;
+
+		if (sec < 0 || sec > 10000000)
+			continue;
+		if (sec >= r->nseconds) {
+			g = realloc(r->series, (size_t)(sec + 1) * sizeof(*g));
+			if (!g)
+				goto end;
+			memset(g + r->nseconds, 0, (size_t)(sec + 1 -
+			       r->nseconds) * sizeof(*g));
+			r->series = g;
+			r->nseconds = sec + 1;
+		}
+		r->series[sec].faults = sqlite3_column_int64(st, 1);
+		r->series[sec].zaps = sqlite3_column_int64(st, 2);
+		r->series[sec].flushes = sqlite3_column_int64(st, 3);
+		r->series[sec].lock_wait_ns = sqlite3_column_int64(st, 4);
+	}
+	rc = 0;
+end:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int replay_metrics_load(sqlite3 *db, struct stored_run **runs, int *n)
+{
+	sqlite3_stmt *st = NULL;
+	struct stored_run *r = NULL, *g;
+	int rc = -1, k;
+
+	*runs = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(db, "SELECT id, policy, self_check_ok, "
+			       "duration_s, memslots, perm_upgrade, "
+			       "dirty_logging, lock_waits FROM replay_run "
+			       "ORDER BY policy != 'baseline', id", -1, &st,
+			       NULL) != SQLITE_OK)
+		goto end;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		g = realloc(r, (size_t)(*n + 1) * sizeof(*r));
+		if (!g)
+			goto end;
+		r = g;
+		memset(&r[*n], 0, sizeof(r[0]));
+		copy_text(r[*n].policy, sizeof(r[0].policy),
+			  sqlite3_column_text(st, 1));
+		r[*n].m.policy = r[*n].policy;
+		r[*n].self_check_ok = sqlite3_column_int(st, 2);
+		r[*n].m.duration_s = sqlite3_column_double(st, 3);
+		for (k = 0; k < 4; k++)
+			copy_text(r[*n].knowledge[k], sizeof(r[0].knowledge[0]),
+				  sqlite3_column_text(st, 4 + k));
+		if (load_run(db, sqlite3_column_int64(st, 0), &r[*n]) < 0) {
+			(*n)++;
+			goto end;
+		}
+		(*n)++;
+	}
+	rc = 0;
+end:
+	if (rc < 0)
+		log_error("%s: cannot read replay results: %s",
+			  sqlite3_db_filename(db, "main"), sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	*runs = r;
+	if (rc < 0) {
+		replay_metrics_free_runs(r, *n);
+		*runs = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+void replay_metrics_free_runs(struct stored_run *runs, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		free(runs[i].series);
+	free(runs);
 }

@@ -32,6 +32,20 @@ void replay_metrics_compute(const struct replay_result *r,
 /* The value of a named figure (0 if absent). */
 double replay_metrics_get(const struct replay_metrics *m, const char *name);
 
+/* A run as stored by replay_metrics_store(). */
+struct stored_run {
+	struct replay_metrics m;
+	int self_check_ok;
+	char policy[32];
+	char knowledge[4][16];          /* memslots, perm_upgrade, dirty, lock */
+	struct replay_second *series;
+	int64_t nseconds;
+};
+
+/* Load every stored run, baseline first; *runs is malloc'd. 0 or -1. */
+int replay_metrics_load(sqlite3 *db, struct stored_run **runs, int *n);
+void replay_metrics_free_runs(struct stored_run *runs, int n);
+
 /* Replace the stored run of r->policy; the caller holds a transaction. */
 int replay_metrics_store(sqlite3 *db, const struct replay_result *r,
 			 const struct replay_metrics *m, int self_check_ok);

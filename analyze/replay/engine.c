@@ -436,7 +436,12 @@ static void on_fault(struct engine *e, struct thread_ctx *t,
 		t->predicted = 1;
 
 	/* What-if: a leaf the policy kept may permit the access. */
-	plevel = policy_leaf(e, 0, gfn, &pspte);
+	if (e->ovl.len) {
+		plevel = policy_leaf(e, 0, gfn, &pspte);
+	} else {
+		plevel = level;
+		pspte = spte;
+	}
 	avoided = plevel && permits(e->f, pspte, err) && !in_window;
 	t->keep = avoided;
 	if (avoided) {
@@ -447,7 +452,7 @@ static void on_fault(struct engine *e, struct thread_ctx *t,
 	s = second_at(e, ev->ts);
 	if (s)
 		s->faults++;
-	for (level = 1; level <= 3 && !mark; level++) {
+	for (level = 1; level <= 3 && !mark && e->zapmark.len; level++) {
 		mark = tdp_get(&e->zapmark, 0, level, gfn);
 		if (mark) {
 			r->refaults[mark - 1]++;

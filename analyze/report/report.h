@@ -35,6 +35,11 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 			const struct fidelity *f, const char *db_path);
 
+/* The self-contained HTML report: summary, self-check, what-if, charts
+ * from the stored replay runs (baseline first). */
+void report_html(FILE *out, const struct summary *s,
+		 const struct stored_run *runs, int n, const char *db_path);
+
 /* "1,234,567" into buf; returns buf. */
 char *report_fmt_count(char *buf, size_t len, int64_t n);
 

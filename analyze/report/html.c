@@ -1,0 +1,240 @@
+/*
+ * The HTML report: one self-contained file (inline CSS from
+ * reports/report.css and inline SVG charts; no script, no external
+ * resource), so it reads offline and attaches to a bug or a mail.
+ */
+#include "report/report.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+extern const char reports_report_css[];
+
+static const char *const colors[] = {
+	"#1f5fa8", "#c2410c", "#15803d", "#7e22ce", "#a16207", "#0e7490",
+};
+
+static void esc(FILE *o, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", o); break;
+		case '>': fputs("&gt;", o); break;
+		case '&': fputs("&amp;", o); break;
+		case '"': fputs("&quot;", o); break;
+		default: fputc(*s, o);
+		}
+	}
+}
+
+static void td_count(FILE *o, double v)
+{
+	char b[32];
+
+	fprintf(o, "<td>%s</td>", report_fmt_count(b, sizeof(b), (int64_t)v));
+}
+
+static void section_capture(FILE *o, const struct summary *s)
+{
+	int i;
+
+	fprintf(o, "<h2>Capture</h2>\n<table>\n");
+	fprintf(o, "<tr><th>trace</th><th>domain</th><th>host</th>"
+		"<th>kernel</th><th>tracer</th></tr>\n");
+	for (i = 0; i < s->ntraces; i++) {
+		const struct summary_trace *t = &s->traces[i];
+
+		fprintf(o, "<tr><td>");
+		esc(o, t->path);
+		fprintf(o, "</td><td>");
+		esc(o, t->domain);
+		fprintf(o, "</td><td>");
+		esc(o, t->hostname);
+		fprintf(o, "</td><td>");
+		esc(o, t->kernel_release);
+		fprintf(o, "</td><td>");
+		esc(o, t->tracer_name);
+		fputc(' ', o);
+		esc(o, t->tracer_version);
+		fprintf(o, "</td></tr>\n");
+	}
+	fprintf(o, "</table>\n<table>\n<tr><th>metric</th><th>count</th>"
+		"<th>per second</th></tr>\n");
+	fprintf(o, "<tr><td>events</td>");
+	td_count(o, (double)s->events);
+	fprintf(o, "<td></td></tr>\n<tr><td>NPF faults</td>");
+	td_count(o, (double)s->faults);
+	fprintf(o, "<td>%.1f</td></tr>\n<tr><td>leaf zaps</td>",
+		s->faults_per_s);
+	td_count(o, (double)s->leaf_zaps);
+	fprintf(o, "<td>%.1f</td></tr>\n<tr><td>notifier invalidations</td>",
+		s->leaf_zaps_per_s);
+	td_count(o, (double)s->invalidations);
+	fprintf(o, "<td>%.1f</td></tr>\n<tr><td>lost events</td>",
+		s->invalidations_per_s);
+	td_count(o, (double)s->lost_events);
+	fprintf(o, "<td></td></tr>\n</table>\n<p class=\"note\">%.3f s of "
+		"trace; SPTE format %s (%s).</p>\n", s->duration_s,
+		s->spte_format, s->spte_format_detected ?
+		"from the exit ISA" : "assumed");
+	if (s->truncated) {
+		fprintf(o, "<p class=\"bad\">Truncated trace: ");
+		esc(o, s->truncated_reason);
+		fprintf(o, "</p>\n");
+	}
+	fprintf(o, "<details><summary>raw events (%d names)</summary>\n"
+		"<table><tr><th>event</th><th>count</th><th>table</th></tr>\n",
+		s->nraw);
+	for (i = 0; i < s->nraw; i++) {
+		fprintf(o, "<tr><td>");
+		esc(o, s->raw[i].name);
+		fprintf(o, "</td>");
+		td_count(o, (double)s->raw[i].count);
+		fprintf(o, "<td>");
+		esc(o, s->raw[i].canonical ? s->raw[i].canonical : "-");
+		fprintf(o, "</td></tr>\n");
+	}
+	fprintf(o, "</table></details>\n");
+}
+
+static void section_fidelity(FILE *o, const struct stored_run *b)
+{
+	static const char *const m[] = { "faults", "leaf_zaps",
+					 "tlb_flushes" };
+	char key[48];
+	int i;
+
+	fprintf(o, "<h2>Self-check: replay under %s</h2>\n<p class=\"%s\">"
+		"%s</p>\n<table><tr><th>metric</th><th>observed</th>"
+		"<th>predicted</th></tr>\n", b->policy,
+		b->self_check_ok ? "ok" : "bad", b->self_check_ok ?
+		"The model reproduces the trace within tolerance." :
+		"The model does NOT reproduce the trace: what-if figures are "
+		"withheld.");
+	for (i = 0; i < 3; i++) {
+		fprintf(o, "<tr><td>%s</td>", m[i]);
+		snprintf(key, sizeof(key), "observed.%s", m[i]);
+		td_count(o, replay_metrics_get(&b->m, key));
+		snprintf(key, sizeof(key), "predicted.%s", m[i]);
+		td_count(o, replay_metrics_get(&b->m, key));
+		fprintf(o, "</tr>\n");
+	}
+	fprintf(o, "</table>\n<p class=\"note\">Memslots %s; permission "
+		"upgrades %s; dirty logging %s; lock waits %s.  Inferred facts "
+		"come from stock events (see the README).</p>\n",
+		b->knowledge[0], b->knowledge[1], b->knowledge[2],
+		b->knowledge[3]);
+}
+
+static void section_whatif(FILE *o, const struct stored_run *r, int n)
+{
+	static const struct { const char *k, *h; int rate; } cols[] = {
+		{ "faults", "faults", 0 }, { "faults_per_s", "pf/s", 1 },
+		{ "leaf_zaps", "leaf zaps", 0 },
+		{ "refaults.notifier", "refaults (notifier)", 0 },
+		{ "refaults.nx_recovery", "refaults (NX recovery)", 0 },
+		{ "tlb_flushes", "TLB flushes", 0 },
+		{ "tlb_flushes_per_s", "tlb/s", 1 },
+		{ "lock_wait_ms", "lock wait ms", 1 },
+	};
+	size_t c;
+	int i;
+
+	fprintf(o, "<h2>What-if</h2>\n<table><tr><th>policy</th>");
+	for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++)
+		fprintf(o, "<th>%s</th>", cols[c].h);
+	fprintf(o, "</tr>\n");
+	for (i = 0; i < n; i++) {
+		fprintf(o, "<tr><td>");
+		esc(o, r[i].policy);
+		fprintf(o, "</td>");
+		for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
+			double v = replay_metrics_get(&r[i].m, cols[c].k);
+
+			if (cols[c].rate)
+				fprintf(o, "<td>%.1f</td>", v);
+			else
+				td_count(o, v);
+		}
+		fprintf(o, "</tr>\n");
+	}
+	fprintf(o, "</table>\n");
+}
+
+/* Per-second series of every policy as polylines in one SVG. */
+static void chart(FILE *o, const struct stored_run *r, int n,
+		  const char *title, int zaps)
+{
+	const int W = 900, H = 220, L = 60, B = 30;
+	int64_t maxv = 1, secs = 1, v;
+	int i, k;
+
+	for (i = 0; i < n; i++) {
+		if (r[i].nseconds > secs)
+			secs = r[i].nseconds;
+		for (k = 0; k < r[i].nseconds; k++) {
+			v = zaps ? r[i].series[k].zaps : r[i].series[k].faults;
+			if (v > maxv)
+				maxv = v;
+		}
+	}
+	fprintf(o, "<h3>%s per second</h3>\n<svg width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\" role=\"img\">\n", title, W, H, W, H);
+	fprintf(o, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+		"stroke=\"#999\"/>\n", L, H - B, W - 10, H - B);
+	fprintf(o, "<line x1=\"%d\" y1=\"10\" x2=\"%d\" y2=\"%d\" "
+		"stroke=\"#999\"/>\n", L, L, H - B);
+	fprintf(o, "<text x=\"%d\" y=\"20\" font-size=\"11\" "
+		"text-anchor=\"end\">%" PRId64 "</text>\n", L - 4, maxv);
+	fprintf(o, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%" PRId64
+		" s</text>\n", W - 40, H - 8, secs);
+	for (i = 0; i < n; i++) {
+		fprintf(o, "<polyline fill=\"none\" stroke-width=\"1.5\" "
+			"stroke=\"%s\" points=\"", colors[i % 6]);
+		for (k = 0; k < secs; k++) {
+			v = k < r[i].nseconds ? (zaps ? r[i].series[k].zaps :
+						 r[i].series[k].faults) : 0;
+			fprintf(o, "%.1f,%.1f ", L + (double)(W - 10 - L) *
+				((double)k + 0.5) / (double)secs,
+				(double)(H - B) - (double)(H - B - 10) *
+				(double)v / (double)maxv);
+		}
+		fprintf(o, "\"/>\n");
+	}
+	fprintf(o, "</svg>\n<div class=\"legend\">");
+	for (i = 0; i < n; i++) {
+		fprintf(o, "<span><i style=\"background:%s\"></i>",
+			colors[i % 6]);
+		esc(o, r[i].policy);
+		fprintf(o, "</span>");
+	}
+	fprintf(o, "</div>\n");
+}
+
+void report_html(FILE *o, const struct summary *s,
+		 const struct stored_run *runs, int n, const char *db_path)
+{
+	fprintf(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta "
+		"charset=\"utf-8\"><title>mmureplay: ");
+	esc(o, db_path);
+	fprintf(o, "</title>\n<style>\n%s</style></head><body>\n"
+		"<h1>mmureplay report</h1>\n<p class=\"note\">", 
+		reports_report_css);
+	esc(o, db_path);
+	fprintf(o, "</p>\n");
+	section_capture(o, s);
+	if (n == 0) {
+		fprintf(o, "<h2>Replay</h2><p>No replay results in this "
+			"database: run <code>mmureplay replay</code>.</p>\n");
+	} else {
+		section_fidelity(o, &runs[0]);
+		if (runs[0].self_check_ok) {
+			section_whatif(o, runs, n);
+			chart(o, runs, n, "NPF faults", 0);
+			chart(o, runs, n, "Leaf zaps", 1);
+		}
+	}
+	fprintf(o, "<p class=\"note\">Generated by mmureplay.  Counts are "
+		"from the trace and the replay model; rates are per second of "
+		"trace time.</p>\n</body></html>\n");
+}
