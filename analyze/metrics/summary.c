@@ -166,6 +166,28 @@ static int zap_row(sqlite3_stmt *st, void *arg)
 	return 0;
 }
 
+/* Counter increase per second of a KVM statistic, summed over VMs. */
+static double stat_rate(sqlite3 *db, const char *stat)
+{
+	sqlite3_stmt *st = NULL;
+	double rate = -1;
+
+	if (sqlite3_prepare_v2(db, "SELECT sum(d / t) FROM (SELECT "
+			       "(max(value) - min(value)) * 1.0 AS d, "
+			       "(max(ts) - min(ts)) / 1e9 AS t FROM "
+			       "stats_sample WHERE stat = ? GROUP BY vm, tid "
+			       "HAVING count(*) > 1 AND t > 0)", -1, &st,
+			       NULL) != SQLITE_OK)
+		goto end;
+	sqlite3_bind_text(st, 1, stat, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW &&
+	    sqlite3_column_type(st, 0) != SQLITE_NULL)
+		rate = sqlite3_column_double(st, 0);
+end:
+	sqlite3_finalize(st);
+	return rate;
+}
+
 static double per_s(int64_t n, double secs)
 {
 	return secs > 0 ? (double)n / secs : 0.0;
@@ -240,6 +262,8 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 	s->faults_per_s = per_s(s->faults, s->duration_s);
 	s->leaf_zaps_per_s = per_s(s->leaf_zaps, s->duration_s);
 	s->invalidations_per_s = per_s(s->invalidations, s->duration_s);
+	s->stats_pf_per_s = stat_rate(db, "pf_taken");
+	s->stats_tlb_per_s = stat_rate(db, "remote_tlb_flush");
 	st = SUMMARY_OK;
 end:
 	return st;

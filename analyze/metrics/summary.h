@@ -61,6 +61,11 @@ struct summary {
 	struct summary_vcpu *vcpus;
 	int nvcpus;
 
+	/* From mmureplay:stats_sample (KVM's own counters), when sampled:
+	 * increase of pf_taken / remote_tlb_flush over the sampled time,
+	 * summed over VMs; -1 when not sampled. */
+	double stats_pf_per_s, stats_tlb_per_s;
+
 	int64_t faults, leaf_zaps, invalidations;
 	double faults_per_s, leaf_zaps_per_s, invalidations_per_s;
 };

@@ -89,6 +89,16 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 	cJSON_AddNumberToObject(o, "leaf_zaps_per_s", s->leaf_zaps_per_s);
 	cJSON_AddNumberToObject(o, "notifier_invalidations_per_s",
 				s->invalidations_per_s);
+	o = cJSON_AddObjectToObject(root, "stats_rates");
+	if (s->stats_pf_per_s >= 0)
+		cJSON_AddNumberToObject(o, "pf_taken_per_s", s->stats_pf_per_s);
+	else
+		cJSON_AddNullToObject(o, "pf_taken_per_s");
+	if (s->stats_tlb_per_s >= 0)
+		cJSON_AddNumberToObject(o, "remote_tlb_flush_per_s",
+					s->stats_tlb_per_s);
+	else
+		cJSON_AddNullToObject(o, "remote_tlb_flush_per_s");
 	o = cJSON_AddObjectToObject(root, "per_vcpu_faults");
 	for (i = 0; i < s->nvcpus; i++) {
 		if (s->vcpus[i].vcpu < 0)

@@ -44,9 +44,16 @@ void report_summary_text(FILE *out, const struct summary *s,
 	fprintf(out, "  %-26s %12s %12.1f\n", "leaf zaps",
 		report_fmt_count(a, sizeof(a), s->leaf_zaps),
 		s->leaf_zaps_per_s);
-	fprintf(out, "  %-26s %12s %12.1f\n\n", "notifier invalidations",
+	fprintf(out, "  %-26s %12s %12.1f\n", "notifier invalidations",
 		report_fmt_count(a, sizeof(a), s->invalidations),
 		s->invalidations_per_s);
+	if (s->stats_pf_per_s >= 0)
+		fprintf(out, "  %-26s %12s %12.1f\n", "pf_taken (KVM stats)", "",
+			s->stats_pf_per_s);
+	if (s->stats_tlb_per_s >= 0)
+		fprintf(out, "  %-26s %12s %12.1f\n", "remote_tlb_flush (stats)",
+			"", s->stats_tlb_per_s);
+	fputc('\n', out);
 
 	if (s->nvcpus) {
 		fprintf(out, "  %-26s %12s\n", "vCPU", "NPF faults");
