@@ -14,6 +14,7 @@ usage: test_ust_capture.py MMUREPLAY UST_GEN UST_GEN_OLD KFIXTURE WORK
    kept events are counted exactly.
 """
 import os
+from decimal import Decimal
 import re
 import subprocess
 import sys
@@ -91,11 +92,12 @@ check(st == [(1, "remote_tlb_flush" if j % 2 else "pf_taken", 3 * j)
              for j in range(NSTATS)], "stats_sample values")
 # KVM-stats rates beside the event rates: pf_taken's increase over the
 # sampled time, from the CLI's timestamps and values.
-pf = [(float(t), f["value"]) for t, n, f in uev
+# (Decimal: ns since 1970 do not fit a double's mantissa.)
+pf = [(Decimal(t), f["value"]) for t, n, f in uev
       if n == "mmureplay:stats_sample" and f["stat"] == "pf_taken"]
-want = (pf[-1][1] - pf[0][1]) / (pf[-1][0] - pf[0][0])
+want = float((pf[-1][1] - pf[0][1]) / (pf[-1][0] - pf[0][0]))
 got = summary_json(mmr, db)["stats_rates"]["pf_taken_per_s"]
-check(abs(got - want) <= 1e-3 * want, "pf_taken/s %s != %s" % (got, want))
+check(abs(got - want) <= 1e-6 * want, "pf_taken/s %s != %s" % (got, want))
 
 # Muxed in time order: seq follows ts across kernel and UST rows.
 ts = [t for (t,) in db_rows(
