@@ -15,6 +15,7 @@
  *                  holds, are reported as mismatches;
  *   reachability   a leaf under a zapped parent table does not map.
  */
+#include "check.h"
 #include "model/event.h"
 #include "model/spte.h"
 #include "replay/engine.h"
@@ -23,15 +24,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, \
-			#cond); \
-		failures++; \
-	} \
-} while (0)
 
 #define VCPU 100        /* vCPU thread */
 #define VMM 200         /* VMM thread doing mprotect / uffd */
@@ -350,9 +342,5 @@ int main(void)
 	test_nx_readlock();
 	test_self_check_fails();
 	test_unreachable_leaf();
-	if (failures)
-		fprintf(stderr, "%d failure(s)\n", failures);
-	else
-		printf("ok\n");
-	return failures != 0;
+	return check_finish();
 }

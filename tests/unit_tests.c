@@ -5,6 +5,7 @@
  * the DB file lifecycle.  Each check prints its expression on failure;
  * the exit status is the number of failures.
  */
+#include "check.h"
 #include "db/db.h"
 #include "ingest/catalog.h"
 #include "model/spte.h"
@@ -18,15 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, \
-			#cond); \
-		failures++; \
-	} \
-} while (0)
 
 static void test_ptrmap(void)
 {
@@ -40,8 +32,8 @@ static void test_ptrmap(void)
 	for (i = 1; i <= 10000; i++)
 		CHECK(ptrmap_get(&m, i * 8) == (void *)(i + 1));
 	CHECK(ptrmap_get(&m, 80008) == NULL);
-	CHECK(m.len == 10000 && m.len * 2 <= m.cap);
-	CHECK(ptrmap_put(&m, 8, (void *)7) == 0 && m.len == 10000);
+	CHECK(m.m.len == 10000 && m.m.len * 2 <= m.m.cap);
+	CHECK(ptrmap_put(&m, 8, (void *)7) == 0 && m.m.len == 10000);
 	CHECK(ptrmap_get(&m, 8) == (void *)7);
 	ptrmap_free(&m);
 }
@@ -184,9 +176,5 @@ int main(void)
 	test_catalog_matches_schema(dir);
 	test_db_lifecycle(dir);
 	rmdir(dir);
-	if (failures)
-		fprintf(stderr, "%d failure(s)\n", failures);
-	else
-		printf("ok\n");
-	return failures != 0;
+	return check_finish();
 }

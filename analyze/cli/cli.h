@@ -48,6 +48,12 @@ struct cli_command {
 int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 	      const char **values, int *npos);
 void cli_help(const struct cli_command *cmd);
+/*
+ * The command's one positional DB argument (npos of them were given),
+ * opened; CLI_EXIT_OK, or the exit status after the error was printed.
+ */
+int cli_open_db(const struct cli_command *cmd, int npos, char **argv,
+		int read_only, sqlite3 **db);
 
 extern const struct cli_command cli_cmd_ingest;
 extern const struct cli_command cli_cmd_summary;

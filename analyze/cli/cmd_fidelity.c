@@ -84,18 +84,13 @@ static int run(int argc, char **argv)
 	rc = cli_parse(&cli_cmd_fidelity, argc, argv, v, &npos);
 	if (rc)
 		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-	if (npos != 1) {
-		fprintf(stderr, "mmureplay fidelity: need exactly one DB "
-			"(see --help)\n");
-		return CLI_EXIT_USAGE;
-	}
 	if (v[OPT_POLICY] && !(pol = policy_find(v[OPT_POLICY]))) {
 		fprintf(stderr, "mmureplay fidelity: unknown policy '%s'\n",
 			v[OPT_POLICY]);
 		return CLI_EXIT_USAGE;
 	}
-	rc = CLI_EXIT_INPUT;
-	if (db_open(argv[0], 1, &db) != DB_OK)
+	rc = cli_open_db(&cli_cmd_fidelity, npos, argv, 1, &db);
+	if (rc != CLI_EXIT_OK)
 		goto end;
 	rc = cli_replay_one(db, argv[0], pol, &res);
 	if (rc != CLI_EXIT_OK)

@@ -94,16 +94,11 @@ static int run(int argc, char **argv)
 	rc = cli_parse(&cli_cmd_replay, argc, argv, v, &npos);
 	if (rc)
 		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-	if (npos != 1) {
-		fprintf(stderr, "mmureplay replay: need exactly one DB "
-			"(see --help)\n");
-		return CLI_EXIT_USAGE;
-	}
 	n = policies_parse(v[OPT_POLICY], pols);
 	if (n < 0)
 		return CLI_EXIT_USAGE;
-	rc = CLI_EXIT_INPUT;
-	if (db_open(argv[0], 0, &db) != DB_OK)
+	rc = cli_open_db(&cli_cmd_replay, npos, argv, 0, &db);
+	if (rc != CLI_EXIT_OK)
 		goto end;
 	duration = (double)db_meta_get_int(db, "last_ts", 0) / 1e9;
 	for (i = 0; i < n; i++, done++) {

@@ -46,13 +46,8 @@ static int run(int argc, char **argv)
 	rc = cli_parse(&cli_cmd_report, argc, argv, v, &npos);
 	if (rc)
 		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-	if (npos != 1) {
-		fprintf(stderr, "mmureplay report: need exactly one DB "
-			"(see --help)\n");
-		return CLI_EXIT_USAGE;
-	}
-	rc = CLI_EXIT_INPUT;
-	if (db_open(argv[0], 1, &db) != DB_OK)
+	rc = cli_open_db(&cli_cmd_report, npos, argv, 1, &db);
+	if (rc != CLI_EXIT_OK)
 		goto end;
 	rc = CLI_EXIT_INTERNAL;
 	if (summary_compute(db, &s) != SUMMARY_OK ||

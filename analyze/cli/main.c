@@ -4,6 +4,8 @@
  */
 #include "cli/cli.h"
 
+#include "db/db.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -124,6 +126,19 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv,
 		}
 	}
 	return 0;
+}
+
+int cli_open_db(const struct cli_command *cmd, int npos, char **argv,
+		int read_only, sqlite3 **db)
+{
+	*db = NULL;
+	if (npos != 1) {
+		fprintf(stderr, "mmureplay %s: need exactly one DB (see "
+			"--help)\n", cmd->name);
+		return CLI_EXIT_USAGE;
+	}
+	return db_open(argv[0], read_only, db) == DB_OK ? CLI_EXIT_OK :
+		CLI_EXIT_INPUT;
 }
 
 static void main_help(void)

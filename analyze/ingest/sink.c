@@ -157,16 +157,6 @@ struct ingest_sink *sink_create(const struct catalog *cat, struct writer *w)
 	return s;
 }
 
-static void ptrmap_free_vals(struct ptrmap *m)
-{
-	size_t i;
-
-	for (i = 0; i < m->cap; i++)
-		if (m->slots[i].key)
-			free(m->slots[i].val);
-	ptrmap_free(m);
-}
-
 void sink_destroy(struct ingest_sink *s)
 {
 	size_t i;
@@ -174,8 +164,8 @@ void sink_destroy(struct ingest_sink *s)
 
 	if (!s)
 		return;
-	ptrmap_free_vals(&s->classes);
-	ptrmap_free_vals(&s->threads);
+	ptrmap_free_values(&s->classes);
+	ptrmap_free_values(&s->threads);
 	ptrmap_free(&s->streams);
 	ptrmap_free(&s->traces);
 	ptrmap_free(&s->raw_by_name);

@@ -13,22 +13,23 @@
 #define MMUREPLAY_MODEL_TDP_H
 
 #include "model/spte.h"
+#include "util/u64map.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 #define TDP_MAX_LEVEL 5
 
-struct tdp_slot {
-	uint64_t key;           /* 0: empty (see tdp_key) */
-	uint64_t spte;
-};
-
 struct tdp {
 	const struct spte_format *fmt;
-	struct tdp_slot *slots;
-	size_t cap, len;        /* power of two; len * 2 <= cap */
+	struct u64map map;      /* tdp key (see tdp.c) -> SPTE */
 };
+
+/* Entries stored. */
+static inline size_t tdp_size(const struct tdp *t)
+{
+	return t->map.len;
+}
 
 void tdp_init(struct tdp *t, const struct spte_format *fmt);
 void tdp_free(struct tdp *t);

@@ -242,7 +242,7 @@ static int64_t context_open_range(struct engine *e, struct thread_ctx *t,
 
 	tdp_for_each_leaf(&e->obs, as_id, start, end, count_leaf, &w);
 	predicted = w.n;
-	if (!t->keep && e->ovl.len) {
+	if (!t->keep && tdp_size(&e->ovl)) {
 		w.n = 0;
 		tdp_for_each_leaf(&e->ovl, as_id, start, end, zap_kept_leaf,
 				  &w);
@@ -301,14 +301,8 @@ static void ctx_close(struct engine *e, struct thread_ctx *t)
 		return;
 	case CTX_WINDOW:
 		open_window_remove(e, t);
-		if (t->predicted || t->observed) {
-			r->flushes_predicted += t->predicted > 0;
-			if (!r->flushes_measured)
-				r->flushes_observed += t->observed > 0;
-		}
-		if (t->policy_zaps)
-			policy_flush(e, t->ts);
-		break;
+		/* One flush per context that zapped, as for a fault. */
+		/* fallthrough */
 	case CTX_FAULT:
 		r->flushes_predicted += t->predicted > 0;
 		if (!r->flushes_measured)
@@ -436,7 +430,7 @@ static void on_fault(struct engine *e, struct thread_ctx *t,
 		t->predicted = 1;
 
 	/* What-if: a leaf the policy kept may permit the access. */
-	if (e->ovl.len) {
+	if (tdp_size(&e->ovl)) {
 		plevel = policy_leaf(e, 0, gfn, &pspte);
 	} else {
 		plevel = level;
@@ -452,7 +446,7 @@ static void on_fault(struct engine *e, struct thread_ctx *t,
 	s = second_at(e, ev->ts);
 	if (s)
 		s->faults++;
-	for (level = 1; level <= 3 && !mark && e->zapmark.len; level++) {
+	for (level = 1; level <= 3 && !mark && tdp_size(&e->zapmark); level++) {
 		mark = tdp_get(&e->zapmark, 0, level, gfn);
 		if (mark) {
 			r->refaults[mark - 1]++;
@@ -693,6 +687,11 @@ static void handle(struct engine *e, const struct model_event *ev)
 	}
 }
 
+static void close_each(void *arg, void *t)
+{
+	ctx_close(arg, t);
+}
+
 /* Which events the capture has decides how facts are known. */
 static void sources_decide(struct engine *e)
 {
@@ -712,7 +711,6 @@ enum replay_status replay_run(struct source *src,
 	struct engine e;
 	struct model_event ev;
 	enum source_status ss;
-	size_t i;
 
 	memset(res, 0, sizeof(*res));
 	memset(&e, 0, sizeof(e));
@@ -750,9 +748,10 @@ enum replay_status replay_run(struct source *src,
 	}
 	while ((ss = source_next(src, &ev)) == SOURCE_OK && !e.nomem) {
 		handle(&e, &ev);
-		if (e.obs.len + e.ovl.len > (size_t)res->peak_tdp_entries)
-			res->peak_tdp_entries = (int64_t)(e.obs.len +
-							  e.ovl.len);
+		if (tdp_size(&e.obs) + tdp_size(&e.ovl) >
+		    (size_t)res->peak_tdp_entries)
+			res->peak_tdp_entries = (int64_t)(tdp_size(&e.obs) +
+							  tdp_size(&e.ovl));
 	}
 	if (e.nomem)
 		goto end;
@@ -760,16 +759,11 @@ enum replay_status replay_run(struct source *src,
 		st = REPLAY_ERR_SOURCE;
 		goto end;
 	}
-	for (i = 0; i < e.threads.cap; i++)
-		if (e.threads.slots[i].key)
-			ctx_close(&e, e.threads.slots[i].val);
+	ptrmap_each(&e.threads, close_each, &e);
 	batch_close(&e);
 	st = e.nomem ? REPLAY_ERR_NOMEM : REPLAY_OK;
 end:
-	for (i = 0; i < e.threads.cap; i++)
-		if (e.threads.slots[i].key)
-			free(e.threads.slots[i].val);
-	ptrmap_free(&e.threads);
+	ptrmap_free_values(&e.threads);
 	free(e.open_windows);
 	tdp_free(&e.obs);
 	tdp_free(&e.ovl);

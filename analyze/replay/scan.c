@@ -204,6 +204,11 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 	}
 }
 
+static void close_each(void *arg, void *t)
+{
+	window_close(arg, t);
+}
+
 static int finish(struct scan_pass *p, uint64_t last_seq)
 {
 	struct scan *sc = p->out;
@@ -253,7 +258,6 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 	struct scan_thread *t;
 	enum source_status ss;
 	uint64_t last_seq = 0;
-	size_t i;
 
 	memset(out, 0, sizeof(*out));
 	memset(&p, 0, sizeof(p));
@@ -312,17 +316,12 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 		st = SCAN_ERR_SOURCE;
 		goto end;
 	}
-	for (i = 0; i < p.threads.cap; i++)
-		if (p.threads.slots[i].key)
-			window_close(&p, p.threads.slots[i].val);
+	ptrmap_each(&p.threads, close_each, &p);
 	if (finish(&p, last_seq) < 0)
 		goto end;
 	st = SCAN_OK;
 end:
-	for (i = 0; i < p.threads.cap; i++)
-		if (p.threads.slots[i].key)
-			free(p.threads.slots[i].val);
-	ptrmap_free(&p.threads);
+	ptrmap_free_values(&p.threads);
 	tdp_free(&p.pending);
 	tdp_free(&p.pending_win);
 	free(p.windows);

@@ -1,32 +1,45 @@
 /*
- * A map from a pointer (or any non-zero 64-bit key) to a pointer, open
- * addressing with linear probing.  Used where babeltrace2 hands us the
- * same object (event class, stream, packet) for millions of events and a
- * lookup must cost a few instructions.  Keys are never removed; the table
- * doubles when it is half full, so a probe sequence always ends.
+ * A map from a pointer (or any non-zero 64-bit key) to a pointer: the
+ * u64 map with pointer values, for descriptors that babeltrace2 objects
+ * or thread ids lead to.
  */
 #ifndef MMUREPLAY_UTIL_PTRMAP_H
 #define MMUREPLAY_UTIL_PTRMAP_H
 
-#include <stddef.h>
+#include "util/u64map.h"
+
 #include <stdint.h>
 
-struct ptrmap_slot {
-	uint64_t key;   /* 0 = empty */
-	void *val;
-};
-
 struct ptrmap {
-	struct ptrmap_slot *slots;
-	size_t cap;     /* power of two */
-	size_t len;
+	struct u64map m;
 };
 
-void ptrmap_init(struct ptrmap *m);
-void ptrmap_free(struct ptrmap *m);
+static inline void ptrmap_init(struct ptrmap *p)
+{
+	u64map_init(&p->m);
+}
+
+static inline void ptrmap_free(struct ptrmap *p)
+{
+	u64map_free(&p->m);
+}
+
 /* The value stored under key, or NULL. */
-void *ptrmap_get(const struct ptrmap *m, uint64_t key);
+static inline void *ptrmap_get(const struct ptrmap *p, uint64_t key)
+{
+	return (void *)(uintptr_t)u64map_get(&p->m, key);
+}
+
 /* Store val under key (replacing).  Returns -1 when out of memory. */
-int ptrmap_put(struct ptrmap *m, uint64_t key, void *val);
+static inline int ptrmap_put(struct ptrmap *p, uint64_t key, void *val)
+{
+	return u64map_put(&p->m, key, (uint64_t)(uintptr_t)val);
+}
+
+/* Call fn on every value. */
+void ptrmap_each(const struct ptrmap *p, void (*fn)(void *arg, void *val),
+		 void *arg);
+/* free(3) every value, then the map. */
+void ptrmap_free_values(struct ptrmap *p);
 
 #endif

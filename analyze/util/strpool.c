@@ -28,19 +28,20 @@ void strpool_init(struct strpool *p)
 	ptrmap_init(&p->by_hash);
 }
 
-void strpool_free(struct strpool *p)
+static void chain_free(void *arg, void *head)
 {
-	size_t i;
 	struct strpool_node *n, *next;
 
-	for (i = 0; i < p->by_hash.cap; i++) {
-		if (!p->by_hash.slots[i].key)
-			continue;
-		for (n = p->by_hash.slots[i].val; n; n = next) {
-			next = n->next;
-			free(n);
-		}
+	(void)arg;
+	for (n = head; n; n = next) {
+		next = n->next;
+		free(n);
 	}
+}
+
+void strpool_free(struct strpool *p)
+{
+	ptrmap_each(&p->by_hash, chain_free, NULL);
 	ptrmap_free(&p->by_hash);
 }
 
