@@ -37,12 +37,12 @@ def child(args):
                      os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(fd, 1)
         os.execv(args[0], args)
-    _, status, ru = os.wait4(pid, 0)
+    _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit("failed: " + " ".join(args))
     with open(os.path.join(tempfile.gettempdir(), "replay-bench.out")) as f:
-        ev, secs, rate, entries = f.read().split()
-    return int(ev), float(secs), int(entries), ru.ru_maxrss
+        ev, secs, rate, entries, rss = f.read().split()
+    return int(ev), float(secs), int(entries), int(rss)
 
 
 def synthetic_db(path, pages, rounds):

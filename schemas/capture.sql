@@ -119,35 +119,45 @@ CREATE TABLE huge_split (
 	gfn INTEGER, spte INTEGER, level INTEGER, errno INTEGER
 );
 
--- phase: 0 = start, 1 = end.  event/flags are NULL on stock kernels.
+-- phase: 0 = start, 1 = end.  event (enum mmu_notifier_event: 2 is
+-- PROTECTION_VMA), flags (the range's raw flags), blockable and
+-- perm_upgrade are NULL on stock kernels (kvm_unmap_hva_range).
 CREATE TABLE notifier (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
 	phase INTEGER NOT NULL, hva_start INTEGER, hva_end INTEGER,
-	event INTEGER, flags INTEGER
+	event INTEGER, flags INTEGER, blockable INTEGER, perm_upgrade INTEGER
 );
 
+-- What kvm_unmap_gfn_range() did (patched): decision 0 = zap,
+-- 1 = skipped (permission upgrade kept the SPTEs).  gfn_end exclusive.
 CREATE TABLE unmap_decision (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
 	as_id INTEGER, slot INTEGER, gfn_start INTEGER, gfn_end INTEGER,
-	perm_upgrade INTEGER, zapped INTEGER, flush INTEGER
+	event INTEGER, perm_upgrade INTEGER, decision INTEGER, flush INTEGER
 );
 
+-- Remote TLB flush (patched): pages 0 = the whole VM.
 CREATE TABLE tlb_flush (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
-	gfn_start INTEGER, gfn_end INTEGER        -- both NULL: whole VM
+	gfn_start INTEGER, pages INTEGER, ranged INTEGER
 );
 
--- phase: 0 = begin, 1 = end, 2 = one recovered page.
+-- NX huge page recovery (patched).  phase: 0 = begin, 1 = end, 2 = one
+-- page (action 0 zapped, 1 skipped dirty-logged, 2 raced).  lock_mode:
+-- 0 = mmu_lock for write, 1 = for read.
 CREATE TABLE nx_recovery (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
-	phase INTEGER NOT NULL, read_lock INTEGER, pages INTEGER,
-	to_zap INTEGER, zapped INTEGER, skipped_dirty INTEGER, gfn INTEGER,
-	level INTEGER
+	phase INTEGER NOT NULL, lock_mode INTEGER, pages INTEGER,
+	to_zap INTEGER, ratio INTEGER, zapped INTEGER, skipped_dirty INTEGER,
+	raced INTEGER, gfn INTEGER, level INTEGER, action INTEGER
 );
 
+-- A vCPU fault that waited for mmu_lock (patched; only when its trylock
+-- failed).
 CREATE TABLE lock_wait (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
-	vcpu INTEGER, wait_ns INTEGER, gpa INTEGER
+	vcpu INTEGER, gfn INTEGER, wait_ns INTEGER, error_code INTEGER,
+	lock_mode INTEGER
 );
 
 -- Generic lock contention (lock:contention_begin/end). phase as notifier.
@@ -156,11 +166,13 @@ CREATE TABLE lock_contention (
 	phase INTEGER NOT NULL, lock_addr INTEGER, flags INTEGER, ret INTEGER
 );
 
--- change: 0 = create, 1 = delete, 2 = move, 3 = flags only.
+-- Memslot change (patched).  change: 0 = create, 1 = delete, 2 = move,
+-- 3 = flags only; dirty_logging is the state after the change.
 CREATE TABLE memslot (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
 	as_id INTEGER, slot INTEGER, change INTEGER, base_gfn INTEGER,
-	npages INTEGER, hva INTEGER, old_flags INTEGER, new_flags INTEGER
+	npages INTEGER, hva INTEGER, old_flags INTEGER, new_flags INTEGER,
+	dirty_logging INTEGER
 );
 
 CREATE TABLE vcpu_exit (

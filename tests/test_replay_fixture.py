@@ -179,6 +179,28 @@ for p, v in pol.items():
           in page, "report row for %s" % p)
 check(page.count("<svg") == 2 and "class=\"ok\"" in page, "charts, ok")
 
+# The recorded policy comes from the manifest's knobs: this trace was
+# recorded on a stock kernel, so a manifest claiming the perm-upgrade
+# knob was on must make the self-check fail where upgrades zapped.
+if pu["upgrade_invalidations"] and pu["zaps_kept"]:
+    fake = os.path.join(work, "knob.db")
+    shutil.copy(db, fake)
+    con = sqlite3.connect(fake)
+    con.execute("INSERT OR REPLACE INTO meta VALUES ('manifest', ?)",
+                (json.dumps({"manifest_version": 1, "cpu": {
+                    "vendor": "AuthenticAMD"}, "kvm": {"params": {
+                        "kvm.perm_upgrade_skip_zap": "Y"}}}),))
+    con.commit()
+    con.close()
+    r = run([mmr, "fidelity", fake, "--json"])
+    kf = json.loads(r.stdout)
+    check(r.returncode == 6 and kf["policy"] == "perm-upgrade" and
+          not kf["ok"] and kf["mismatches"][0]["kind"] == "zap_count",
+          "manifest knob selects the recorded policy (%d %s)"
+          % (r.returncode, kf.get("policy")))
+    r = run([mmr, "fidelity", fake, "--recorded-policy", "baseline"])
+    check(r.returncode == 0, "--recorded-policy overrides the manifest")
+
 # 3. A damaged trace fails the self-check: 20 leaf zaps go missing, as
 # in a lost-event gap.
 bad = os.path.join(work, "damaged.db")

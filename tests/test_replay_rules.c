@@ -93,7 +93,7 @@ static void notifier(uint64_t gfn, int upgrade)
 	e->u.notifier.hva_end = HVA + ((gfn + 1) << 12);
 	e->u.notifier.has_event = 1;
 	e->u.notifier.event = MEV_MMU_NOTIFY_PROTECTION_VMA;
-	e->u.notifier.flags = upgrade ? MEV_NOTIFIER_FLAG_PERM_UPGRADE : 0;
+	e->u.notifier.perm_upgrade = upgrade;
 }
 
 static void syscall_exit(int tid)
@@ -101,11 +101,15 @@ static void syscall_exit(int tid)
 	ev(MEV_SYSCALL, tid)->u.sys.name = "ioctl";
 }
 
+/* The policy the hand-built sequence was "recorded" with. */
+static const struct policy *recorded = &policy_baseline;
+
 static int run(const struct policy *p, struct replay_result *r)
 {
 	static const int32_t workers[] = { WORKER };
 	struct replay_opts o = {
 		.policy = p,
+		.self_check = p == recorded,
 		.fmt = spte_format_get(SPTE_FORMAT_NPT),
 		.nx_worker_tids = workers,
 		.n_nx_worker_tids = 1,
@@ -243,6 +247,31 @@ static void nx_scenario(uint64_t slot_flags, int lock_wait_ns)
 	entry();
 }
 
+/* Recorded with the perm-upgrade knob on: the kernel kept the leaf, the
+ * upgrade invalidation zapped nothing.  The self-check holds under
+ * perm-upgrade and fails under baseline, which predicts the zap. */
+static void test_recorded_with_knob(void)
+{
+	struct replay_result k, b;
+
+	nev = 0;
+	memslot(0);
+	fault(5, MEV_PFERR_USER);
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();
+	notifier(5, 1);
+	syscall_exit(VMM);                              /* nothing zapped */
+	recorded = &policy_perm_upgrade;
+	CHECK(run(&policy_perm_upgrade, &k) == REPLAY_OK);
+	CHECK(k.mismatches_total == 0 && k.zaps_predicted == 0);
+	recorded = &policy_baseline;
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 1 && b.zaps_predicted == 1 &&
+	      b.mismatches[0].kind == MISMATCH_ZAP_COUNT);
+	replay_result_free(&k);
+	replay_result_free(&b);
+}
+
 static void test_nx_skip_dirty(void)
 {
 	struct replay_result b, s, c;
@@ -338,6 +367,7 @@ int main(void)
 	test_perm_upgrade();
 	test_restriction_is_not_kept();
 	test_stock_mprotect_restriction();
+	test_recorded_with_knob();
 	test_nx_skip_dirty();
 	test_nx_readlock();
 	test_self_check_fails();

@@ -61,10 +61,16 @@ extern const struct cli_command cli_cmd_fidelity;
 extern const struct cli_command cli_cmd_replay;
 extern const struct cli_command cli_cmd_report;
 
+struct capture_info;
 struct policy;
 struct replay_result;
-/* Replay db under pol (shared by fidelity and replay); a CLI_EXIT_*. */
-int cli_replay_one(sqlite3 *db, const char *path, const struct policy *pol,
+/* Replay db under pol (shared by fidelity and replay); a CLI_EXIT_*.
+ * It is the self-check when pol is the policy ci says was recorded. */
+int cli_replay_one(sqlite3 *db, const char *path,
+		   const struct capture_info *ci, const struct policy *pol,
 		   struct replay_result *res);
+/* The policy db was recorded with (CLI_EXIT_OK), or an error status. */
+int cli_recorded_policy(sqlite3 *db, const char *path,
+			struct capture_info *ci);
 
 #endif

@@ -22,8 +22,8 @@ static const struct cli_option options[] = {
 	[OPT_OUTPUT] = { "output", 'o', "FILE",
 			 "write to FILE (temp + rename) instead of stdout" },
 	[OPT_POLICY] = { "recorded-policy", 0, "NAME",
-			 "the policy the trace was recorded with "
-			 "(default: baseline)" },
+			 "the policy the trace was recorded with (default: "
+			 "from the manifest's knobs, else baseline)" },
 	[OPT_N] = { NULL, 0, NULL, NULL },
 };
 
@@ -43,24 +43,37 @@ const struct cli_command cli_cmd_fidelity = {
 	.run = run,
 };
 
-int cli_replay_one(sqlite3 *db, const char *path, const struct policy *pol,
+int cli_recorded_policy(sqlite3 *db, const char *path,
+			struct capture_info *ci)
+{
+	if (capture_info_read(db, ci) < 0)
+		return CLI_EXIT_INPUT;
+	if (ci->knobs_on > 1) {
+		log_error("%s: several policy knobs were on while recording; "
+			  "no single policy reproduces it (give "
+			  "--recorded-policy)", path);
+		return CLI_EXIT_INPUT;
+	}
+	return CLI_EXIT_OK;
+}
+
+int cli_replay_one(sqlite3 *db, const char *path,
+		   const struct capture_info *ci, const struct policy *pol,
 		   struct replay_result *res)
 {
-	struct capture_info ci;
 	struct replay_opts o;
 	struct source *src;
 	enum replay_status st;
 
-	if (capture_info_read(db, &ci) < 0)
-		return CLI_EXIT_INPUT;
 	src = source_open(db);
 	if (!src)
 		return CLI_EXIT_INPUT;
 	o.policy = pol;
-	o.fmt = ci.fmt;
-	o.nx_worker_tids = ci.workers;
-	o.n_nx_worker_tids = ci.nworkers;
-	o.npf_exit_reason = ci.npf_exit_reason;
+	o.self_check = pol == ci->recorded;
+	o.fmt = ci->fmt;
+	o.nx_worker_tids = ci->workers;
+	o.n_nx_worker_tids = ci->nworkers;
+	o.npf_exit_reason = ci->npf_exit_reason;
 	st = replay_run(src, &o, res);
 	source_close(src);
 	if (st == REPLAY_ERR_NOMEM) {
@@ -73,7 +86,8 @@ int cli_replay_one(sqlite3 *db, const char *path, const struct policy *pol,
 static int run(int argc, char **argv)
 {
 	const char *v[OPT_N];
-	const struct policy *pol = &policy_baseline;
+	const struct policy *pol = NULL;
+	struct capture_info ci;
 	struct replay_result res = { 0 };
 	struct fidelity fid;
 	struct outfile out = { 0 };
@@ -92,7 +106,17 @@ static int run(int argc, char **argv)
 	rc = cli_open_db(&cli_cmd_fidelity, npos, argv, 1, &db);
 	if (rc != CLI_EXIT_OK)
 		goto end;
-	rc = cli_replay_one(db, argv[0], pol, &res);
+	if (pol) {
+		rc = CLI_EXIT_INPUT;
+		if (capture_info_read(db, &ci) < 0)
+			goto end;
+		ci.recorded = pol;
+	} else {
+		rc = cli_recorded_policy(db, argv[0], &ci);
+		if (rc != CLI_EXIT_OK)
+			goto end;
+	}
+	rc = cli_replay_one(db, argv[0], &ci, ci.recorded, &res);
 	if (rc != CLI_EXIT_OK)
 		goto end;
 	fidelity_compute(&res, fidelity_default_tolerance, &fid);

@@ -6,6 +6,7 @@
 #include "db/db.h"
 #include "metrics/fidelity.h"
 #include "metrics/replay_metrics.h"
+#include "replay/capture_info.h"
 #include "replay/engine.h"
 #include "report/report.h"
 #include "util/log.h"
@@ -35,8 +36,9 @@ const struct cli_command cli_cmd_replay = {
 	.usage = "DB [--policy NAME]... [--json] [-o FILE]",
 	.summary = "What-if: replay the capture under other MMU policies.",
 	.details =
-	"Replays the capture under baseline (the recorded Linux 6.1 rules,\n"
-	"checked against the trace first) and under each policy: faults,\n"
+	"Replays the capture under the policy it was recorded with (baseline\n"
+	"= Linux 6.1, or the knob the manifest shows; checked against the\n"
+	"trace first) and under each other policy: faults,\n"
 	"leaf zaps by cause, refaults caused by zaps, TLB flushes, lock-wait\n"
 	"time, per-second series.  Results are stored in the DB (replay_run,\n"
 	"replay_metric, replay_series, replay_mismatch).  When the self-check\n"
@@ -46,16 +48,17 @@ const struct cli_command cli_cmd_replay = {
 	.run = run,
 };
 
-/* Split "a,b" into policies; baseline always first. */
-static int policies_parse(const char *arg, const struct policy **out)
+/* Split "a,b" into policies; the recorded one always first. */
+static int policies_parse(const char *arg, const struct policy *recorded,
+			  const struct policy **out)
 {
 	char buf[256], *tok, *save = NULL;
 	int n = 1, i;
 
-	out[0] = &policy_baseline;
+	out[0] = recorded;
 	if (!arg) {
 		for (i = 0; policy_registry[i]; i++)
-			if (policy_registry[i] != &policy_baseline)
+			if (policy_registry[i] != recorded)
 				out[n++] = policy_registry[i];
 		return n;
 	}
@@ -84,6 +87,7 @@ static int run(int argc, char **argv)
 	struct replay_result res[MAX_POLICIES];
 	struct replay_metrics met[MAX_POLICIES];
 	struct fidelity fid;
+	struct capture_info ci;
 	struct outfile out = { 0 };
 	sqlite3 *db = NULL;
 	char *json = NULL;
@@ -94,15 +98,23 @@ static int run(int argc, char **argv)
 	rc = cli_parse(&cli_cmd_replay, argc, argv, v, &npos);
 	if (rc)
 		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-	n = policies_parse(v[OPT_POLICY], pols);
-	if (n < 0)
-		return CLI_EXIT_USAGE;
 	rc = cli_open_db(&cli_cmd_replay, npos, argv, 0, &db);
 	if (rc != CLI_EXIT_OK)
 		goto end;
+	rc = cli_recorded_policy(db, argv[0], &ci);
+	if (rc != CLI_EXIT_OK)
+		goto end;
+	n = policies_parse(v[OPT_POLICY], ci.recorded, pols);
+	if (n < 0) {
+		rc = CLI_EXIT_USAGE;
+		goto end;
+	}
+	if (ci.recorded != &policy_baseline)
+		log_warn("%s: recorded with %s: what-if figures are relative "
+			 "to it", argv[0], ci.recorded->name);
 	duration = (double)db_meta_get_int(db, "last_ts", 0) / 1e9;
 	for (i = 0; i < n; i++, done++) {
-		rc = cli_replay_one(db, argv[0], pols[i], &res[i]);
+		rc = cli_replay_one(db, argv[0], &ci, pols[i], &res[i]);
 		if (rc != CLI_EXIT_OK)
 			goto end;
 		replay_metrics_compute(&res[i], duration, &met[i]);

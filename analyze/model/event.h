@@ -29,12 +29,8 @@ enum model_event_kind {
 	MEV_KINDS
 };
 
-/* Notifier flags (patched kernels), as in kernel-series. */
-#define MEV_NOTIFIER_FLAG_BLOCKABLE     0x1
-#define MEV_NOTIFIER_FLAG_PERM_UPGRADE  0x2
-
 /* MMU notifier event types (enum mmu_notifier_event, Linux 6.1). */
-#define MEV_MMU_NOTIFY_PROTECTION_VMA 3
+#define MEV_MMU_NOTIFY_PROTECTION_VMA 2
 
 /* NPF error code bits (x86 page fault error code). */
 #define MEV_PFERR_PRESENT (1ULL << 0)
@@ -59,8 +55,9 @@ struct model_event {
 		struct {
 			int phase;      /* 0 start, 1 end */
 			uint64_t hva_start, hva_end;
-			int has_event;  /* patched kernel: event/flags valid */
+			int has_event;  /* patched kernel: the rest is valid */
 			int64_t event, flags;
+			int perm_upgrade;       /* the range only loosens */
 		} notifier;
 		struct {
 			uint64_t gfn, role;
@@ -74,23 +71,26 @@ struct model_event {
 			uint64_t a0, a1, a2;
 		} sys;
 		struct {
-			int as_id, slot, perm_upgrade, zapped, flush;
+			int as_id, slot, event, perm_upgrade, flush;
+			int decision;   /* 0 zapped, 1 skipped (upgrade) */
 			uint64_t gfn_start, gfn_end;
 		} unmap;
 		struct {
 			int ranged;
-			uint64_t gfn_start, gfn_end;
+			uint64_t gfn_start, pages;      /* pages 0: all */
 		} flush;
 		struct {
 			int phase;      /* 0 begin, 1 end, 2 page */
-			int read_lock;
-			int64_t pages, to_zap, zapped, skipped_dirty;
+			int lock_mode;  /* 0 write, 1 read */
+			int64_t pages, to_zap, ratio, zapped, skipped_dirty;
+			int64_t raced;
 			uint64_t gfn;
-			int level;
+			int level, action;
 		} nx;
 		struct {
 			int64_t vcpu, wait_ns;
-			uint64_t gpa;
+			uint64_t gfn, error_code;
+			int lock_mode;
 		} lock;
 		struct {
 			int phase;

@@ -5,12 +5,65 @@
 
 #include "util/log.h"
 
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
 #include <string.h>
 
 #define ISA_VMX 1
 #define ISA_SVM 2
 #define SVM_EXIT_NPF 0x400
 #define VMX_EXIT_EPT_VIOLATION 48
+
+/* The knob of the kernel series that turns each policy on. */
+static const struct {
+	const char *param;
+	const struct policy *policy;
+} knobs[] = {
+	{ "kvm.perm_upgrade_skip_zap", &policy_perm_upgrade },
+	{ "kvm.nx_huge_pages_recovery_skip_dirty", &policy_nx_skip_dirty },
+	{ "kvm.nx_huge_pages_recovery_read_lock", &policy_nx_readlock },
+};
+
+static void manifest_read(sqlite3 *db, struct capture_info *ci)
+{
+	sqlite3_stmt *st = NULL;
+	const cJSON *params, *v, *vendor;
+	cJSON *doc = NULL;
+	size_t i;
+
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = "
+			       "'manifest'", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW)
+		goto end;
+	doc = cJSON_Parse((const char *)sqlite3_column_text(st, 0));
+	if (!doc)
+		goto end;
+	vendor = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(doc, "cpu"), "vendor");
+	if (!ci->fmt_detected && cJSON_IsString(vendor)) {
+		ci->fmt_detected = 1;
+		ci->fmt = spte_format_get(strcmp(vendor->valuestring,
+						 "GenuineIntel") == 0 ?
+					  SPTE_FORMAT_EPT : SPTE_FORMAT_NPT);
+	}
+	params = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(doc, "kvm"), "params");
+	if (!cJSON_IsObject(params))
+		goto end;
+	ci->recorded_from_manifest = 1;
+	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+		v = cJSON_GetObjectItemCaseSensitive(params, knobs[i].param);
+		if (cJSON_IsString(v) && (v->valuestring[0] == 'Y' ||
+					  v->valuestring[0] == '1')) {
+			ci->recorded = knobs[i].policy;
+			ci->knobs_on++;
+		}
+	}
+end:
+	cJSON_Delete(doc);
+	sqlite3_finalize(st);
+}
 
 int capture_info_read(sqlite3 *db, struct capture_info *ci)
 {
@@ -30,6 +83,8 @@ int capture_info_read(sqlite3 *db, struct capture_info *ci)
 				  SPTE_FORMAT_NPT);
 	ci->npf_exit_reason = isa == ISA_VMX ? VMX_EXIT_EPT_VIOLATION :
 		SVM_EXIT_NPF;
+	ci->recorded = &policy_baseline;
+	manifest_read(db, ci);
 	/* The worker is named by the kernel (kvm_vm_create_worker_thread:
 	 * "kvm-nx-lpage-recovery", cut to 15 characters). */
 	if (sqlite3_prepare_v2(db, "SELECT DISTINCT tid FROM thread WHERE "

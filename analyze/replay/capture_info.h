@@ -1,12 +1,15 @@
 /*
  * Facts about a capture that the replay needs before it starts, read
  * from the DB: the SPTE format (from the exit ISA: SVM -> NPT, VMX ->
- * EPT), the NPF exit reason, and the NX recovery worker threads.
+ * EPT; else from the manifest's CPU vendor), the NPF exit reason, the NX
+ * recovery worker threads, and the policy the trace was recorded with
+ * (the kernel series' knobs in the manifest's KVM parameters).
  */
 #ifndef MMUREPLAY_REPLAY_CAPTURE_INFO_H
 #define MMUREPLAY_REPLAY_CAPTURE_INFO_H
 
 #include "model/spte.h"
+#include "replay/policy.h"
 
 #include <sqlite3.h>
 #include <stdint.h>
@@ -19,6 +22,9 @@ struct capture_info {
 	int64_t npf_exit_reason;
 	int32_t workers[CAPTURE_MAX_WORKERS];
 	int nworkers;
+	const struct policy *recorded;  /* baseline unless a knob was on */
+	int recorded_from_manifest;
+	int knobs_on;                   /* > 1: no single policy matches */
 };
 
 /* 0, or -1 after reporting a query error. */

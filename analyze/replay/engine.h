@@ -65,6 +65,7 @@ struct replay_second {
 
 struct replay_opts {
 	const struct policy *policy;
+	int self_check;                 /* policy is the recorded one */
 	const struct spte_format *fmt;
 	const int32_t *nx_worker_tids;  /* the recovery threads */
 	int n_nx_worker_tids;

@@ -158,7 +158,7 @@ static int on_notifier(struct scan_pass *p, struct scan_thread *t,
 		w->measured = 1;
 		w->measured_upgrade =
 			e->u.notifier.event == MEV_MMU_NOTIFY_PROTECTION_VMA &&
-			(e->u.notifier.flags & MEV_NOTIFIER_FLAG_PERM_UPGRADE);
+			e->u.notifier.perm_upgrade;
 	}
 	t->in_window = 1;
 	t->w_seq = e->seq;

@@ -32,7 +32,7 @@ static const struct table_spec tables[] = {
 	{ MEV_FAST_FAULT, "SELECT seq, ts, cpu, tid, vcpu, gpa, error_code, "
 	  "old_spte, new_spte FROM fast_fault ORDER BY seq" },
 	{ MEV_NOTIFIER, "SELECT seq, ts, cpu, tid, phase, hva_start, hva_end, "
-	  "event, flags FROM notifier ORDER BY seq" },
+	  "event, flags, perm_upgrade FROM notifier ORDER BY seq" },
 	{ MEV_SP_ALLOC, "SELECT seq, ts, cpu, tid, gfn, role FROM sp_alloc "
 	  "ORDER BY seq" },
 	{ MEV_SP_FREE, "SELECT seq, ts, cpu, tid, gfn, role FROM sp_free "
@@ -45,15 +45,15 @@ static const struct table_spec tables[] = {
 	  "s.a2 FROM syscall s JOIN raw_event r ON r.id = s.raw_id ORDER BY "
 	  "s.seq" },
 	{ MEV_UNMAP_DECISION, "SELECT seq, ts, cpu, tid, as_id, slot, "
-	  "gfn_start, gfn_end, perm_upgrade, zapped, flush FROM "
+	  "gfn_start, gfn_end, perm_upgrade, decision, flush, event FROM "
 	  "unmap_decision ORDER BY seq" },
-	{ MEV_TLB_FLUSH, "SELECT seq, ts, cpu, tid, gfn_start, gfn_end FROM "
-	  "tlb_flush ORDER BY seq" },
-	{ MEV_NX_RECOVERY, "SELECT seq, ts, cpu, tid, phase, read_lock, pages, "
-	  "to_zap, zapped, skipped_dirty, gfn, level FROM nx_recovery ORDER "
-	  "BY seq" },
-	{ MEV_LOCK_WAIT, "SELECT seq, ts, cpu, tid, vcpu, wait_ns, gpa FROM "
-	  "lock_wait ORDER BY seq" },
+	{ MEV_TLB_FLUSH, "SELECT seq, ts, cpu, tid, gfn_start, pages, ranged "
+	  "FROM tlb_flush ORDER BY seq" },
+	{ MEV_NX_RECOVERY, "SELECT seq, ts, cpu, tid, phase, lock_mode, pages, "
+	  "to_zap, zapped, skipped_dirty, gfn, level, ratio, raced, action "
+	  "FROM nx_recovery ORDER BY seq" },
+	{ MEV_LOCK_WAIT, "SELECT seq, ts, cpu, tid, vcpu, wait_ns, gfn, "
+	  "error_code, lock_mode FROM lock_wait ORDER BY seq" },
 	{ MEV_LOCK_CONTENTION, "SELECT seq, ts, cpu, tid, phase, lock_addr "
 	  "FROM lock_contention ORDER BY seq" },
 	{ MEV_MEMSLOT, "SELECT seq, ts, cpu, tid, as_id, slot, change, "
@@ -207,6 +207,7 @@ static void decode(struct table_reader *r, struct model_event *ev)
 			sqlite3_column_type(st, 7) != SQLITE_NULL;
 		ev->u.notifier.event = sqlite3_column_int64(st, 7);
 		ev->u.notifier.flags = sqlite3_column_int64(st, 8);
+		ev->u.notifier.perm_upgrade = sqlite3_column_int(st, 9);
 		break;
 	case MEV_SP_ALLOC:
 	case MEV_SP_FREE:
@@ -239,28 +240,34 @@ static void decode(struct table_reader *r, struct model_event *ev)
 		ev->u.unmap.gfn_start = u(st, 6);
 		ev->u.unmap.gfn_end = u(st, 7);
 		ev->u.unmap.perm_upgrade = sqlite3_column_int(st, 8);
-		ev->u.unmap.zapped = sqlite3_column_int(st, 9);
+		ev->u.unmap.decision = sqlite3_column_int(st, 9);
 		ev->u.unmap.flush = sqlite3_column_int(st, 10);
+		ev->u.unmap.event = sqlite3_column_int(st, 11);
 		break;
 	case MEV_TLB_FLUSH:
-		ev->u.flush.ranged = sqlite3_column_type(st, 4) != SQLITE_NULL;
 		ev->u.flush.gfn_start = u(st, 4);
-		ev->u.flush.gfn_end = u(st, 5);
+		ev->u.flush.pages = u(st, 5);
+		ev->u.flush.ranged = sqlite3_column_int(st, 6);
 		break;
 	case MEV_NX_RECOVERY:
 		ev->u.nx.phase = sqlite3_column_int(st, 4);
-		ev->u.nx.read_lock = sqlite3_column_int(st, 5);
+		ev->u.nx.lock_mode = sqlite3_column_int(st, 5);
 		ev->u.nx.pages = sqlite3_column_int64(st, 6);
 		ev->u.nx.to_zap = sqlite3_column_int64(st, 7);
 		ev->u.nx.zapped = sqlite3_column_int64(st, 8);
 		ev->u.nx.skipped_dirty = sqlite3_column_int64(st, 9);
 		ev->u.nx.gfn = u(st, 10);
 		ev->u.nx.level = sqlite3_column_int(st, 11);
+		ev->u.nx.ratio = sqlite3_column_int64(st, 12);
+		ev->u.nx.raced = sqlite3_column_int64(st, 13);
+		ev->u.nx.action = sqlite3_column_int(st, 14);
 		break;
 	case MEV_LOCK_WAIT:
 		ev->u.lock.vcpu = sqlite3_column_int64(st, 4);
 		ev->u.lock.wait_ns = sqlite3_column_int64(st, 5);
-		ev->u.lock.gpa = u(st, 6);
+		ev->u.lock.gfn = u(st, 6);
+		ev->u.lock.error_code = u(st, 7);
+		ev->u.lock.lock_mode = sqlite3_column_int(st, 8);
 		break;
 	case MEV_LOCK_CONTENTION:
 		ev->u.contention.phase = sqlite3_column_int(st, 4);

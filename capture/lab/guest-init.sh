@@ -1,0 +1,166 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# guest-init.sh - test init of the mmureplay QEMU TCG lab (runs as PID 1 in
+# the L1 guest, started by /lab-init from the run disk /dev/vdb).
+#
+# Reads /lab/config (written by run.sh): WORKLOAD, WORKLOAD_ARGS,
+# KVM_PARAMS, KVM_AMD_PARAMS, KERNEL_FLAVOR, BUF_MB, SUBBUF_MB, EVENTS,
+# SYSCALLS, TIMEOUT.  Loads kvm/kvm_amd with the parameters, records the
+# workload with an LTTng kernel session, and writes to the raw output disk
+# /dev/vdc a tar of /out: trace/ (CTF), manifest.json, console.log,
+# workload.log.  Then powers off.
+
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+LAB=/lab
+OUT=/out
+T_INIT=$(cut -d' ' -f1 /proc/uptime)
+
+mountpoint -q /proc || mount -t proc proc /proc
+mountpoint -q /sys || mount -t sysfs sysfs /sys
+mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs -o size=1200m tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mkdir -p /dev/shm /dev/pts /var/run/lttng
+mount -t tmpfs tmpfs /dev/shm
+mount -t devpts devpts /dev/pts 2>/dev/null
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mkdir -p "$OUT"
+mount -t tmpfs -o size=1200m tmpfs "$OUT"
+echo 1 >/proc/sys/kernel/sysrq
+hostname lab
+
+# shellcheck source=/dev/null
+. "$LAB/config"
+
+poweroff_now() {
+	sync
+	echo o >/proc/sysrq-trigger
+	sleep 30
+}
+
+log() { echo "LAB: $*"; }
+
+json_str() {
+	# JSON string from $1 (escapes \ " and control characters).
+	printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\t/\\t/g' | tr -d '\r\n' |
+		sed -e 's/^/"/' -e 's/$/"/'
+}
+
+main() {
+	local krel kv rc t0 t1 p ev disc params
+
+	krel=$(uname -r)
+	log "uptime at init: ${T_INIT}s kernel $krel flavor=$KERNEL_FLAVOR workload=$WORKLOAD args='$WORKLOAD_ARGS'"
+	log "cmdline: $(cat /proc/cmdline)"
+	log "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-) flags:$(grep -m1 -o -w -E 'svm|npt|vgif|la57' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+
+	# Patched kernels bring their modules on the run disk.
+	if [ -d "$LAB/modules/$krel" ] && [ ! -d "/lib/modules/$krel/kernel" ]; then
+		mkdir -p "/lib/modules/$krel"
+		mount --bind "$LAB/modules/$krel" "/lib/modules/$krel"
+		log "modules from the run disk: $LAB/modules/$krel"
+	fi
+
+	# shellcheck disable=SC2086
+	modprobe kvm $KVM_PARAMS; log "modprobe kvm $KVM_PARAMS rc=$?"
+	# shellcheck disable=SC2086
+	modprobe kvm_amd $KVM_AMD_PARAMS; log "modprobe kvm_amd $KVM_AMD_PARAMS rc=$?"
+	for p in /sys/module/kvm/parameters/* /sys/module/kvm_amd/parameters/*; do
+		[ -r "$p" ] || continue
+		echo "LAB-param: $(basename "$(dirname "$(dirname "$p")")").$(basename "$p")=$(cat "$p" 2>/dev/null)"
+	done
+	log "thp: $(cat /sys/kernel/mm/transparent_hugepage/enabled) defrag: $(cat /sys/kernel/mm/transparent_hugepage/defrag)"
+	[ -c /dev/kvm ] || { log "no /dev/kvm"; return 1; }
+
+	# LTTng: load the tracer and the probes we need (the TDP MMU probe is
+	# not in lttng-sessiond's default list), then only those.
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	for p in lttng-tracer lttng-probe-kvm lttng-probe-kvm-x86 lttng-probe-kvm-x86-mmu \
+		lttng-probe-kvm-x86-tdp-mmu $EXTRA_MODULES; do
+		modprobe "$p" || log "modprobe $p failed"
+	done
+	export LTTNG_KMOD_PROBES=kvm,kvm-x86,kvm-x86-mmu,kvm-x86-tdp-mmu${EXTRA_PROBES:+,$EXTRA_PROBES}
+	lttng-sessiond --daemonize || { log "lttng-sessiond failed"; return 1; }
+	lttng create lab --output="$OUT/trace" >/dev/null || return 1
+	lttng enable-channel -k ch0 --discard --subbuf-size="${SUBBUF_MB}M" \
+		--num-subbuf=$((BUF_MB / SUBBUF_MB)) >/dev/null || return 1
+	# shellcheck disable=SC2086
+	for ev in $EVENTS; do
+		lttng enable-event -k -c ch0 "$ev" >/dev/null || log "enable-event $ev failed"
+	done
+	[ -z "$SYSCALLS" ] || lttng enable-event -k -c ch0 --syscall "$SYSCALLS" >/dev/null ||
+		log "enable-event --syscall $SYSCALLS failed"
+	lttng add-context -k -c ch0 -t tid -t procname >/dev/null || log "add-context failed"
+	lttng list lab -k | sed -n '/Recording event rules/,$p' | grep -E '^\s+\S' |
+		sed 's/^/LAB-event: /'
+	lttng start >/dev/null || return 1
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	log "lttng setup took $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')s ($(lsmod | grep -c '^lttng') lttng modules)"
+
+	log "workload start at $t1: $WORKLOAD $WORKLOAD_ARGS"
+	cd "$OUT" || return 1
+	# shellcheck disable=SC2086
+	timeout "$TIMEOUT" "$LAB/bin/$WORKLOAD" $WORKLOAD_ARGS 2>&1 | tee "$OUT/workload.log"
+	rc=${PIPESTATUS[0]}
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	log "workload rc=$rc at $t0"
+
+	lttng stop lab >"$OUT/lttng-stop.txt" 2>&1
+	cat "$OUT/lttng-stop.txt"
+	disc=$(sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p' "$OUT/lttng-stop.txt" | head -n 1)
+	lttng destroy lab >/dev/null
+	kill "$(cat /var/run/lttng/lttng-sessiond.pid 2>/dev/null)" 2>/dev/null
+	log "trace: $(du -sh "$OUT/trace" | cut -f1)"
+	log "meminfo: $(grep -E 'MemFree|AnonHugePages' /proc/meminfo | tr -s ' ' | tr '\n' ' ')"
+	dmesg | grep -E -i 'kvm|svm|lttng|warning|bug|oops' | tail -n 30 | sed 's/^/LAB-dmesg: /'
+
+	# Manifest.
+	params=
+	for p in /sys/module/kvm/parameters/* /sys/module/kvm_amd/parameters/*; do
+		[ -r "$p" ] || continue
+		kv="$(basename "$(dirname "$(dirname "$p")")").$(basename "$p")"
+		params="$params${params:+,
+    }$(json_str "$kv"): $(json_str "$(cat "$p" 2>/dev/null)")"
+	done
+	cat >"$OUT/manifest.json" <<EOF
+{
+  "schema": "mmureplay-lab-manifest/1",
+  "tracer": "lttng-kernel",
+  "lttng_tools": $(json_str "$(lttng --version 2>/dev/null | head -n 1)"),
+  "lttng_modules": $(json_str "$(cat /sys/module/lttng_tracer/version 2>/dev/null || modinfo -F version lttng-tracer 2>/dev/null)"),
+  "kernel_release": $(json_str "$krel"),
+  "kernel_version": $(json_str "$(cat /proc/version)"),
+  "kernel_flavor": $(json_str "$KERNEL_FLAVOR"),
+  "kernel_cmdline": $(json_str "$(cat /proc/cmdline)"),
+  "cpu_vendor": $(json_str "$(grep -m1 vendor_id /proc/cpuinfo | cut -d: -f2- | tr -d ' ')"),
+  "cpu_model": $(json_str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"),
+  "tdp": "npt",
+  "host": "qemu-tcg-lab",
+  "workload": $(json_str "$WORKLOAD"),
+  "workload_args": $(json_str "$WORKLOAD_ARGS"),
+  "workload_rc": $rc,
+  "knobs": $(json_str "$KNOBS"),
+  "kvm_module_args": $(json_str "$KVM_PARAMS"),
+  "kvm_params": {
+    $params
+  },
+  "thp_enabled": $(json_str "$(cat /sys/kernel/mm/transparent_hugepage/enabled)"),
+  "events": $(json_str "$EVENTS"),
+  "syscalls": $(json_str "$SYSCALLS"),
+  "contexts": "tid,procname",
+  "channel": {"name": "ch0", "mode": "discard", "subbuf_size_mb": $SUBBUF_MB, "per_cpu_buffer_mb": $BUF_MB, "cpus": $(nproc)},
+  "discarded_events": ${disc:-null},
+  "phase_markers": "syscall_entry_ioctl with fd = -1 and cmd = 0x4d520000 | phase; see workload.log",
+  "trace_dir": "trace"
+}
+EOF
+	return 0
+}
+
+main 2>&1 | tee /tmp/console.log
+cp /tmp/console.log "$OUT/console.log"
+tar -cf /dev/vdc -C "$OUT" . && echo "LAB: results written to /dev/vdc ($(du -sh "$OUT" | cut -f1))"
+echo "LAB: DONE"
+poweroff_now

@@ -1,0 +1,57 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# package-fixture.sh - turn a run.sh output directory into a test fixture.
+#
+# Usage: capture/lab/package-fixture.sh RUN_OUT_DIR DEST_DIR [README_TEXT_FILE]
+#
+# DEST_DIR gets: trace.tar.xz (the CTF trace directory, as trace/...),
+# event-counts.txt (babeltrace2 CLI counts, the shared fixtures' format),
+# manifest.json, console.log (the guest's log, which includes the
+# workload's phase markers) and README.md (README_TEXT_FILE if given,
+# followed by a generated summary of kernel, knobs and workload).
+# Fails if the trace has discarded events or the tarball exceeds 2 MB.
+
+set -Eeuo pipefail
+[ $# -ge 2 ] || { sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 2; }
+SRC=$(cd "$1" && pwd)
+DEST=$2
+TEXT=${3:-}
+MAX=$((2 * 1024 * 1024))
+
+[ -f "$SRC/manifest.json" ] && [ -d "$SRC/trace" ] || { echo "no run output in $SRC" >&2; exit 1; }
+mkdir -p "$DEST"
+rm -f "$DEST/trace.tar.xz"
+XZ_OPT=-9e tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
+	-C "$SRC" -cJf "$DEST/trace.tar.xz" trace
+size=$(stat -c %s "$DEST/trace.tar.xz")
+[ "$size" -le "$MAX" ] || { echo "trace.tar.xz is $size bytes (> 2 MB): shorten the workload" >&2; exit 1; }
+TR=$(dirname "$(find "$SRC/trace" -name metadata | head -n 1)")
+babeltrace2 "$TR" 2>"$DEST/.bt.err" | awk '{ print $4 }' | sort | uniq -c |
+	sort -k1,1nr -k2 >"$DEST/event-counts.txt"
+if grep -q -i discard "$DEST/.bt.err"; then
+	echo "babeltrace2 reports discarded events:" >&2
+	cat "$DEST/.bt.err" >&2
+	exit 1
+fi
+rm -f "$DEST/.bt.err"
+cp "$SRC/manifest.json" "$DEST/manifest.json"
+cp "$SRC/console.log" "$DEST/console.log"
+
+field() { sed -n "s/^  \"$1\": \"\{0,1\}\([^\"]*\)\"\{0,1\},\{0,1\}$/\1/p" "$SRC/manifest.json" | head -n 1; }
+{
+	[ -z "$TEXT" ] || { cat "$TEXT"; echo; }
+	echo "Recorded by capture/lab/run.sh (QEMU TCG lab, kvm_amd npt=Y tdp_mmu=Y)."
+	echo
+	echo "- kernel: $(field kernel_release) ($(field kernel_flavor))"
+	echo "- workload: $(field workload) $(field workload_args)"
+	echo "- kvm module args: $(field kvm_module_args)"
+	echo "- knobs: $(field knobs)"
+	echo "- lttng-modules: $(field lttng_modules); events: $(field events); syscalls: $(field syscalls)"
+	echo "- discarded events: $(field discarded_events)"
+	echo "- events in trace: $(awk '{ n += $1 } END { print n + 0 }' "$DEST/event-counts.txt")"
+	echo
+	echo "Phase markers: \`syscall_entry_ioctl\` with fd = -1 and cmd = 0x4d52NNNN"
+	echo "(NNNN = phase number; the MARK lines of console.log say which)."
+} >"$DEST/README.md"
+echo "$DEST: trace.tar.xz $size bytes, $(awk '{ n += $1 } END { print n + 0 }' "$DEST/event-counts.txt") events"

@@ -1,0 +1,194 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# run.sh - record one workload in the mmureplay QEMU TCG lab.
+#
+# Usage: capture/lab/run.sh WORKLOAD [options] [-- WORKLOAD_ARGS...]
+#
+#   WORKLOAD              basic | bgsnapshot | nxrecovery (capture/workloads/)
+#   --kernel stock|patched  Debian's kernel (default) or the patched kernel
+#                         staged by build.sh --kernel patched
+#   --knob NAME=VAL       kvm module parameter (repeatable); NAME may be
+#                         kvm.X or kvm_amd.X, a bare X means kvm.X
+#                         (e.g. --knob perm_upgrade_skip_zap=Y)
+#   --out DIR             output directory (default ./lab-out/WORKLOAD-KERNEL)
+#   --buf-mb N            LTTng per-CPU buffer size (default 64)
+#   --event NAME          extra kernel event (repeatable; default set:
+#                         kvm_* and the ioctl/mprotect/madvise syscalls)
+#   --timeout S           workload timeout inside the guest (default 300)
+#   -- ARGS...            arguments for the workload (default per workload)
+#
+# Boots under TCG (qemu-system-x86_64 -accel tcg,thread=multi -cpu
+# max,la57=off -smp 2 -m 2G), root image with snapshot=on; disk 2 is the
+# run disk (guest-init.sh, config, workload binary, patched modules), disk 3
+# a raw output disk the guest writes a tar of its results to.  Extracted
+# into DIR: trace/ (CTF), manifest.json, console.log (the guest's own log),
+# workload.log, serial.log (QEMU serial), event-counts.txt (babeltrace2).
+#
+# Default knobs: nxrecovery loads kvm with nx_huge_pages=force
+# nx_huge_pages_recovery_period_ms=1000 nx_huge_pages_recovery_ratio=4.
+# Environment: MMUREPLAY_CACHE (lab in $MMUREPLAY_CACHE/lab, see build.sh).
+
+set -Eeuo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+CACHE=${MMUREPLAY_CACHE:-$HOME/.cache/mmureplay}
+LAB=$CACHE/lab
+WL_DIR=$TOP/capture/workloads
+
+usage() { sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+
+[ $# -ge 1 ] || { usage; exit 2; }
+case $1 in -h|--help) usage; exit 0 ;; esac
+WORKLOAD=$1
+shift
+KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300
+KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--kernel) KERNEL=${2:?}; shift 2 ;;
+	--knob) KNOBS+=("${2:?}"); shift 2 ;;
+	--out) OUT=${2:?}; shift 2 ;;
+	--buf-mb) BUF_MB=${2:?}; shift 2 ;;
+	--event) EXTRA_EVENTS+=("${2:?}"); shift 2 ;;
+	--timeout) TIMEOUT=${2:?}; shift 2 ;;
+	--) shift; WARGS=("$@"); HAVE_WARGS=1; break ;;
+	-h|--help) usage; exit 0 ;;
+	*) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+done
+
+case $WORKLOAD in
+basic) DEF_ARGS=() DEF_KVM=() ;;
+bgsnapshot) DEF_ARGS=(--access read --mode perpage) DEF_KVM=() ;;
+nxrecovery)
+	DEF_ARGS=(--mem 128 --exec 47 --plain 8 --dirty 8)
+	DEF_KVM=(nx_huge_pages=force nx_huge_pages_recovery_period_ms=1000
+		nx_huge_pages_recovery_ratio=4) ;;
+*) echo "run.sh: unknown workload '$WORKLOAD' (basic, bgsnapshot, nxrecovery)" >&2; exit 2 ;;
+esac
+[ "$HAVE_WARGS" -eq 1 ] || WARGS=("${DEF_ARGS[@]}")
+case $KERNEL in stock|patched) ;; *) echo "run.sh: --kernel stock|patched" >&2; exit 2 ;; esac
+[ "$BUF_MB" -ge 8 ] || { echo "run.sh: --buf-mb must be >= 8" >&2; exit 2; }
+OUT=${OUT:-./lab-out/$WORKLOAD-$KERNEL}
+
+die() { echo "run.sh: FAIL: $*" >&2; exit 1; }
+T0=$(date +%s.%N)
+elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+[ -f "$LAB/rootfs.ext4" ] || die "no lab in $LAB (run capture/lab/build.sh)"
+QEMU_KERNEL=()
+if [ "$KERNEL" = stock ]; then
+	[ -f "$LAB/stock/vmlinuz" ] || die "no stock kernel in $LAB/stock (build.sh --kernel stock)"
+	QEMU_KERNEL=(-kernel "$LAB/stock/vmlinuz" -initrd "$LAB/stock/initrd.img")
+else
+	[ -f "$LAB/patched/bzImage" ] || die "no patched kernel in $LAB/patched (build.sh --kernel patched)"
+	QEMU_KERNEL=(-kernel "$LAB/patched/bzImage")
+fi
+
+# kvm / kvm_amd module parameters: defaults, then knobs (last one wins).
+declare -A KVM_P=() AMD_P=()
+ORDER=()
+for kv in "${DEF_KVM[@]}" "${KNOBS[@]}"; do
+	case $kv in *=*) ;; *) die "--knob wants NAME=VAL, got '$kv'" ;; esac
+	name=${kv%%=*} val=${kv#*=}
+	case $name in
+	kvm_amd.*) AMD_P[${name#kvm_amd.}]=$val ;;
+	kvm.*) KVM_P[${name#kvm.}]=$val; ORDER+=("${name#kvm.}") ;;
+	*.*) die "--knob $name: only kvm.* and kvm_amd.* parameters" ;;
+	*) KVM_P[$name]=$val; ORDER+=("$name") ;;
+	esac
+done
+KVM_PARAMS= AMD_PARAMS=
+for k in "${!KVM_P[@]}"; do KVM_PARAMS="$KVM_PARAMS $k=${KVM_P[$k]}"; done
+for k in "${!AMD_P[@]}"; do AMD_PARAMS="$AMD_PARAMS $k=${AMD_P[$k]}"; done
+
+# ------------------------------------------------------------ run disk
+echo "==> workloads"
+nice -n 10 make -s -C "$WL_DIR" >/dev/null || die "make -C capture/workloads failed"
+[ -x "$WL_DIR/$WORKLOAD" ] || die "$WL_DIR/$WORKLOAD not built"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/mmureplay-lab.XXXXXX")
+QEMU_PID=
+cleanup() {
+	[ -z "$QEMU_PID" ] || kill "$QEMU_PID" 2>/dev/null || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+RUN=$WORK/run
+mkdir -p "$RUN/bin"
+cp "$HERE/guest-init.sh" "$RUN/init.sh"
+chmod 755 "$RUN/init.sh"
+cp "$WL_DIR/$WORKLOAD" "$RUN/bin/"
+if [ "$KERNEL" = patched ]; then
+	PREL=$(cat "$LAB/patched/kernel.release")
+	mkdir -p "$RUN/modules"
+	cp -a "$LAB/patched/root/lib/modules/$PREL" "$RUN/modules/"
+fi
+EVENTS="kvm_*"
+for e in "${EXTRA_EVENTS[@]}"; do EVENTS="$EVENTS $e"; done
+KNOB_STR="${KNOBS[*]}"
+{
+	printf 'WORKLOAD=%q\n' "$WORKLOAD"
+	printf 'WORKLOAD_ARGS=%q\n' "${WARGS[*]}"
+	printf 'KVM_PARAMS=%q\n' "${KVM_PARAMS# }"
+	printf 'KVM_AMD_PARAMS=%q\n' "${AMD_PARAMS# }"
+	printf 'KNOBS=%q\n' "$KNOB_STR"
+	printf 'KERNEL_FLAVOR=%q\n' "$KERNEL"
+	printf 'BUF_MB=%q\nSUBBUF_MB=%q\n' "$BUF_MB" 8
+	printf 'EVENTS=%q\n' "$EVENTS"
+	printf 'SYSCALLS=%q\n' "ioctl,mprotect,madvise"
+	printf 'TIMEOUT=%q\n' "$TIMEOUT"
+} >"$RUN/config"
+size_mb=$(($(du -sm "$RUN" | cut -f1) + 32))
+mkfs.ext4 -q -F -L labrun -d "$RUN" "$WORK/run.img" "${size_mb}M" >/dev/null 2>&1 ||
+	die "mkfs.ext4 of the run disk failed"
+truncate -s 1G "$WORK/out.img"
+
+# ------------------------------------------------------------------ boot
+echo "==> boot ($KERNEL kernel, $WORKLOAD ${WARGS[*]}; kvm:${KVM_PARAMS:- defaults})"
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+rm -rf "$OUT/trace" "$OUT/manifest.json" "$OUT/console.log" "$OUT/workload.log" \
+	"$OUT/serial.log" "$OUT/event-counts.txt"
+T_BOOT=$(date +%s)
+nice -n 10 qemu-system-x86_64 \
+	-accel tcg,thread=multi -cpu max,la57=off -smp 2 -m 2G \
+	-display none -monitor none -no-reboot -serial "file:$OUT/serial.log" \
+	"${QEMU_KERNEL[@]}" \
+	-append "root=/dev/vda rw console=ttyS0 init=/lab-init panic=-1 quiet" \
+	-drive "file=$LAB/rootfs.ext4,if=virtio,format=raw,snapshot=on" \
+	-drive "file=$WORK/run.img,if=virtio,format=raw,readonly=on" \
+	-drive "file=$WORK/out.img,if=virtio,format=raw" \
+	-nic none &
+QEMU_PID=$!
+limit=$((TIMEOUT + 600))
+while kill -0 "$QEMU_PID" 2>/dev/null; do
+	if [ $(($(date +%s) - T_BOOT)) -gt "$limit" ]; then
+		kill "$QEMU_PID"
+		die "guest did not power off within ${limit}s (see $OUT/serial.log)"
+	fi
+	sleep 1
+done
+wait "$QEMU_PID" || true
+QEMU_PID=
+echo "    guest ran $(($(date +%s) - T_BOOT))s"
+
+# --------------------------------------------------------------- results
+tar -xf "$WORK/out.img" -C "$OUT" 2>/dev/null ||
+	die "no results on the output disk (see $OUT/serial.log)"
+[ -f "$OUT/manifest.json" ] || die "no manifest.json (see $OUT/console.log, $OUT/serial.log)"
+grep -q '"workload_rc": 0,' "$OUT/manifest.json" ||
+	echo "    warning: workload failed (see $OUT/workload.log)"
+if command -v babeltrace2 >/dev/null; then
+	TR=$(dirname "$(find "$OUT/trace" -name metadata | head -n 1)")
+	babeltrace2 "$TR" 2>"$OUT/babeltrace2.err" | awk '{ print $4 }' | sort | uniq -c |
+		sort -k1,1nr -k2 >"$OUT/event-counts.txt" || true
+	echo "    events: $(awk '{ n += $1 } END { print n + 0 }' "$OUT/event-counts.txt")" \
+		"($(grep -c . "$OUT/event-counts.txt") kinds)" \
+		"discarded: $(sed -n 's/.*"discarded_events": \([0-9a-z]*\).*/\1/p' "$OUT/manifest.json")"
+	[ ! -s "$OUT/babeltrace2.err" ] || sed 's/^/    babeltrace2: /' "$OUT/babeltrace2.err" | head -n 5
+fi
+echo "run.sh: $WORKLOAD ($KERNEL) recorded into $OUT in $(elapsed)s"

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * basic - the TDP MMU basic cycle: a flat 32-bit guest writes one dword
+ * per 4 KiB page of its data area per pass and does `out` after each pass;
+ * between passes the host changes the backing memory:
+ *
+ *   pass 1  first touch
+ *   pass 2  after mprotect(PROT_READ) then mprotect(PROT_READ|PROT_WRITE)
+ *   pass 3  after MADV_DONTNEED of the upper half
+ *   pass 4  with dirty logging on (KVM_MEM_LOG_DIRTY_PAGES)
+ *   pass 5  after KVM_GET_DIRTY_LOG and dirty logging off
+ *   pass 6  after another mprotect RO/RW cycle
+ *
+ * Usage: basic [--mem MiB] [--thp]
+ *   --mem MiB   guest RAM (default 32); data is [1 MiB, mem)
+ *   --thp       leave THP enabled on guest RAM (default MADV_NOHUGEPAGE)
+ *
+ * Phase markers: "[monotonic s] MARK ..." lines on stdout and marker
+ * syscalls ioctl(-1, 0x4d52NNNN) that a kernel trace records.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "vmm.h"
+
+#define MiB		(1024ull * 1024)
+#define DATA_GPA	(1 * MiB)
+
+/* esi = data start, ebp = data end, edx = stride, eax = pass number */
+GUEST_CODE(guest_touch,
+	"1:	mov %esi, %edi\n"
+	"2:	mov %eax, (%edi)\n"
+	"	add %edx, %edi\n"
+	"	cmp %ebp, %edi\n"
+	"	jb 2b\n"
+	"	out %al, $0x10\n"
+	"	inc %eax\n"
+	"	jmp 1b\n");
+
+static struct vm vm;
+static uint8_t *mem;
+static uint64_t mem_size = 32 * MiB;
+static int npass;
+static int bad_total;
+
+static void pass(void)
+{
+	double t0 = now_mono();
+	uint64_t gpa, touched = 0;
+	int port;
+
+	npass++;
+	port = vm_run(&vm);
+	if (port != PORT_PASS)
+		die("pass %d: unexpected exit (port %d)", npass, port);
+	for (gpa = DATA_GPA; gpa < mem_size; gpa += 4096) {
+		uint32_t v;
+
+		memcpy(&v, mem + gpa, sizeof(v));
+		if (v == (uint32_t)npass)
+			touched++;
+		else
+			bad_total++;
+	}
+	printf("pass %d done: %.3fs, %llu pages touched\n", npass, now_mono() - t0,
+	       (unsigned long long)touched);
+	fflush(stdout);
+}
+
+static void mprotect_cycle(unsigned int id)
+{
+	mark(id, "BASIC MPROTECT_RO_RW");
+	if (mprotect(mem, mem_size, PROT_READ))
+		die("mprotect RO");
+	if (mprotect(mem, mem_size, PROT_READ | PROT_WRITE))
+		die("mprotect RW");
+	printf("  mprotect RO/RW cycle\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct guest_code code = { guest_touch_start, guest_touch_end };
+	struct vm_regs regs;
+	int thp = 0, i;
+	double t0;
+	uint64_t dirty;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--mem") && i + 1 < argc)
+			mem_size = strtoull(argv[++i], NULL, 0) * MiB;
+		else if (!strcmp(argv[i], "--thp"))
+			thp = 1;
+		else
+			die("usage: basic [--mem MiB] [--thp]");
+	}
+	if (mem_size < 2 * MiB)
+		die("--mem must be >= 2");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	mem = xmmap_aligned(mem_size, 2 * MiB);
+	if (!thp && madvise(mem, mem_size, MADV_NOHUGEPAGE))
+		die("madvise NOHUGEPAGE");
+	vm_create(&vm, mem, mem_size);
+	vm_load_code(&vm, &code);
+	memset(&regs, 0, sizeof(regs));
+	regs.eip = GUEST_CODE_GPA;
+	regs.esp = GUEST_STACK_TOP;
+	regs.esi = DATA_GPA;
+	regs.ebp = mem_size;
+	regs.edx = 4096;
+	regs.eax = 1;
+	vm_set_regs(&vm, &regs);
+	printf("basic mem=%lluMiB data_pages=%llu thp=%d pid=%d debugfs=%s\n",
+	       (unsigned long long)(mem_size / MiB),
+	       (unsigned long long)((mem_size - DATA_GPA) / 4096), thp, getpid(),
+	       vm_debugfs_dir(&vm));
+	t0 = now_mono();
+
+	mark(1, "BASIC START");
+	pass();
+	mprotect_cycle(2);
+	pass();
+	mark(3, "BASIC MADV_DONTNEED_UPPER_HALF");
+	if (madvise(mem + mem_size / 2, mem_size / 2, MADV_DONTNEED))
+		die("madvise DONTNEED");
+	printf("  MADV_DONTNEED on upper half\n");
+	pass();
+	mark(4, "BASIC DIRTY_LOG_ON");
+	vm_set_dirty_logging(&vm, 1);
+	printf("  dirty logging enabled\n");
+	pass();
+	mark(5, "BASIC DIRTY_LOG_GET_OFF");
+	dirty = vm_get_dirty_log(&vm);
+	vm_set_dirty_logging(&vm, 0);
+	printf("  dirty pages logged: %llu; dirty logging disabled\n",
+	       (unsigned long long)dirty);
+	pass();
+	mprotect_cycle(6);
+	pass();
+	mark(7, "BASIC STOP");
+	printf("BASIC RESULT %s: %d passes, %.3fs total, bad=%d pages_4k=%lld pages_2m=%lld\n",
+	       bad_total ? "FAIL" : "OK", npass, now_mono() - t0, bad_total,
+	       vm_stat(&vm, "pages_4k"), vm_stat(&vm, "pages_2m"));
+	vm_destroy(&vm);
+	return bad_total ? 1 : 0;
+}
