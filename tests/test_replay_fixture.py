@@ -165,6 +165,26 @@ if name.endswith("nxrecovery-dirtylog"):
           sd["leaf_zaps.nx_recovery"] < base["leaf_zaps.nx_recovery"],
           "nx-skip-dirty avoids their refaults")
     check(base["lock_wait_ms"] > 0, "recovery overlaps NPF handling")
+    # The trace ran with nx_huge_pages_recovery_ratio=4 (its README):
+    # every batch takes ceil(NX-split pages / 4), the split pages being
+    # the model's count; with a wrong ratio the self-check fails.
+    r = run([mmr, "fidelity", db, "--json", "--nx-ratio", "4"])
+    nf = json.loads(r.stdout)
+    con = sqlite3.connect(db)
+    worker_frees = con.execute(
+        "SELECT count(*) FROM sp_free WHERE tid IN (%s) AND (role & 15) = 1"
+        % ",".join(map(str, worker))).fetchone()[0]
+    con.close()
+    check(r.returncode == 0 and nf["ok"] and
+          nf["observed"]["nx_recovered"] == worker_frees and
+          nf["predicted"]["nx_recovered"] == worker_frees,
+          "recovery batches follow the ratio: %s, %d worker frees"
+          % (nf["predicted"], worker_frees))
+    r = run([mmr, "fidelity", db, "--json", "--nx-ratio", "5"])
+    nf = json.loads(r.stdout)
+    check(r.returncode == 6 and any(m["kind"] == "recovery_batch"
+                                    for m in nf["mismatches"]),
+          "a wrong ratio fails the self-check")
 
 # The HTML report is self-contained and shows the stored figures.
 html = os.path.join(work, "report.html")

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { OPT_JSON, OPT_OUTPUT, OPT_POLICY, OPT_N };
+enum { OPT_JSON, OPT_OUTPUT, OPT_POLICY, OPT_RATIO, OPT_N };
 
 static const struct cli_option options[] = {
 	[OPT_JSON] = { "json", 0, NULL, "JSON instead of a text table" },
@@ -24,6 +24,9 @@ static const struct cli_option options[] = {
 	[OPT_POLICY] = { "recorded-policy", 0, "NAME",
 			 "the policy the trace was recorded with (default: "
 			 "from the manifest's knobs, else baseline)" },
+	[OPT_RATIO] = { "nx-ratio", 0, "N",
+			"NX recovery ratio the trace ran with (default: "
+			"from the manifest; unknown: batch sizes unchecked)" },
 	[OPT_N] = { NULL, 0, NULL, NULL },
 };
 
@@ -37,8 +40,10 @@ const struct cli_command cli_cmd_fidelity = {
 	"Replays the capture under the policy it was recorded with and\n"
 	"compares what the model predicts (faults the state requires, leaves\n"
 	"each invalidation, recovery and teardown must zap, TLB flushes) with\n"
-	"what was traced.  Exit 0 when every metric is within its tolerance\n"
-	"(exact for faults and leaf zaps, 10% for flushes), 6 when not.\n",
+	"what was traced, and, when the NX recovery ratio is known, the pages\n"
+	"each recovery batch takes (ceil(NX-split pages / ratio)).  Exit 0\n"
+	"when every metric is within its tolerance (exact for faults, leaf\n"
+	"zaps and recovered pages, 10% for flushes), 6 when not.\n",
 	.options = options,
 	.run = run,
 };
@@ -74,6 +79,7 @@ int cli_replay_one(sqlite3 *db, const char *path,
 	o.nx_worker_tids = ci->workers;
 	o.n_nx_worker_tids = ci->nworkers;
 	o.npf_exit_reason = ci->npf_exit_reason;
+	o.nx_ratio = ci->nx_ratio;
 	st = replay_run(src, &o, res);
 	source_close(src);
 	if (st == REPLAY_ERR_NOMEM) {
@@ -116,6 +122,8 @@ static int run(int argc, char **argv)
 		if (rc != CLI_EXIT_OK)
 			goto end;
 	}
+	if (v[OPT_RATIO])
+		ci.nx_ratio = strtoll(v[OPT_RATIO], NULL, 10);
 	rc = cli_replay_one(db, argv[0], &ci, ci.recorded, &res);
 	if (rc != CLI_EXIT_OK)
 		goto end;

@@ -18,7 +18,7 @@
 
 #define MAX_POLICIES 16
 
-enum { OPT_POLICY, OPT_JSON, OPT_OUTPUT, OPT_N };
+enum { OPT_POLICY, OPT_JSON, OPT_OUTPUT, OPT_RATIO, OPT_N };
 
 static const struct cli_option options[] = {
 	[OPT_POLICY] = { "policy", 'p', "NAME",
@@ -26,6 +26,8 @@ static const struct cli_option options[] = {
 	[OPT_JSON] = { "json", 0, NULL, "JSON instead of text tables" },
 	[OPT_OUTPUT] = { "output", 'o', "FILE",
 			 "write to FILE (temp + rename) instead of stdout" },
+	[OPT_RATIO] = { "nx-ratio", 0, "N",
+			"NX recovery ratio of the trace (default: manifest)" },
 	[OPT_N] = { NULL, 0, NULL, NULL },
 };
 
@@ -104,6 +106,8 @@ static int run(int argc, char **argv)
 	rc = cli_recorded_policy(db, argv[0], &ci);
 	if (rc != CLI_EXIT_OK)
 		goto end;
+	if (v[OPT_RATIO])
+		ci.nx_ratio = strtoll(v[OPT_RATIO], NULL, 10);
 	n = policies_parse(v[OPT_POLICY], ci.recorded, pols);
 	if (n < 0) {
 		rc = CLI_EXIT_USAGE;

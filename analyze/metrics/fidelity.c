@@ -5,7 +5,9 @@
 
 #include <stdlib.h>
 
-const double fidelity_default_tolerance[FID_METRICS] = { 0.0, 0.0, 0.10 };
+const double fidelity_default_tolerance[FID_METRICS] = {
+	0.0, 0.0, 0.10, 0.0,
+};
 
 static void metric(struct fidelity_metric *m, const char *name,
 		   int64_t observed, int64_t predicted, double tol,
@@ -36,6 +38,10 @@ void fidelity_compute(const struct replay_result *r,
 	metric(&out->m[FID_TLB_FLUSHES], "tlb_flushes", r->flushes_observed,
 	       r->flushes_predicted, tol[FID_TLB_FLUSHES],
 	       r->flushes_measured ? "measured" : "inferred");
+	metric(&out->m[FID_NX_RECOVERED], "nx_recovered",
+	       r->nx_recovered_observed, r->nx_recovered_predicted,
+	       tol[FID_NX_RECOVERED], r->nx_ratio_known ? "measured" :
+	       "unchecked");
 	out->ok = 1;
 	for (i = 0; i < FID_METRICS; i++)
 		out->ok &= out->m[i].ok;

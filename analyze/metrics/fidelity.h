@@ -13,6 +13,7 @@ enum fidelity_metric_id {
 	FID_FAULTS = 0,
 	FID_LEAF_ZAPS,
 	FID_TLB_FLUSHES,
+	FID_NX_RECOVERED,       /* checked only when the ratio is known */
 	FID_METRICS
 };
 
@@ -30,8 +31,8 @@ struct fidelity {
 	int ok;
 };
 
-/* Default tolerances: exact for faults and leaf zaps, 10% for flushes
- * (inferred on stock kernels). */
+/* Default tolerances: exact for faults, leaf zaps and recovered pages,
+ * 10% for flushes (inferred on stock kernels). */
 extern const double fidelity_default_tolerance[FID_METRICS];
 
 void fidelity_compute(const struct replay_result *r,

@@ -64,6 +64,8 @@ void replay_metrics_compute(const struct replay_result *r,
 	put(out, "predicted.faults", (double)r->faults_predicted);
 	put(out, "predicted.leaf_zaps", (double)r->zaps_predicted);
 	put(out, "predicted.tlb_flushes", (double)r->flushes_predicted);
+	put(out, "observed.nx_recovered", (double)r->nx_recovered_observed);
+	put(out, "predicted.nx_recovered", (double)r->nx_recovered_predicted);
 	put(out, "mismatches", (double)r->mismatches_total);
 	put(out, "peak_tdp_entries", (double)r->peak_tdp_entries);
 }

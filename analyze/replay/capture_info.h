@@ -25,6 +25,7 @@ struct capture_info {
 	const struct policy *recorded;  /* baseline unless a knob was on */
 	int recorded_from_manifest;
 	int knobs_on;                   /* > 1: no single policy matches */
+	int64_t nx_ratio;               /* kvm.nx_huge_pages_recovery_ratio */
 };
 
 /* 0, or -1 after reporting a query error. */

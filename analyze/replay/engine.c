@@ -31,7 +31,7 @@ const char *const zap_cause_names[ZAP_CAUSES] = {
 
 const char *const mismatch_kind_names[] = {
 	"fault_not_required", "zap_count", "zap_outside_range",
-	"zap_unexplained",
+	"zap_unexplained", "recovery_batch",
 };
 
 const char *replay_source_name(enum replay_source s)
@@ -71,6 +71,7 @@ struct thread_ctx {
 	int64_t npf_exit_ts;            /* 0: not in an NPF exit */
 	int64_t contention_ts;
 	int is_worker;
+	int fetch;                      /* the open fault is an exec fault */
 };
 
 struct batch {
@@ -78,6 +79,8 @@ struct batch {
 	int64_t start, last;
 	int64_t policy_zaps, observed_zaps, predicted_zaps;
 	int read_lock;                  /* measured lock mode (patched) */
+	uint64_t first_seq;
+	int64_t sps, predicted_sps;     /* SPs recovered: traced, predicted */
 };
 
 struct engine {
@@ -91,6 +94,10 @@ struct engine {
 	struct thread_ctx **open_windows;
 	int nopen, capopen;
 	struct batch batch, last_batch;
+	/* NX-split pages KVM tracks for recovery (nx_lpage_splits): L1
+	 * SPs created by exec faults outside dirty-logged slots. */
+	struct u64map nx_split;         /* L1 SP gfn + 1 -> 1 while split */
+	int64_t nx_split_count;
 	int nomem;
 };
 
@@ -273,6 +280,13 @@ static void batch_close(struct engine *e)
 	if (!b->active)
 		return;
 	e->r->recovery_batches++;
+	if (e->o->nx_ratio > 0) {
+		e->r->nx_recovered_observed += b->sps;
+		e->r->nx_recovered_predicted += b->predicted_sps;
+		if (b->sps != b->predicted_sps)
+			mismatch(e, MISMATCH_RECOVERY_BATCH, b->first_seq,
+				 b->start, 0, b->predicted_sps, b->sps);
+	}
 	if (b->predicted_zaps)
 		e->r->flushes_predicted++;
 	if (b->observed_zaps && !e->r->flushes_measured)
@@ -283,17 +297,51 @@ static void batch_close(struct engine *e)
 	memset(b, 0, sizeof(*b));
 }
 
-static void batch_touch(struct engine *e, int64_t ts)
+static void batch_touch(struct engine *e, const struct model_event *ev)
 {
 	struct batch *b = &e->batch;
+	int64_t ratio = e->o->nx_ratio;
 
-	if (b->active && ts - b->last > BATCH_GAP_NS)
+	if (b->active && ev->ts - b->last > BATCH_GAP_NS)
 		batch_close(e);
 	if (!b->active) {
 		b->active = 1;
-		b->start = ts;
+		b->start = ev->ts;
+		b->first_seq = ev->seq;
+		/* kvm_recover_nx_lpages(): to_zap = ceil(splits / ratio). */
+		if (ratio > 0)
+			b->predicted_sps = (e->nx_split_count + ratio - 1) /
+				ratio;
 	}
-	b->last = ts;
+	b->last = ev->ts;
+}
+
+static int dirty_logged_at(struct engine *e, uint64_t gfn, uint64_t seq)
+{
+	return e->slots.measured ? slots_dirty_logged(&e->slots, 0, gfn) :
+		scan_dirty_at(&e->scan, seq);
+}
+
+static void nx_split_set(struct engine *e, uint64_t gfn, int split)
+{
+	uint64_t key = tdp_align(gfn, 2) + 1;
+	int was = u64map_get(&e->nx_split, key) != 0;
+
+	if (was == split)
+		return;
+	if (u64map_put(&e->nx_split, key, (uint64_t)split) < 0)
+		e->nomem = 1;
+	e->nx_split_count += split ? 1 : -1;
+}
+
+/* An L1 table made by an exec fault outside dirty logging is an NX
+ * split that recovery will come for (account_nx_huge_page()). */
+static void on_sp_alloc(struct engine *e, struct thread_ctx *t,
+			const struct model_event *ev)
+{
+	if ((ev->u.sp.role & 0xf) == 1 && t->kind == CTX_FAULT && t->fetch &&
+	    !dirty_logged_at(e, ev->u.sp.gfn, ev->seq))
+		nx_split_set(e, ev->u.sp.gfn, 1);
 }
 
 static void ctx_close(struct engine *e, struct thread_ctx *t)
@@ -418,6 +466,7 @@ static void on_fault(struct engine *e, struct thread_ctx *t,
 	struct replay_second *s;
 
 	ctx_open(e, t, CTX_FAULT, ev, gfn);
+	t->fetch = (err & MEV_PFERR_FETCH) != 0;
 	r->faults_observed++;
 	in_window = in_open_window(e, 0, gfn);
 
@@ -476,17 +525,16 @@ static void on_sp_free(struct engine *e, struct thread_ctx *t,
 	ctx_open(e, t, kind, ev, gfn);
 	t->sp_level = level;
 	if (kind == CTX_RECOVERY) {
-		batch_touch(e, ev->ts);
+		batch_touch(e, ev);
+		e->batch.sps += level == 1;
 		rec.gfn = gfn;
-		if (e->slots.measured) {
-			rec.dirty_logged = slots_dirty_logged(&e->slots, 0, gfn);
-			rec.dirty_src = REPLAY_SRC_MEASURED;
-		} else {
-			rec.dirty_logged = scan_dirty_at(&e->scan, ev->seq);
-			rec.dirty_src = e->scan.dirty_src;
-		}
+		rec.dirty_logged = dirty_logged_at(e, gfn, ev->seq);
+		rec.dirty_src = e->slots.measured ? REPLAY_SRC_MEASURED :
+			e->scan.dirty_src;
 		t->keep = e->o->policy->skip_recovery(&rec);
 	}
+	if (level == 1)
+		nx_split_set(e, gfn, 0);
 	t->predicted = context_open_range(e, t, 0, gfn, gfn +
 					  tdp_level_pages(level + 1), level,
 					  kind == CTX_RECOVERY ?
@@ -519,7 +567,7 @@ static void on_spte(struct engine *e, struct thread_ctx *t,
 	enum zap_cause cause;
 
 	if (t->is_worker)
-		batch_touch(e, ev->ts);
+		batch_touch(e, ev);
 	if (spte_present_leaf(f, old, level) && !spte_present(f, new)) {
 		e->r->zaps_observed++;
 		cause = zap_cause_of(t);
@@ -639,6 +687,9 @@ static void handle(struct engine *e, const struct model_event *ev)
 	case MEV_NOTIFIER:
 		on_notifier(e, t, ev);
 		break;
+	case MEV_SP_ALLOC:
+		on_sp_alloc(e, t, ev);
+		break;
 	case MEV_SP_FREE:
 		on_sp_free(e, t, ev);
 		break;
@@ -658,7 +709,7 @@ static void handle(struct engine *e, const struct model_event *ev)
 		break;
 	case MEV_NX_RECOVERY:
 		ctx_close(e, t);
-		batch_touch(e, ev->ts);
+		batch_touch(e, ev);
 		e->batch.read_lock = ev->u.nx.lock_mode == 1;
 		if (ev->u.nx.phase == 1)
 			batch_close(e);
@@ -719,6 +770,7 @@ enum replay_status replay_run(struct source *src,
 	memset(res, 0, sizeof(*res));
 	memset(&e, 0, sizeof(e));
 	res->policy = opts->policy->name;
+	res->nx_ratio_known = opts->nx_ratio > 0;
 	e.o = opts;
 	e.f = opts->fmt;
 	e.r = res;
@@ -726,6 +778,7 @@ enum replay_status replay_run(struct source *src,
 	tdp_init(&e.obs, e.f);
 	tdp_init(&e.ovl, e.f);
 	tdp_init(&e.zapmark, e.f);
+	u64map_init(&e.nx_split);
 	switch (scan_run(src, e.f, &e.scan)) {
 	case SCAN_OK:
 		break;
@@ -772,6 +825,7 @@ end:
 	tdp_free(&e.obs);
 	tdp_free(&e.ovl);
 	tdp_free(&e.zapmark);
+	u64map_free(&e.nx_split);
 	scan_free(&e.scan);
 	if (st != REPLAY_OK)
 		replay_result_free(res);

@@ -45,6 +45,7 @@ enum mismatch_kind {
 	MISMATCH_ZAP_COUNT,               /* context zapped != model held */
 	MISMATCH_ZAP_OUTSIDE,             /* zap outside the mapped range */
 	MISMATCH_ZAP_UNEXPLAINED,         /* zap with no cause */
+	MISMATCH_RECOVERY_BATCH,          /* batch size != ceil(split/ratio) */
 };
 
 extern const char *const mismatch_kind_names[];
@@ -70,6 +71,7 @@ struct replay_opts {
 	const int32_t *nx_worker_tids;  /* the recovery threads */
 	int n_nx_worker_tids;
 	int64_t npf_exit_reason;        /* SVM 0x400, VMX 48 */
+	int64_t nx_ratio;               /* recovery ratio; 0: unknown */
 };
 
 struct replay_result {
@@ -104,6 +106,10 @@ struct replay_result {
 	enum replay_source slots_src, upgrade_src, dirty_src, lock_src;
 	int64_t upgrade_windows;        /* invalidations judged upgrades */
 	int64_t recovery_batches;
+	/* NX huge pages recovered by the worker: traced, and as the ratio
+	 * and the model's count of NX-split pages say (ratio known only). */
+	int64_t nx_recovered_observed, nx_recovered_predicted;
+	int nx_ratio_known;
 
 	struct replay_second *series;   /* index: second of trace time */
 	int64_t nseconds;

@@ -20,6 +20,8 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 	for (i = 0; i < FID_METRICS; i++) {
 		char name[40];
 
+		if (f->m[i].observed_how[0] == 'u')
+			continue;       /* unchecked: not shown */
 		snprintf(name, sizeof(name), "%s%s", f->m[i].name,
 			 f->m[i].observed_how[0] == 'i' ? " (inferred)" : "");
 		fprintf(out, "  %-22s %12s %12s %8.2f%% %8.2f%%%s\n", name,
