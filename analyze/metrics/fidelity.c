@@ -35,7 +35,7 @@ void fidelity_compute(const struct replay_result *r,
 	       r->faults_predicted, tol[FID_FAULTS], "measured");
 	metric(&out->m[FID_LEAF_ZAPS], "leaf_zaps", r->zaps_observed,
 	       r->zaps_predicted, tol[FID_LEAF_ZAPS], "measured");
-	metric(&out->m[FID_TLB_FLUSHES], "tlb_flushes", r->flushes_observed,
+	metric(&out->m[FID_TLB_FLUSHES], "flush_contexts", r->flushes_observed,
 	       r->flushes_predicted, tol[FID_TLB_FLUSHES],
 	       r->flushes_measured ? "measured" : "inferred");
 	metric(&out->m[FID_NX_RECOVERED], "nx_recovered",

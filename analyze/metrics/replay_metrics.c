@@ -60,10 +60,11 @@ void replay_metrics_compute(const struct replay_result *r,
 	put(out, "recovery_batches", (double)r->recovery_batches);
 	put(out, "observed.faults", (double)r->faults_observed);
 	put(out, "observed.leaf_zaps", (double)r->zaps_observed);
-	put(out, "observed.tlb_flushes", (double)r->flushes_observed);
+	put(out, "observed.flush_contexts", (double)r->flushes_observed);
+	put(out, "observed.tlb_flushes_other", (double)r->flushes_other);
 	put(out, "predicted.faults", (double)r->faults_predicted);
 	put(out, "predicted.leaf_zaps", (double)r->zaps_predicted);
-	put(out, "predicted.tlb_flushes", (double)r->flushes_predicted);
+	put(out, "predicted.flush_contexts", (double)r->flushes_predicted);
 	put(out, "observed.nx_recovered", (double)r->nx_recovered_observed);
 	put(out, "predicted.nx_recovered", (double)r->nx_recovered_predicted);
 	put(out, "mismatches", (double)r->mismatches_total);

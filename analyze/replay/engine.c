@@ -72,6 +72,9 @@ struct thread_ctx {
 	int64_t contention_ts;
 	int is_worker;
 	int fetch;                      /* the open fault is an exec fault */
+	uint64_t hva_start, hva_end;    /* of the open window */
+	int measured;                   /* patched: its end event closes it */
+	int64_t flushes;                /* measured flushes in the context */
 };
 
 struct batch {
@@ -81,6 +84,13 @@ struct batch {
 	int read_lock;                  /* measured lock mode (patched) */
 	uint64_t first_seq;
 	int64_t sps, predicted_sps;     /* SPs recovered: traced, predicted */
+	int64_t flushes;                /* measured */
+	int64_t policy_quota, policy_taken;
+};
+
+struct nx_splits {
+	struct u64map m;                /* L1 SP gfn + 1 -> 1 while split */
+	int64_t count;
 };
 
 struct engine {
@@ -95,9 +105,9 @@ struct engine {
 	int nopen, capopen;
 	struct batch batch, last_batch;
 	/* NX-split pages KVM tracks for recovery (nx_lpage_splits): L1
-	 * SPs created by exec faults outside dirty-logged slots. */
-	struct u64map nx_split;         /* L1 SP gfn + 1 -> 1 while split */
-	int64_t nx_split_count;
+	 * SPs created by exec faults outside dirty-logged slots; as traced,
+	 * and as they would be under the policy. */
+	struct nx_splits nx, nx_policy;
 	int nomem;
 };
 
@@ -273,6 +283,36 @@ static void open_window_remove(struct engine *e, struct thread_ctx *t)
 		}
 }
 
+/*
+ * TLB flushes of one context (an invalidation, a fault, a teardown, a
+ * recovery batch).  The kernel flushes after zapping, how often within a
+ * context depends on rescheduling (recovery flushes at every
+ * cond_resched), so the self-check compares contexts that flushed with
+ * contexts the model says zap.  Under the policy a context keeps its
+ * traced flushes (measured) or one flush (inferred) while it still zaps,
+ * and none when the policy removed all its zaps.
+ */
+static void flush_account(struct engine *e, int64_t ts, int64_t predicted,
+			  int64_t observed, int64_t policy_zaps,
+			  int64_t flushes)
+{
+	struct replay_result *r = e->r;
+	int64_t i, n;
+
+	r->flushes_predicted += predicted > 0;
+	if (r->flushes_measured)
+		r->flushes_observed += flushes > 0;
+	else
+		r->flushes_observed += observed > 0;
+	if (r->flushes_measured)
+		/* A context's flushes go only with all of its zaps. */
+		n = observed && !policy_zaps ? 0 : flushes;
+	else
+		n = policy_zaps > 0;
+	for (i = 0; i < n; i++)
+		policy_flush(e, ts);
+}
+
 static void batch_close(struct engine *e)
 {
 	struct batch *b = &e->batch;
@@ -287,12 +327,8 @@ static void batch_close(struct engine *e)
 			mismatch(e, MISMATCH_RECOVERY_BATCH, b->first_seq,
 				 b->start, 0, b->predicted_sps, b->sps);
 	}
-	if (b->predicted_zaps)
-		e->r->flushes_predicted++;
-	if (b->observed_zaps && !e->r->flushes_measured)
-		e->r->flushes_observed++;
-	if (b->policy_zaps)
-		policy_flush(e, b->last);
+	flush_account(e, b->last, b->predicted_zaps, b->observed_zaps,
+		      b->policy_zaps, b->flushes);
 	e->last_batch = *b;
 	memset(b, 0, sizeof(*b));
 }
@@ -309,9 +345,11 @@ static void batch_touch(struct engine *e, const struct model_event *ev)
 		b->start = ev->ts;
 		b->first_seq = ev->seq;
 		/* kvm_recover_nx_lpages(): to_zap = ceil(splits / ratio). */
-		if (ratio > 0)
-			b->predicted_sps = (e->nx_split_count + ratio - 1) /
+		if (ratio > 0) {
+			b->predicted_sps = (e->nx.count + ratio - 1) / ratio;
+			b->policy_quota = (e->nx_policy.count + ratio - 1) /
 				ratio;
+		}
 	}
 	b->last = ev->ts;
 }
@@ -322,16 +360,17 @@ static int dirty_logged_at(struct engine *e, uint64_t gfn, uint64_t seq)
 		scan_dirty_at(&e->scan, seq);
 }
 
-static void nx_split_set(struct engine *e, uint64_t gfn, int split)
+static void nx_set(struct engine *e, struct nx_splits *l, uint64_t gfn,
+		   int split)
 {
 	uint64_t key = tdp_align(gfn, 2) + 1;
-	int was = u64map_get(&e->nx_split, key) != 0;
+	int was = u64map_get(&l->m, key) != 0;
 
 	if (was == split)
 		return;
-	if (u64map_put(&e->nx_split, key, (uint64_t)split) < 0)
+	if (u64map_put(&l->m, key, (uint64_t)split) < 0)
 		e->nomem = 1;
-	e->nx_split_count += split ? 1 : -1;
+	l->count += split ? 1 : -1;
 }
 
 /* An L1 table made by an exec fault outside dirty logging is an NX
@@ -339,35 +378,40 @@ static void nx_split_set(struct engine *e, uint64_t gfn, int split)
 static void on_sp_alloc(struct engine *e, struct thread_ctx *t,
 			const struct model_event *ev)
 {
-	if ((ev->u.sp.role & 0xf) == 1 && t->kind == CTX_FAULT && t->fetch &&
-	    !dirty_logged_at(e, ev->u.sp.gfn, ev->seq))
-		nx_split_set(e, ev->u.sp.gfn, 1);
+	if ((ev->u.sp.role & 0xf) != 1 || t->kind != CTX_FAULT || !t->fetch ||
+	    dirty_logged_at(e, ev->u.sp.gfn, ev->seq))
+		return;
+	nx_set(e, &e->nx, ev->u.sp.gfn, 1);
+	/* A fault the policy avoided splits nothing under it. */
+	if (!t->keep)
+		nx_set(e, &e->nx_policy, ev->u.sp.gfn, 1);
 }
 
 static void ctx_close(struct engine *e, struct thread_ctx *t)
 {
 	struct replay_result *r = e->r;
+	int64_t i;
 
 	switch (t->kind) {
 	case CTX_NONE:
 		return;
 	case CTX_WINDOW:
 		open_window_remove(e, t);
-		/* One flush per context that zapped, as for a fault. */
 		/* fallthrough */
 	case CTX_FAULT:
-		r->flushes_predicted += t->predicted > 0;
-		if (!r->flushes_measured)
-			r->flushes_observed += t->observed > 0;
-		if (t->policy_zaps)
+		flush_account(e, t->ts, t->predicted, t->observed,
+			      t->policy_zaps, t->flushes);
+		break;
+	case CTX_TEARDOWN:
+		/* Not predicted (the kernel batches them), kept as traced. */
+		e->r->flushes_teardown += t->flushes;
+		for (i = 0; i < t->flushes; i++)
 			policy_flush(e, t->ts);
 		break;
 	case CTX_RECOVERY:
 		e->batch.predicted_zaps += t->predicted;
 		e->batch.observed_zaps += t->observed;
 		e->batch.policy_zaps += t->policy_zaps;
-		break;
-	case CTX_TEARDOWN:
 		break;
 	}
 	r->zaps_predicted += t->predicted;
@@ -388,6 +432,7 @@ static void ctx_open(struct engine *e, struct thread_ctx *t,
 	t->gfn = gfn;
 	t->keep = 0;
 	t->predicted = t->observed = t->policy_zaps = 0;
+	t->flushes = 0;
 	t->nranges = 0;
 }
 
@@ -405,11 +450,22 @@ static void on_notifier(struct engine *e, struct thread_ctx *t,
 	struct replay_invalidation inv;
 	int i;
 
+	/* The stock and the patched start event of one invalidation (see
+	 * scan.c): the window is already open. */
+	if (ev->u.notifier.phase == 0 && t->kind == CTX_WINDOW &&
+	    !t->observed && t->hva_start == ev->u.notifier.hva_start &&
+	    t->hva_end == ev->u.notifier.hva_end) {
+		t->measured |= ev->u.notifier.has_event;
+		return;
+	}
 	if (ev->u.notifier.phase != 0) {
 		ctx_close(e, t);
 		return;
 	}
 	ctx_open(e, t, CTX_WINDOW, ev, 0);
+	t->measured = ev->u.notifier.has_event;
+	t->hva_start = ev->u.notifier.hva_start;
+	t->hva_end = ev->u.notifier.hva_end;
 	slots_hva_to_gfn(&e->slots, ev->u.notifier.hva_start,
 			 ev->u.notifier.hva_end, add_range, t);
 	if (t->nranges)
@@ -454,6 +510,31 @@ static int in_open_window(struct engine *e, int as_id, uint64_t gfn)
 				return 1;
 		}
 	return 0;
+}
+
+/*
+ * A leaf installed in the range of an open invalidation by another thread
+ * (a fault that passed its retry check before the notifier took
+ * mmu_lock) is zapped by that invalidation's walk: the kernel emits the
+ * notifier tracepoints before mmu_invalidate_begin().  Only windows that
+ * the patched end event closes count: a stock window stays open in the
+ * model past invalidate_range_end, when faults install again.
+ */
+static void window_install(struct engine *e, struct thread_ctx *self,
+			   int as_id, uint64_t gfn)
+{
+	struct thread_ctx *w;
+	int i, j;
+
+	for (i = 0; i < e->nopen; i++) {
+		w = e->open_windows[i];
+		if (w == self || w->keep || !w->measured)
+			continue;
+		for (j = 0; j < w->nranges; j++)
+			if (w->ranges[j].as_id == as_id &&
+			    gfn >= w->ranges[j].start && gfn < w->ranges[j].end)
+				w->predicted++;
+	}
 }
 
 static void on_fault(struct engine *e, struct thread_ctx *t,
@@ -508,6 +589,30 @@ static void on_fault(struct engine *e, struct thread_ctx *t,
 	}
 }
 
+/*
+ * Whether the policy leaves a page the worker recovered.  The policy's
+ * own NX list decides, when the ratio is known: each batch takes
+ * ceil(policy splits / ratio) pages, skipped dirty-logged ones included
+ * (they are dropped from the list, as upstream's unaccount does); pages
+ * beyond that stay split and tracked.  Pages a policy batch would take
+ * that the traced batch did not are not modelled.
+ */
+static int recovery_keep(struct engine *e, const struct replay_recovery *rec,
+			 int level)
+{
+	struct batch *b = &e->batch;
+	int skip = e->o->policy->skip_recovery(rec);
+
+	/* The recorded policy's batches are the traced ones. */
+	if (level != 1 || e->o->self_check)
+		return skip;
+	if (e->o->nx_ratio > 0 && b->policy_taken >= b->policy_quota)
+		return 1;
+	b->policy_taken++;
+	nx_set(e, &e->nx_policy, rec->gfn, 0);
+	return skip;
+}
+
 static void on_sp_free(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev)
 {
@@ -531,10 +636,12 @@ static void on_sp_free(struct engine *e, struct thread_ctx *t,
 		rec.dirty_logged = dirty_logged_at(e, gfn, ev->seq);
 		rec.dirty_src = e->slots.measured ? REPLAY_SRC_MEASURED :
 			e->scan.dirty_src;
-		t->keep = e->o->policy->skip_recovery(&rec);
+		t->keep = recovery_keep(e, &rec, level);
+	} else if (level == 1) {
+		nx_set(e, &e->nx_policy, gfn, 0);
 	}
 	if (level == 1)
-		nx_split_set(e, gfn, 0);
+		nx_set(e, &e->nx, gfn, 0);
 	t->predicted = context_open_range(e, t, 0, gfn, gfn +
 					  tdp_level_pages(level + 1), level,
 					  kind == CTX_RECOVERY ?
@@ -592,10 +699,12 @@ static void on_spte(struct engine *e, struct thread_ctx *t,
 			t->policy_zaps++;
 			policy_zap(e, ev->ts, cause, as, level, gfn);
 		}
-	} else if (spte_present_leaf(f, new, level) &&
-		   tdp_get(&e->ovl, as, level, gfn)) {
+	} else if (!spte_present_leaf(f, old, level) &&
+		   spte_present_leaf(f, new, level)) {
 		/* The traced kernel re-installed what the policy kept. */
-		tdp_set(&e->ovl, as, level, gfn, 0);
+		if (tdp_get(&e->ovl, as, level, gfn))
+			tdp_set(&e->ovl, as, level, gfn, 0);
+		window_install(e, t, as, gfn);
 	}
 	if (tdp_set(&e->obs, as, level, gfn, new) < 0)
 		e->nomem = 1;
@@ -705,7 +814,17 @@ static void handle(struct engine *e, const struct model_event *ev)
 		ctx_close(e, t);
 		break;
 	case MEV_TLB_FLUSH:
-		e->r->flushes_observed++;
+		/* Attributed to the flushing thread's context, see
+		 * flush_account(); a flush outside any (dirty-log
+		 * write-protection, ...) stays as it is under every policy. */
+		if (t->is_worker && e->batch.active) {
+			e->batch.flushes++;
+		} else if (t->kind != CTX_NONE) {
+			t->flushes++;
+		} else {
+			e->r->flushes_other++;
+			policy_flush(e, ev->ts);
+		}
 		break;
 	case MEV_NX_RECOVERY:
 		ctx_close(e, t);
@@ -778,7 +897,8 @@ enum replay_status replay_run(struct source *src,
 	tdp_init(&e.obs, e.f);
 	tdp_init(&e.ovl, e.f);
 	tdp_init(&e.zapmark, e.f);
-	u64map_init(&e.nx_split);
+	u64map_init(&e.nx.m);
+	u64map_init(&e.nx_policy.m);
 	switch (scan_run(src, e.f, &e.scan)) {
 	case SCAN_OK:
 		break;
@@ -825,7 +945,8 @@ end:
 	tdp_free(&e.obs);
 	tdp_free(&e.ovl);
 	tdp_free(&e.zapmark);
-	u64map_free(&e.nx_split);
+	u64map_free(&e.nx.m);
+	u64map_free(&e.nx_policy.m);
 	scan_free(&e.scan);
 	if (st != REPLAY_OK)
 		replay_result_free(res);

@@ -81,8 +81,12 @@ struct replay_result {
 	/* Observed (the trace). */
 	int64_t faults_observed;
 	int64_t zaps_observed;
-	int64_t flushes_observed;       /* measured if flushes_measured */
+	/* Contexts (invalidation, fault, teardown, recovery batch) that
+	 * flushed: traced flush events when flushes_measured, else those
+	 * that zapped.  flushes_other: traced flushes outside them. */
+	int64_t flushes_observed;
 	int flushes_measured;
+	int64_t flushes_other, flushes_teardown;
 
 	/* Model predictions under the recorded rules (self-check). */
 	int64_t faults_predicted;
@@ -98,7 +102,7 @@ struct replay_result {
 	int64_t zaps[ZAP_CAUSES];
 	int64_t zaps_kept;              /* traced zaps the policy skips */
 	int64_t refaults[ZAP_CAUSES];   /* faults on a gfn zapped by cause */
-	int64_t flushes;
+	int64_t flushes;                /* TLB flushes under the policy */
 	int64_t lock_wait_ns, lock_waits;
 	int64_t lock_wait_removed_ns;
 

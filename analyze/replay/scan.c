@@ -133,6 +133,23 @@ static int on_notifier(struct scan_pass *p, struct scan_thread *t,
 {
 	struct scan_window *w;
 
+	/*
+	 * Patched kernels trace the stock kvm_unmap_hva_range and their
+	 * kvm_invalidate_range_start for the same invalidation, back to back
+	 * (either order): one window, measured if either event is.
+	 */
+	if (e->u.notifier.phase == 0 && t->in_window && !t->w_zaps &&
+	    t->hs == e->u.notifier.hva_start &&
+	    t->he == e->u.notifier.hva_end) {
+		w = &p->windows[t->w_idx];
+		if (e->u.notifier.has_event) {
+			w->measured = 1;
+			w->measured_upgrade = e->u.notifier.event ==
+				MEV_MMU_NOTIFY_PROTECTION_VMA &&
+				e->u.notifier.perm_upgrade;
+		}
+		return 0;
+	}
 	window_close(p, t);
 	if (e->u.notifier.phase != 0)
 		return 0;

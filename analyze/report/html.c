@@ -100,7 +100,7 @@ static void section_capture(FILE *o, const struct summary *s)
 static void section_fidelity(FILE *o, const struct stored_run *b)
 {
 	static const char *const m[] = { "faults", "leaf_zaps",
-					 "tlb_flushes" };
+					 "flush_contexts" };
 	char key[48];
 	int i;
 
