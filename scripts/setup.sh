@@ -8,7 +8,7 @@ PKGS="build-essential cmake pkg-config xz-utils
       libsqlite3-dev sqlite3
       libcjson-dev
       liblttng-ust-dev lttng-tools
-      python3"
+      python3 time"
 
 missing=""
 for p in $PKGS; do

@@ -46,6 +46,10 @@ def extract_fixture(fixture_dir, work):
     dest = os.path.join(work, "trace")
     with tarfile.open(os.path.join(fixture_dir, "trace.tar.xz")) as tf:
         tf.extractall(dest)
+    # The capture manifest sits at the root of what was recorded.
+    manifest = os.path.join(fixture_dir, "manifest.json")
+    if os.path.exists(manifest):
+        shutil.copy(manifest, dest)
     return dest
 
 

@@ -69,9 +69,24 @@ check([tuple(u64(v) for v in r) for r in db_rows(
                  ("fault_address", "error_code", "vcpu_id")),
       "fault rows differ from the CLI")
 check([tuple(u64(v) for v in r) for r in db_rows(
-    db, "SELECT hva_start, hva_end FROM notifier ORDER BY seq")] ==
+    db, "SELECT hva_start, hva_end FROM notifier WHERE event IS NULL "
+        "ORDER BY seq")] ==
       cli_fields("kvm_unmap_hva_range", ("start", "end")),
-      "notifier rows differ from the CLI")
+      "stock notifier rows differ from the CLI")
+# Patched kernels: the invalidate start events, every field.
+check([tuple(u64(v) for v in r) for r in db_rows(
+    db, "SELECT hva_start, hva_end, event, flags, blockable, perm_upgrade "
+        "FROM notifier WHERE event IS NOT NULL AND phase = 0 ORDER BY seq")]
+      == cli_fields("kvm_invalidate_range_start",
+                    ("hva_start", "hva_end", "event", "flags", "blockable",
+                     "perm_upgrade")),
+      "patched notifier rows differ from the CLI")
+check([tuple(u64(v) for v in r) for r in db_rows(
+    db, "SELECT gfn_start, gfn_end, decision, perm_upgrade FROM "
+        "unmap_decision ORDER BY seq")] ==
+      cli_fields("kvm_mmu_unmap_gfn_range",
+                 ("start_gfn", "end_gfn", "decision", "perm_upgrade")),
+      "unmap decision rows differ from the CLI")
 
 # Leaf zaps by the kernel's rules (6.1 spte.h): present = bit 11,
 # leaf = level 1 or bit 7; a zap takes a present leaf to non-present.

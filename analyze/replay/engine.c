@@ -830,6 +830,13 @@ static void handle(struct engine *e, const struct model_event *ev)
 		ctx_close(e, t);
 		batch_touch(e, ev);
 		e->batch.read_lock = ev->u.nx.lock_mode == 1;
+		/* Patched: a page the recorded kernel skipped (dirty-logged)
+		 * uses up the batch and leaves the list, without an SP free. */
+		if (ev->u.nx.phase == 2 && ev->u.nx.action == 1) {
+			e->batch.sps++;
+			nx_set(e, &e->nx, ev->u.nx.gfn, 0);
+			nx_set(e, &e->nx_policy, ev->u.nx.gfn, 0);
+		}
 		if (ev->u.nx.phase == 1)
 			batch_close(e);
 		break;

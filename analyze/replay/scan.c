@@ -20,6 +20,7 @@ struct scan_thread {
 	size_t w_idx;                   /* index in windows[] */
 	int in_setregion;               /* inside KVM_SET_USER_MEMORY_REGION */
 	int setregion_swept;
+	uint64_t setregion_seq;         /* its entry */
 };
 
 struct scan_window {
@@ -200,14 +201,20 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 	if (e->u.sys.entry) {
 		t->in_setregion = e->u.sys.a1 == KVM_SET_USER_MEMORY_REGION;
 		t->setregion_swept = 0;
+		t->setregion_seq = e->seq;
 		return;
 	}
 	if (!t->in_setregion)
 		return;
 	t->in_setregion = 0;
+	/*
+	 * The new memslot flags take effect early in the ioctl, before its
+	 * write-protect sweep or collapse (which vCPUs race with), so the
+	 * change dates from the ioctl's entry; its direction shows at exit.
+	 */
 	if (!p->dirty_on && t->setregion_swept) {
 		p->dirty_on = 1;
-		p->dirty_from = e->seq;
+		p->dirty_from = t->setregion_seq;
 	} else if (p->dirty_on) {
 		struct scan *sc = p->out;
 
@@ -215,7 +222,7 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 				 sizeof(*sc->dirty));
 		if (sc->dirty) {
 			sc->dirty[sc->ndirty].from_seq = p->dirty_from;
-			sc->dirty[sc->ndirty++].to_seq = e->seq;
+			sc->dirty[sc->ndirty++].to_seq = t->setregion_seq;
 		}
 		p->dirty_on = 0;
 	}
