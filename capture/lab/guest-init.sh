@@ -8,7 +8,8 @@
 # KVM_PARAMS, KVM_AMD_PARAMS, KERNEL_FLAVOR, BUF_MB, SUBBUF_MB, EVENTS,
 # SYSCALLS, TIMEOUT.  Loads kvm/kvm_amd with the parameters, records the
 # workload with an LTTng kernel session, and writes to the raw output disk
-# /dev/vdc a tar of /out: trace/ (CTF), manifest.json, console.log,
+# /dev/vdc a tar of /out: trace/ (CTF), manifest.json (workload_rc 124 =
+# timeout, 125 = stuck after its RESULT line), console.log,
 # workload.log.  Then powers off.
 
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
@@ -40,12 +41,19 @@ poweroff_now() {
 	sleep 30
 }
 
-log() { echo "LAB: $*"; }
+log() { echo "LAB: [$(cut -d' ' -f1 /proc/uptime)] $*"; }
 
 json_str() {
-	# JSON string from $1 (escapes \ " and control characters).
-	printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\t/\\t/g' | tr -d '\r\n' |
-		sed -e 's/^/"/' -e 's/$/"/'
+	# JSON string of $1 (one process: forks are slow under TCG).
+	S=$1 awk 'BEGIN { s = ENVIRON["S"]; gsub(/\\/, "&&", s); gsub(/"/, "\\\"", s)
+		gsub(/\t/, "\\t", s); gsub(/[\r\n]/, " ", s); printf "\"%s\"", s }'
+}
+
+# kvm and kvm_amd module parameters as module.name=value lines (one
+# process: forks are slow under TCG).
+kvm_params() {
+	grep -H . /sys/module/kvm/parameters/* /sys/module/kvm_amd/parameters/* 2>/dev/null |
+		sed -E 's,^/sys/module/([^/]+)/parameters/([^:]+):,\1.\2=,'
 }
 
 main() {
@@ -67,10 +75,7 @@ main() {
 	modprobe kvm $KVM_PARAMS; log "modprobe kvm $KVM_PARAMS rc=$?"
 	# shellcheck disable=SC2086
 	modprobe kvm_amd $KVM_AMD_PARAMS; log "modprobe kvm_amd $KVM_AMD_PARAMS rc=$?"
-	for p in /sys/module/kvm/parameters/* /sys/module/kvm_amd/parameters/*; do
-		[ -r "$p" ] || continue
-		echo "LAB-param: $(basename "$(dirname "$(dirname "$p")")").$(basename "$p")=$(cat "$p" 2>/dev/null)"
-	done
+	kvm_params | sed 's/^/LAB-param: /'
 	log "thp: $(cat /sys/kernel/mm/transparent_hugepage/enabled) defrag: $(cat /sys/kernel/mm/transparent_hugepage/defrag)"
 	[ -c /dev/kvm ] || { log "no /dev/kvm"; return 1; }
 
@@ -101,29 +106,62 @@ main() {
 
 	log "workload start at $t1: $WORKLOAD $WORKLOAD_ARGS"
 	cd "$OUT" || return 1
+	# Kernel backtraces (soft lockups) on the console from here on.
+	echo 1 >/proc/sys/kernel/softlockup_all_cpu_backtrace 2>/dev/null
+	dmesg -n 7
 	# shellcheck disable=SC2086
-	timeout "$TIMEOUT" "$LAB/bin/$WORKLOAD" $WORKLOAD_ARGS 2>&1 | tee "$OUT/workload.log"
-	rc=${PIPESTATUS[0]}
+	"$LAB/bin/$WORKLOAD" $WORKLOAD_ARGS >"$OUT/workload.log" 2>&1 &
+	wpid=$!
+	tail -n +1 -f --pid=$wpid "$OUT/workload.log" &
+	tpid=$!
+	# Wait for it, but do not hang forever on a process stuck in the
+	# kernel: give up 60 s after its RESULT line, or after TIMEOUT.
+	deadline=$((SECONDS + TIMEOUT)) done_at= rc=
+	while kill -0 "$wpid" 2>/dev/null; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			log "workload timeout (${TIMEOUT}s): killing it"
+			kill -9 "$wpid"
+			rc=124
+			break
+		fi
+		if [ -z "$done_at" ] && grep -q ' RESULT ' "$OUT/workload.log"; then
+			done_at=$SECONDS
+		fi
+		if [ -n "$done_at" ] && [ $((SECONDS - done_at)) -ge 60 ]; then
+			log "workload did not exit 60 s after its RESULT line (stuck in the kernel?)"
+			rc=125
+			break
+		fi
+		sleep 1
+	done
+	if [ -z "$rc" ]; then
+		wait "$wpid"
+		rc=$?
+	fi
+	sleep 0.2
+	kill "$tpid" 2>/dev/null
+	dmesg -n 4
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	log "workload rc=$rc at $t0"
 
-	lttng stop lab >"$OUT/lttng-stop.txt" 2>&1
-	cat "$OUT/lttng-stop.txt"
-	disc=$(sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p' "$OUT/lttng-stop.txt" | head -n 1)
-	lttng destroy lab >/dev/null
+	timeout 120 lttng stop lab >/dev/null 2>&1 || log "lttng stop failed or timed out"
+	lttng list lab >"$OUT/lttng-list.txt" 2>&1
+	grep -E 'Event-loss mode|Discarded events|Lost packets' "$OUT/lttng-list.txt"
+	disc=$(sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p' "$OUT/lttng-list.txt" |
+		awk '{ n += $1 } END { if (NR) print n }')
+	log "lttng stopped"
+	timeout 60 lttng destroy lab >/dev/null
 	kill "$(cat /var/run/lttng/lttng-sessiond.pid 2>/dev/null)" 2>/dev/null
+	log "lttng destroyed"
 	log "trace: $(du -sh "$OUT/trace" | cut -f1)"
 	log "meminfo: $(grep -E 'MemFree|AnonHugePages' /proc/meminfo | tr -s ' ' | tr '\n' ' ')"
 	dmesg | grep -E -i 'kvm|svm|lttng|warning|bug|oops' | tail -n 30 | sed 's/^/LAB-dmesg: /'
 
 	# Manifest.
-	params=
-	for p in /sys/module/kvm/parameters/* /sys/module/kvm_amd/parameters/*; do
-		[ -r "$p" ] || continue
-		kv="$(basename "$(dirname "$(dirname "$p")")").$(basename "$p")"
-		params="$params${params:+,
-    }$(json_str "$kv"): $(json_str "$(cat "$p" 2>/dev/null)")"
-	done
+	params=$(kvm_params | awk '{
+		i = index($0, "="); k = substr($0, 1, i - 1); v = substr($0, i + 1)
+		gsub(/\\/, "&&", v); gsub(/"/, "\\\"", v)
+		printf "%s    \"%s\": \"%s\"", (NR > 1 ? ",\n" : ""), k, v }')
 	cat >"$OUT/manifest.json" <<EOF
 {
   "schema": "mmureplay-lab-manifest/1",
@@ -144,7 +182,7 @@ main() {
   "knobs": $(json_str "$KNOBS"),
   "kvm_module_args": $(json_str "$KVM_PARAMS"),
   "kvm_params": {
-    $params
+$params
   },
   "thp_enabled": $(json_str "$(cat /sys/kernel/mm/transparent_hugepage/enabled)"),
   "events": $(json_str "$EVENTS"),
@@ -152,7 +190,7 @@ main() {
   "contexts": "tid,procname",
   "channel": {"name": "ch0", "mode": "discard", "subbuf_size_mb": $SUBBUF_MB, "per_cpu_buffer_mb": $BUF_MB, "cpus": $(nproc)},
   "discarded_events": ${disc:-null},
-  "phase_markers": "syscall_entry_ioctl with fd = -1 and cmd = 0x4d520000 | phase; see workload.log",
+  "phase_markers": "syscall_entry_ioctl with fd = 4294967295 (-1) and cmd = 0x4d520000 | phase (ret -9 EBADF); the MARK lines of workload.log name the phases",
   "trace_dir": "trace"
 }
 EOF
@@ -161,6 +199,7 @@ EOF
 
 main 2>&1 | tee /tmp/console.log
 cp /tmp/console.log "$OUT/console.log"
-tar -cf /dev/vdc -C "$OUT" . && echo "LAB: results written to /dev/vdc ($(du -sh "$OUT" | cut -f1))"
+tar -cf /dev/vdc -C "$OUT" . && sync &&
+	echo "LAB: [$(cut -d' ' -f1 /proc/uptime)] results written to /dev/vdc ($(du -sh "$OUT" | cut -f1))"
 echo "LAB: DONE"
 poweroff_now

@@ -7,7 +7,7 @@
 #
 # DEST_DIR gets: trace.tar.xz (the CTF trace directory, as trace/...),
 # event-counts.txt (babeltrace2 CLI counts, the shared fixtures' format),
-# manifest.json, console.log (the guest's log, which includes the
+# manifest.json (a capture manifest, see lab-manifest.py), console.log (the guest's log, which includes the
 # workload's phase markers) and README.md (README_TEXT_FILE if given,
 # followed by a generated summary of kernel, knobs and workload).
 # Fails if the trace has discarded events or the tarball exceeds 2 MB.
@@ -35,23 +35,28 @@ if grep -q -i discard "$DEST/.bt.err"; then
 	exit 1
 fi
 rm -f "$DEST/.bt.err"
-cp "$SRC/manifest.json" "$DEST/manifest.json"
+# The capture manifest (schemas/manifest.schema.json), the lab's own run
+# record kept inside it under "lab".
+python3 "$(dirname "${BASH_SOURCE[0]}")/lab-manifest.py" "$SRC/manifest.json" \
+	>"$DEST/manifest.json"
 cp "$SRC/console.log" "$DEST/console.log"
 
-field() { sed -n "s/^  \"$1\": \"\{0,1\}\([^\"]*\)\"\{0,1\},\{0,1\}$/\1/p" "$SRC/manifest.json" | head -n 1; }
+field() { sed -n -E "s/^  \"$1\": \"?([^\"]*[^\",])\"?,?\$/\1/p" "$SRC/manifest.json" | head -n 1; }
+field_or_none() { local v; v=$(field "$1"); echo "${v:-none}"; }
 {
 	[ -z "$TEXT" ] || { cat "$TEXT"; echo; }
 	echo "Recorded by capture/lab/run.sh (QEMU TCG lab, kvm_amd npt=Y tdp_mmu=Y)."
 	echo
 	echo "- kernel: $(field kernel_release) ($(field kernel_flavor))"
 	echo "- workload: $(field workload) $(field workload_args)"
-	echo "- kvm module args: $(field kvm_module_args)"
-	echo "- knobs: $(field knobs)"
+	echo "- kvm module args: $(field_or_none kvm_module_args)"
+	echo "- knobs: $(field_or_none knobs)"
 	echo "- lttng-modules: $(field lttng_modules); events: $(field events); syscalls: $(field syscalls)"
 	echo "- discarded events: $(field discarded_events)"
 	echo "- events in trace: $(awk '{ n += $1 } END { print n + 0 }' "$DEST/event-counts.txt")"
 	echo
-	echo "Phase markers: \`syscall_entry_ioctl\` with fd = -1 and cmd = 0x4d52NNNN"
-	echo "(NNNN = phase number; the MARK lines of console.log say which)."
+	echo "Phase markers: \`syscall_entry_ioctl\` with fd = 4294967295 (-1, fails with"
+	echo "EBADF) and cmd = 0x4d52NNNN (NNNN = phase number; the MARK lines of"
+	echo "console.log say which)."
 } >"$DEST/README.md"
 echo "$DEST: trace.tar.xz $size bytes, $(awk '{ n += $1 } END { print n + 0 }' "$DEST/event-counts.txt") events"

@@ -23,7 +23,8 @@
 # run disk (guest-init.sh, config, workload binary, patched modules), disk 3
 # a raw output disk the guest writes a tar of its results to.  Extracted
 # into DIR: trace/ (CTF), manifest.json, console.log (the guest's own log),
-# workload.log, serial.log (QEMU serial), event-counts.txt (babeltrace2).
+# workload.log, serial.log (QEMU serial), event-counts.txt (babeltrace2)
+# and verify.txt (capture/lab/verify.sh: the events the workload must give).
 #
 # Default knobs: nxrecovery loads kvm with nx_huge_pages=force
 # nx_huge_pages_recovery_period_ms=1000 nx_huge_pages_recovery_ratio=4.
@@ -78,6 +79,9 @@ T0=$(date +%s.%N)
 elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
 [ -f "$LAB/rootfs.ext4" ] || die "no lab in $LAB (run capture/lab/build.sh)"
+# Runs share the lab; build.sh takes the lock exclusively.
+exec 9>"$LAB/.lock"
+flock -s -n 9 || die "build.sh is updating $LAB"
 QEMU_KERNEL=()
 if [ "$KERNEL" = stock ]; then
 	[ -f "$LAB/stock/vmlinuz" ] || die "no stock kernel in $LAB/stock (build.sh --kernel stock)"
@@ -101,7 +105,12 @@ for kv in "${DEF_KVM[@]}" "${KNOBS[@]}"; do
 	esac
 done
 KVM_PARAMS= AMD_PARAMS=
-for k in "${!KVM_P[@]}"; do KVM_PARAMS="$KVM_PARAMS $k=${KVM_P[$k]}"; done
+declare -A SEEN=()
+for k in "${ORDER[@]}"; do
+	[ -z "${SEEN[$k]:-}" ] || continue
+	SEEN[$k]=1
+	KVM_PARAMS="$KVM_PARAMS $k=${KVM_P[$k]}"
+done
 for k in "${!AMD_P[@]}"; do AMD_PARAMS="$AMD_PARAMS $k=${AMD_P[$k]}"; done
 
 # ------------------------------------------------------------ run disk
@@ -152,7 +161,7 @@ echo "==> boot ($KERNEL kernel, $WORKLOAD ${WARGS[*]}; kvm:${KVM_PARAMS:- defaul
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 rm -rf "$OUT/trace" "$OUT/manifest.json" "$OUT/console.log" "$OUT/workload.log" \
-	"$OUT/serial.log" "$OUT/event-counts.txt"
+	"$OUT/serial.log" "$OUT/event-counts.txt" "$OUT/verify.txt"
 T_BOOT=$(date +%s)
 nice -n 10 qemu-system-x86_64 \
 	-accel tcg,thread=multi -cpu max,la57=off -smp 2 -m 2G \
@@ -164,7 +173,7 @@ nice -n 10 qemu-system-x86_64 \
 	-drive "file=$WORK/out.img,if=virtio,format=raw" \
 	-nic none &
 QEMU_PID=$!
-limit=$((TIMEOUT + 600))
+limit=$((TIMEOUT + 420))
 while kill -0 "$QEMU_PID" 2>/dev/null; do
 	if [ $(($(date +%s) - T_BOOT)) -gt "$limit" ]; then
 		kill "$QEMU_PID"
@@ -181,7 +190,7 @@ tar -xf "$WORK/out.img" -C "$OUT" 2>/dev/null ||
 	die "no results on the output disk (see $OUT/serial.log)"
 [ -f "$OUT/manifest.json" ] || die "no manifest.json (see $OUT/console.log, $OUT/serial.log)"
 grep -q '"workload_rc": 0,' "$OUT/manifest.json" ||
-	echo "    warning: workload failed (see $OUT/workload.log)"
+	echo "    warning: workload failed: $(sed -n 's/^  "workload_rc": \(.*\),$/rc \1/p' "$OUT/manifest.json") (see $OUT/console.log)"
 if command -v babeltrace2 >/dev/null; then
 	TR=$(dirname "$(find "$OUT/trace" -name metadata | head -n 1)")
 	babeltrace2 "$TR" 2>"$OUT/babeltrace2.err" | awk '{ print $4 }' | sort | uniq -c |
@@ -190,5 +199,10 @@ if command -v babeltrace2 >/dev/null; then
 		"($(grep -c . "$OUT/event-counts.txt") kinds)" \
 		"discarded: $(sed -n 's/.*"discarded_events": \([0-9a-z]*\).*/\1/p' "$OUT/manifest.json")"
 	[ ! -s "$OUT/babeltrace2.err" ] || sed 's/^/    babeltrace2: /' "$OUT/babeltrace2.err" | head -n 5
+fi
+if command -v babeltrace2 >/dev/null; then
+	"$HERE/verify.sh" "$OUT" >"$OUT/verify.txt" 2>&1 ||
+		echo "    warning: verify.sh found problems"
+	sed 's/^/    /' "$OUT/verify.txt"
 fi
 echo "run.sh: $WORKLOAD ($KERNEL) recorded into $OUT in $(elapsed)s"

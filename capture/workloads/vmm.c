@@ -41,6 +41,16 @@ void *xmmap_aligned(size_t size, size_t align)
 	uint8_t *p, *a;
 	size_t lead, tail;
 
+	/*
+	 * Also align to the size rounded up to a power of two (up to 1 GiB)
+	 * so that the range never crosses a 1 GiB (PUD) boundary: mprotect()
+	 * or UFFDIO_WRITEPROTECT of a range that does issues one
+	 * mmu_notifier invalidation per PUD, and the event counts would
+	 * depend on ASLR.
+	 */
+	while (align < size && align < (1ul << 30))
+		align <<= 1;
+
 	p = mmap(NULL, size + align, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
@@ -262,7 +272,9 @@ uint32_t vm_io_value(struct vm *vm)
 
 void vm_destroy(struct vm *vm)
 {
-	munmap(vm->run, vm->run_size);
+	/* No munmap of kvm_run: every munmap is an mmu_notifier invalidation
+	 * (a kvm_unmap_hva_range event); process exit tears it down instead.
+	 */
 	close(vm->vcpu_fd);
 	close(vm->vm_fd);
 	close(vm->kvm_fd);

@@ -64,6 +64,9 @@ struct guest_code {
 #define PORT_SAMPLE	0x12	/* latency sample: eax = tsc delta, ebx = page */
 
 void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* Anonymous private mapping aligned to align and to the next power of two
+ * of size (up to 1 GiB), so that it never crosses a 1 GiB boundary.
+ */
 void *xmmap_aligned(size_t size, size_t align);
 double now_mono(void);
 /* Print "[mono] MARK <what>" and issue a traced marker syscall. */

@@ -1,0 +1,99 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# verify.sh - check that a lab trace holds the events its workload must
+# produce (babeltrace2 on the host).
+#
+# Usage: capture/lab/verify.sh RUN_OUT_DIR
+#
+# RUN_OUT_DIR is a run.sh output directory (trace/ + manifest.json).  Prints
+# the derived counts and one PASS/FAIL line per check; exits 1 if any check
+# fails.  Checks (stock 6.1 behaviour unless a knob says otherwise):
+#   all         no discarded events; kvm_x86_page_fault, kvm_mmu_spte_requested,
+#               kvm_mmu_set_spte and kvm_tdp_mmu_spte_changed present
+#   basic       5 kvm_unmap_hva_range (2 mprotect cycles, MADV_DONTNEED);
+#               fast page faults (dirty logging write-protection)
+#   bgsnapshot  one kvm_unmap_hva_range per unprotect (>= 8192); leaf zaps
+#               (level 1 present -> 0) and refaults; with
+#               perm_upgrade_skip_zap=Y: >= 8192 skip decisions instead
+#   nxrecovery  zaps by the recovery worker (comm kvm-nx-lpage-re); NX
+#               splits (exec faults, error code bit 4)
+
+set -Eeuo pipefail
+[ $# -eq 1 ] || { sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 2; }
+DIR=$1
+M=$DIR/manifest.json
+[ -f "$M" ] || { echo "verify.sh: no $M" >&2; exit 2; }
+TR=$(dirname "$(find "$DIR/trace" -name metadata | head -n 1)")
+WL=$(sed -n 's/^  "workload": "\(.*\)",$/\1/p' "$M")
+KNOBS=$(sed -n 's/^  "knobs": "\(.*\)",$/\1/p' "$M")
+
+TMP=$(mktemp)
+trap 'rm -f "$TMP" "$TMP.err"' EXIT
+babeltrace2 "$TR" 2>"$TMP.err" >"$TMP"
+
+# One pass over the text trace: derived counts as name=value lines.
+eval "$(awk '
+function f(name,   r) {
+	if (match($0, name " = [^,}]+")) {
+		r = substr($0, RSTART + length(name) + 3, RLENGTH - length(name) - 3)
+		gsub(/ /, "", r); return r
+	}
+	return ""
+}
+{ ev = $4; sub(/:$/, "", ev); n[ev]++ }
+ev == "kvm_tdp_mmu_spte_changed" {
+	o = f("old_spte"); nw = f("new_spte"); l = f("level")
+	if (l == 1 && o != "0x0" && nw == "0x0") leafzap++
+	if (/procname = "kvm-nx-lpage-re"/) worker++
+}
+ev == "kvm_mmu_prepare_zap_page" && /procname = "kvm-nx-lpage-re"/ { workerzap++ }
+ev == "kvm_x86_page_fault" {
+	# error code bit 4 (fetch): lowest bit of the second-lowest hex digit
+	ec = f("error_code"); d = substr(ec, length(ec) - 1, 1)
+	if ((index("0123456789ABCDEF", toupper(d)) - 1) % 2 == 1) fetch++
+}
+ev == "kvm_mmu_unmap_gfn_range" && f("decision") == 1 { skip++ }
+ev == "kvm_mmu_set_spte" && f("level") == 1 { install4k++ }
+END {
+	printf "N_fault=%d N_req=%d N_set=%d N_changed=%d N_unmap=%d N_fast=%d\n",
+		n["kvm_x86_page_fault"], n["kvm_mmu_spte_requested"], n["kvm_mmu_set_spte"],
+		n["kvm_tdp_mmu_spte_changed"], n["kvm_unmap_hva_range"], n["kvm_mmu_fast_page_fault"]
+	printf "LEAFZAP=%d WORKER=%d WORKERZAP=%d FETCH=%d SKIP=%d INSTALL4K=%d\n",
+		leafzap, worker, workerzap, fetch, skip, install4k
+}' "$TMP")"
+echo "workload=$WL knobs='${KNOBS}'"
+echo "  page faults=$N_fault spte_requested=$N_req set_spte=$N_set spte_changed=$N_changed"
+echo "  unmap_hva_range=$N_unmap fast_page_fault=$N_fast leaf zaps(4K present->0)=$LEAFZAP"
+echo "  4K installs=$INSTALL4K exec faults=$FETCH skip decisions=$SKIP"
+echo "  recovery worker: spte_changed=$WORKER prepare_zap_page=$WORKERZAP"
+
+fails=0
+check() {
+	if eval "$2"; then echo "PASS $1"; else echo "FAIL $1 ($2)"; fails=$((fails + 1)); fi
+}
+check "no discarded events" "! grep -q -i discard '$TMP.err'"
+check "MMU events present" "[ $N_fault -gt 0 ] && [ $N_req -gt 0 ] && [ $N_set -gt 0 ] && [ $N_changed -gt 0 ]"
+case $WL in
+basic)
+	check "5 notifier calls" "[ $N_unmap -eq 5 ]"
+	check "dirty-log fast page faults" "[ $N_fast -gt 0 ]"
+	;;
+bgsnapshot)
+	check "one notifier call per unprotect" "[ $N_unmap -ge 8192 ]"
+	if [[ $KNOBS == *perm_upgrade_skip_zap=Y* ]]; then
+		check "perm-upgrade skips" "[ $SKIP -ge 8192 ]"
+	else
+		# A read guest has every page mapped when they are protected.
+		ARGS=$(sed -n 's/^  "workload_args": "\(.*\)",$/\1/p' "$M")
+		[[ $ARGS == *--access* && $ARGS != *"--access read"* ]] ||
+			check "leaf zaps" "[ $LEAFZAP -ge 7936 ]"
+		check "refaults after zaps" "[ $INSTALL4K -gt 7936 ]"
+	fi
+	;;
+nxrecovery)
+	check "recovery worker zaps" "[ $WORKERZAP -gt 0 ] && [ $WORKER -gt 0 ]"
+	check "exec faults (NX splits)" "[ $FETCH -gt 0 ]"
+	;;
+esac
+[ "$fails" -eq 0 ]
