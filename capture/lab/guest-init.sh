@@ -6,11 +6,17 @@
 #
 # Reads /lab/config (written by run.sh): WORKLOAD, WORKLOAD_ARGS,
 # KVM_PARAMS, KVM_AMD_PARAMS, KERNEL_FLAVOR, BUF_MB, SUBBUF_MB, EVENTS,
-# SYSCALLS, TIMEOUT.  Loads kvm/kvm_amd with the parameters, records the
-# workload with an LTTng kernel session, and writes to the raw output disk
-# /dev/vdc a tar of /out: trace/ (CTF), manifest.json (workload_rc 124 =
-# timeout, 125 = stuck after its RESULT line), console.log,
-# workload.log.  Then powers off.
+# SYSCALLS, TIMEOUT, FTRACE_EVENTS, FTRACE_KB.  Loads kvm/kvm_amd with the
+# parameters, records the workload with an LTTng kernel session, and writes
+# to the raw output disk /dev/vdc a tar of /out: trace/ (CTF), manifest.json
+# (workload_rc 124 = timeout, 125 = stuck after its RESULT line),
+# console.log, workload.log.  Then powers off.
+#
+# FTRACE_EVENTS (SYSTEM/EVENT ...; run.sh --ftrace): the same tracepoints
+# are also enabled in tracefs (trace_clock mono, the clock of LTTng's kernel
+# tracer; overwrite mode, FTRACE_KB per CPU), on before `lttng start` and off
+# after `lttng stop`; /out gets ftrace.txt (the `trace` file) and
+# ftrace-stats.txt (per-CPU stats, buffer size, clock, format files).
 
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 LAB=/lab
@@ -42,6 +48,52 @@ poweroff_now() {
 }
 
 log() { echo "LAB: [$(cut -d' ' -f1 /proc/uptime)] $*"; }
+
+TRACEFS=/sys/kernel/tracing
+FTRACE_ON=0
+
+# ftrace twin of the LTTng session (FTRACE_EVENTS); builtins only, forks
+# are slow under TCG.
+ftrace_start() {
+	local ev n=0
+	[ -n "${FTRACE_EVENTS:-}" ] || return 0
+	[ -d "$TRACEFS/events" ] || { log "ftrace: no tracefs at $TRACEFS"; return 0; }
+	echo 0 >"$TRACEFS/tracing_on"
+	echo >"$TRACEFS/set_event"
+	echo mono >"$TRACEFS/trace_clock" || log "ftrace: trace_clock mono failed"
+	echo "${FTRACE_KB:-65536}" >"$TRACEFS/buffer_size_kb" ||
+		log "ftrace: buffer_size_kb ${FTRACE_KB:-65536} failed"
+	echo >"$TRACEFS/trace"
+	for ev in $FTRACE_EVENTS; do
+		if echo 1 >"$TRACEFS/events/$ev/enable"; then
+			n=$((n + 1))
+		else
+			log "ftrace: cannot enable $ev"
+		fi
+	done
+	echo 1 >"$TRACEFS/tracing_on"
+	FTRACE_ON=1
+	log "ftrace on: $n events, buffer_size_kb $(<"$TRACEFS/buffer_size_kb"), clock $(<"$TRACEFS/trace_clock")"
+}
+
+ftrace_stop() {
+	local ev
+	[ "$FTRACE_ON" = 1 ] || return 0
+	echo 0 >"$TRACEFS/tracing_on"
+	cat "$TRACEFS/trace" >"$OUT/ftrace.txt"
+	{
+		echo "buffer_size_kb: $(<"$TRACEFS/buffer_size_kb")"
+		echo "trace_clock: $(<"$TRACEFS/trace_clock")"
+		echo "events: $FTRACE_EVENTS"
+		grep -H . "$TRACEFS"/per_cpu/cpu*/stats
+		for ev in $FTRACE_EVENTS; do
+			echo "== format $ev"
+			cat "$TRACEFS/events/$ev/format"
+		done
+	} >"$OUT/ftrace-stats.txt" 2>&1
+	echo >"$TRACEFS/set_event"
+	log "ftrace off: $(grep -m1 'entries-in-buffer' "$OUT/ftrace.txt" | sed 's/^# *//')"
+}
 
 json_str() {
 	# JSON string of $1 (one process: forks are slow under TCG).
@@ -100,6 +152,7 @@ main() {
 	lttng add-context -k -c ch0 -t tid -t procname >/dev/null || log "add-context failed"
 	lttng list lab -k | sed -n '/Recording event rules/,$p' | grep -E '^\s+\S' |
 		sed 's/^/LAB-event: /'
+	ftrace_start
 	lttng start >/dev/null || return 1
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	log "lttng setup took $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')s ($(lsmod | grep -c '^lttng') lttng modules)"
@@ -145,6 +198,7 @@ main() {
 	log "workload rc=$rc at $t0"
 
 	timeout 120 lttng stop lab >/dev/null 2>&1 || log "lttng stop failed or timed out"
+	ftrace_stop
 	lttng list lab >"$OUT/lttng-list.txt" 2>&1
 	grep -E 'Event-loss mode|Discarded events|Lost packets' "$OUT/lttng-list.txt"
 	disc=$(sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p' "$OUT/lttng-list.txt" |
@@ -190,6 +244,7 @@ $params
   "contexts": "tid,procname",
   "channel": {"name": "ch0", "mode": "discard", "subbuf_size_mb": $SUBBUF_MB, "per_cpu_buffer_mb": $BUF_MB, "cpus": $(nproc)},
   "discarded_events": ${disc:-null},
+  "ftrace": $(if [ "$FTRACE_ON" = 1 ]; then echo "{\"events\": $(json_str "$FTRACE_EVENTS"), \"buffer_size_kb\": ${FTRACE_KB:-65536}, \"trace_clock\": \"mono\", \"file\": \"ftrace.txt\"}"; else echo null; fi),
   "phase_markers": "syscall_entry_ioctl with fd = 4294967295 (-1) and cmd = 0x4d520000 | phase (ret -9 EBADF); the MARK lines of workload.log name the phases",
   "trace_dir": "trace"
 }

@@ -16,6 +16,13 @@
 #   --event NAME          extra kernel event (repeatable; default set:
 #                         kvm_* and the ioctl/mprotect/madvise syscalls)
 #   --timeout S           workload timeout inside the guest (default 300)
+#   --ftrace              also enable the mmureplay series' new KVM events
+#                         in tracefs (ftrace, trace_clock mono) during the
+#                         same run; saved as ftrace.txt (+ ftrace-stats.txt:
+#                         per-CPU ring buffer stats and the events' format
+#                         files) beside trace/; patched kernel only.  Check
+#                         with tests/lab/ftrace_vs_lttng.py DIR
+#   --ftrace-kb N         ftrace buffer_size_kb per CPU (default 65536)
 #   -- ARGS...            arguments for the workload (default per workload)
 #
 # Boots under TCG (qemu-system-x86_64 -accel tcg,thread=multi -cpu
@@ -44,7 +51,7 @@ usage() { sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 case $1 in -h|--help) usage; exit 0 ;; esac
 WORKLOAD=$1
 shift
-KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300
+KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536
 KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -54,6 +61,8 @@ while [ $# -gt 0 ]; do
 	--buf-mb) BUF_MB=${2:?}; shift 2 ;;
 	--event) EXTRA_EVENTS+=("${2:?}"); shift 2 ;;
 	--timeout) TIMEOUT=${2:?}; shift 2 ;;
+	--ftrace) FTRACE=1; shift ;;
+	--ftrace-kb) FTRACE_KB=${2:?}; shift 2 ;;
 	--) shift; WARGS=("$@"); HAVE_WARGS=1; break ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -72,6 +81,11 @@ esac
 [ "$HAVE_WARGS" -eq 1 ] || WARGS=("${DEF_ARGS[@]}")
 case $KERNEL in stock|patched) ;; *) echo "run.sh: --kernel stock|patched" >&2; exit 2 ;; esac
 [ "$BUF_MB" -ge 8 ] || { echo "run.sh: --buf-mb must be >= 8" >&2; exit 2; }
+[ "$FTRACE" -eq 0 ] || [ "$KERNEL" = patched ] ||
+	{ echo "run.sh: --ftrace needs --kernel patched (the new events)" >&2; exit 2; }
+if ! [[ $FTRACE_KB =~ ^[0-9]+$ ]] || [ "$FTRACE_KB" -lt 64 ] || [ "$FTRACE_KB" -gt 262144 ]; then
+	echo "run.sh: --ftrace-kb must be 64..262144" >&2; exit 2
+fi
 OUT=${OUT:-./lab-out/$WORKLOAD-$KERNEL}
 
 die() { echo "run.sh: FAIL: $*" >&2; exit 1; }
@@ -139,6 +153,13 @@ fi
 EVENTS="kvm_*"
 for e in "${EXTRA_EVENTS[@]}"; do EVENTS="$EVENTS $e"; done
 KNOB_STR="${KNOBS[*]}"
+# The series' new events as SYSTEM/EVENT of tracefs (include/trace/events/kvm.h
+# is TRACE_SYSTEM kvm, arch/x86/kvm/mmu/mmutrace.h is kvmmmu).
+FTRACE_EVENTS=
+[ "$FTRACE" -eq 0 ] || FTRACE_EVENTS="kvm/kvm_invalidate_range_start kvm/kvm_invalidate_range_end
+kvm/kvm_remote_tlb_flush kvm/kvm_memslot_change kvmmmu/kvm_mmu_unmap_gfn_range
+kvmmmu/kvm_mmu_nx_recovery_begin kvmmmu/kvm_mmu_nx_recovery_end
+kvmmmu/kvm_mmu_nx_recover_page kvmmmu/kvm_mmu_fault_lock_wait"
 {
 	printf 'WORKLOAD=%q\n' "$WORKLOAD"
 	printf 'WORKLOAD_ARGS=%q\n' "${WARGS[*]}"
@@ -150,6 +171,8 @@ KNOB_STR="${KNOBS[*]}"
 	printf 'EVENTS=%q\n' "$EVENTS"
 	printf 'SYSCALLS=%q\n' "ioctl,mprotect,madvise"
 	printf 'TIMEOUT=%q\n' "$TIMEOUT"
+	printf 'FTRACE_EVENTS=%q\n' "${FTRACE_EVENTS//$'\n'/ }"
+	printf 'FTRACE_KB=%q\n' "$FTRACE_KB"
 } >"$RUN/config"
 size_mb=$(($(du -sm "$RUN" | cut -f1) + 32))
 mkfs.ext4 -q -F -L labrun -d "$RUN" "$WORK/run.img" "${size_mb}M" >/dev/null 2>&1 ||
@@ -161,7 +184,8 @@ echo "==> boot ($KERNEL kernel, $WORKLOAD ${WARGS[*]}; kvm:${KVM_PARAMS:- defaul
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 rm -rf "$OUT/trace" "$OUT/manifest.json" "$OUT/console.log" "$OUT/workload.log" \
-	"$OUT/serial.log" "$OUT/event-counts.txt" "$OUT/verify.txt"
+	"$OUT/serial.log" "$OUT/event-counts.txt" "$OUT/verify.txt" \
+	"$OUT/ftrace.txt" "$OUT/ftrace-stats.txt"
 T_BOOT=$(date +%s)
 nice -n 10 qemu-system-x86_64 \
 	-accel tcg,thread=multi -cpu max,la57=off -smp 2 -m 2G \
@@ -204,5 +228,13 @@ if command -v babeltrace2 >/dev/null; then
 	"$HERE/verify.sh" "$OUT" >"$OUT/verify.txt" 2>&1 ||
 		echo "    warning: verify.sh found problems"
 	sed 's/^/    /' "$OUT/verify.txt"
+fi
+if [ "$FTRACE" -eq 1 ]; then
+	if [ -f "$OUT/ftrace.txt" ]; then
+		echo "    ftrace: $(grep -c -v '^#' "$OUT/ftrace.txt") events in ftrace.txt" \
+			"(compare: tests/lab/ftrace_vs_lttng.py $OUT)"
+	else
+		echo "    warning: --ftrace but no ftrace.txt (see $OUT/console.log)"
+	fi
 fi
 echo "run.sh: $WORKLOAD ($KERNEL) recorded into $OUT in $(elapsed)s"
