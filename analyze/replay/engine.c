@@ -73,6 +73,7 @@ struct thread_ctx {
 	int is_worker;
 	int fetch;                      /* the open fault is an exec fault */
 	uint64_t hva_start, hva_end;    /* of the open window */
+	int in_setregion;
 	int measured;                   /* patched: its end event closes it */
 	int64_t flushes;                /* measured flushes in the context */
 };
@@ -108,6 +109,7 @@ struct engine {
 	 * SPs created by exec faults outside dirty-logged slots; as traced,
 	 * and as they would be under the policy. */
 	struct nx_splits nx, nx_policy;
+	int setregion_threads;          /* inside KVM_SET_USER_MEMORY_REGION */
 	int nomem;
 };
 
@@ -554,7 +556,16 @@ static void on_fault(struct engine *e, struct thread_ctx *t,
 	/* Self-check: the traced state must require this fault. */
 	level = tdp_leaf(&e->obs, 0, gfn, &spte);
 	allowed = level && permits(e->f, spte, err);
-	if (!allowed || in_window)
+	/*
+	 * Zaps under the read lock run while vCPUs fault: recovery with
+	 * lock_mode 1 (patched), and the collapse of 4K leaves when dirty
+	 * logging stops (zap_collapsible_sptes, inside
+	 * KVM_SET_USER_MEMORY_REGION).  A vCPU can take its NPF on a page
+	 * whose zap is traced just after, so meanwhile a fault on a mapped
+	 * page is not held against the model.
+	 */
+	if (!allowed || in_window || (e->batch.active && e->batch.read_lock) ||
+	    e->setregion_threads)
 		r->faults_predicted++;
 	else
 		mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, ev->seq, ev->ts, gfn,
@@ -812,6 +823,16 @@ static void handle(struct engine *e, const struct model_event *ev)
 		break;
 	case MEV_SYSCALL:
 		ctx_close(e, t);
+		if (strcmp(ev->u.sys.name, "ioctl") != 0)
+			break;
+		if (ev->u.sys.entry && ev->u.sys.a1 ==
+		    KVM_SET_USER_MEMORY_REGION && !t->in_setregion) {
+			t->in_setregion = 1;
+			e->setregion_threads++;
+		} else if (!ev->u.sys.entry && t->in_setregion) {
+			t->in_setregion = 0;
+			e->setregion_threads--;
+		}
 		break;
 	case MEV_TLB_FLUSH:
 		/* Attributed to the flushing thread's context, see
