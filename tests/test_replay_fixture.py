@@ -202,6 +202,21 @@ if name.endswith("nxrecovery-dirtylog"):
           nf["predicted"]["nx_recovered"] == worker_frees,
           "recovery batches follow the ratio: %s, %d worker frees"
           % (nf["predicted"], worker_frees))
+    # Ratio sweeps: the recorded ratio reproduces baseline; larger ones
+    # recover fewer pages per batch, so fewer recovery zaps and faults.
+    r = run([mmr, "replay", db, "--json", "--nx-ratio", "4", "--policy",
+             "nx-ratio=4,nx-ratio=8,nx-ratio=16"])
+    sw = json.loads(r.stdout)["policies"]
+    keys = ("faults", "leaf_zaps", "leaf_zaps.nx_recovery", "tlb_flushes")
+    check(r.returncode == 0 and all(sw["nx-ratio=4"][k] == sw["baseline"][k]
+                                    for k in keys),
+          "nx-ratio=4 (recorded) is baseline")
+    check(sw["baseline"]["leaf_zaps.nx_recovery"] >
+          sw["nx-ratio=8"]["leaf_zaps.nx_recovery"] >=
+          sw["nx-ratio=16"]["leaf_zaps.nx_recovery"] > 0 and
+          sw["baseline"]["faults"] >= sw["nx-ratio=8"]["faults"] >=
+          sw["nx-ratio=16"]["faults"], "larger ratios recover less: %s"
+          % {p: sw[p]["leaf_zaps.nx_recovery"] for p in sw})
     r = run([mmr, "fidelity", db, "--json", "--nx-ratio", "5"])
     nf = json.loads(r.stdout)
     check(r.returncode == 6 and any(m["kind"] == "recovery_batch"

@@ -45,7 +45,9 @@ const struct cli_command cli_cmd_replay = {
 	"time, per-second series.  Results are stored in the DB (replay_run,\n"
 	"replay_metric, replay_series, replay_mismatch).  When the self-check\n"
 	"fails its tolerance the what-if figures are withheld (exit 6).\n"
-	"Policies: baseline, perm-upgrade, nx-skip-dirty, nx-readlock.\n",
+	"Policies: baseline, perm-upgrade, nx-skip-dirty, nx-readlock, and\n"
+	"nx-ratio=N (baseline with NX recovery ratio N, for capacity\n"
+	"planning; needs the recorded ratio; ratios below it undercount).\n",
 	.options = options,
 	.run = run,
 };

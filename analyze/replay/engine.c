@@ -348,9 +348,11 @@ static void batch_touch(struct engine *e, const struct model_event *ev)
 		b->first_seq = ev->seq;
 		/* kvm_recover_nx_lpages(): to_zap = ceil(splits / ratio). */
 		if (ratio > 0) {
+			int64_t pr = e->o->policy->nx_ratio ?
+				e->o->policy->nx_ratio : ratio;
+
 			b->predicted_sps = (e->nx.count + ratio - 1) / ratio;
-			b->policy_quota = (e->nx_policy.count + ratio - 1) /
-				ratio;
+			b->policy_quota = (e->nx_policy.count + pr - 1) / pr;
 		}
 	}
 	b->last = ev->ts;
@@ -603,10 +605,11 @@ static void on_fault(struct engine *e, struct thread_ctx *t,
 /*
  * Whether the policy leaves a page the worker recovered.  The policy's
  * own NX list decides, when the ratio is known: each batch takes
- * ceil(policy splits / ratio) pages, skipped dirty-logged ones included
- * (they are dropped from the list, as upstream's unaccount does); pages
- * beyond that stay split and tracked.  Pages a policy batch would take
- * that the traced batch did not are not modelled.
+ * ceil(policy splits / ratio) pages (the policy's ratio for a sweep),
+ * skipped dirty-logged ones included (they are dropped from the list, as
+ * upstream's unaccount does); pages beyond that stay split and tracked.
+ * Pages a policy batch would take that the traced batch did not are not
+ * modelled: a sweep to a smaller ratio than recorded undercounts.
  */
 static int recovery_keep(struct engine *e, const struct replay_recovery *rec,
 			 int level)

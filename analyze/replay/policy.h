@@ -9,7 +9,9 @@
  *   skip_recovery       at the recovery of one NX huge page: leave it
  *                       split (nx-skip-dirty);
  *   recovery_read_lock  recovery holds mmu_lock for read, so vCPU faults
- *                       do not wait for it (nx-readlock).
+ *                       do not wait for it (nx-readlock);
+ *   nx_ratio            kvm.nx_huge_pages_recovery_ratio (capacity
+ *                       planning sweeps: "nx-ratio=N").
  */
 #ifndef MMUREPLAY_REPLAY_POLICY_H
 #define MMUREPLAY_REPLAY_POLICY_H
@@ -42,6 +44,8 @@ struct policy {
 	int (*keep_invalidation)(const struct replay_invalidation *inv);
 	int (*skip_recovery)(const struct replay_recovery *rec);
 	int recovery_read_lock;
+	/* NX recovery ratio the policy runs with; 0: the recorded one. */
+	int64_t nx_ratio;
 };
 
 extern const struct policy policy_baseline;
@@ -55,6 +59,8 @@ int policy_skip_none(const struct replay_recovery *rec);
 
 /* NULL-terminated list of every policy, for the CLI. */
 extern const struct policy *const policy_registry[];
+/* A registered policy, or "nx-ratio=N" (baseline rules, recovery ratio
+ * N); NULL when unknown. */
 const struct policy *policy_find(const char *name);
 
 #endif

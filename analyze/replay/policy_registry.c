@@ -4,6 +4,8 @@
  */
 #include "replay/policy.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int policy_keep_none(const struct replay_invalidation *inv)
@@ -26,6 +28,42 @@ const struct policy *const policy_registry[] = {
 	NULL,
 };
 
+#define MAX_SWEEP 16
+
+/*
+ * Ratio sweeps: baseline rules with another recovery ratio.  Each distinct
+ * ratio asked for gets one slot (the CLI asks for a handful); the names
+ * stay valid for the life of the process.
+ */
+static struct policy sweep[MAX_SWEEP];
+static char sweep_names[MAX_SWEEP][32];
+static int nsweep;
+
+static const struct policy *sweep_find(const char *name)
+{
+	char *end;
+	long long ratio;
+	int i;
+
+	if (strncmp(name, "nx-ratio=", 9) != 0)
+		return NULL;
+	ratio = strtoll(name + 9, &end, 10);
+	if (*end || ratio <= 0 || ratio > 1000000)
+		return NULL;
+	for (i = 0; i < nsweep; i++)
+		if (sweep[i].nx_ratio == ratio)
+			return &sweep[i];
+	if (nsweep == MAX_SWEEP)
+		return NULL;
+	snprintf(sweep_names[nsweep], sizeof(sweep_names[0]), "nx-ratio=%lld",
+		 ratio);
+	sweep[nsweep] = policy_baseline;
+	sweep[nsweep].name = sweep_names[nsweep];
+	sweep[nsweep].summary = "baseline with another NX recovery ratio";
+	sweep[nsweep].nx_ratio = ratio;
+	return &sweep[nsweep++];
+}
+
 const struct policy *policy_find(const char *name)
 {
 	int i;
@@ -33,5 +71,5 @@ const struct policy *policy_find(const char *name)
 	for (i = 0; policy_registry[i]; i++)
 		if (strcmp(policy_registry[i]->name, name) == 0)
 			return policy_registry[i];
-	return NULL;
+	return sweep_find(name);
 }
