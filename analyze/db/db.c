@@ -235,6 +235,24 @@ end:
 	return v;
 }
 
+char *db_meta_get_text(sqlite3 *db, const char *key)
+{
+	sqlite3_stmt *stmt = NULL;
+	const unsigned char *t;
+	char *v = NULL;
+
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1,
+			       &stmt, NULL) != SQLITE_OK)
+		goto end;
+	sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(stmt) == SQLITE_ROW &&
+	    (t = sqlite3_column_text(stmt, 0)))
+		v = strdup((const char *)t);
+end:
+	sqlite3_finalize(stmt);
+	return v;
+}
+
 int64_t db_table_count(sqlite3 *db, const char *table)
 {
 	sqlite3_stmt *stmt = NULL;

@@ -48,6 +48,8 @@ enum db_status db_meta_set_int(sqlite3 *db, const char *key, int64_t v);
 enum db_status db_meta_set_text(sqlite3 *db, const char *key, const char *v);
 /* Returns dflt when the key is absent. */
 int64_t db_meta_get_int(sqlite3 *db, const char *key, int64_t dflt);
+/* A malloc'd copy of a text value, or NULL when absent. */
+char *db_meta_get_text(sqlite3 *db, const char *key);
 
 /* Rows in table (or -1 on error). */
 int64_t db_table_count(sqlite3 *db, const char *table);

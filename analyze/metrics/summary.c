@@ -204,15 +204,7 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 	s->events = db_meta_get_int(db, "events", 0);
 	s->ts_base_ns = db_meta_get_int(db, "ts_base_ns", 0);
 	s->truncated = db_meta_get_int(db, "truncated", 0) != 0;
-	{
-		sqlite3_stmt *q = NULL;
-
-		if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key "
-				       "= 'truncated_reason'", -1, &q, NULL) ==
-		    SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
-			s->truncated_reason = col_text(q, 0);
-		sqlite3_finalize(q);
-	}
+	s->truncated_reason = db_meta_get_text(db, "truncated_reason");
 	for (i = 0; summary_canonical_tables[i]; i++) {
 		struct summary_count *c = push((void **)&s->canon, &s->ncanon,
 					       sizeof(*c));

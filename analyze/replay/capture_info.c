@@ -3,6 +3,7 @@
  */
 #include "replay/capture_info.h"
 
+#include "db/db.h"
 #include "util/log.h"
 
 #include <cjson/cJSON.h>
@@ -27,16 +28,11 @@ static const struct {
 
 static void manifest_read(sqlite3 *db, struct capture_info *ci)
 {
-	sqlite3_stmt *st = NULL;
+	char *text = db_meta_get_text(db, "manifest");
 	const cJSON *params, *v, *vendor;
-	cJSON *doc = NULL;
+	cJSON *doc = text ? cJSON_Parse(text) : NULL;
 	size_t i;
 
-	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = "
-			       "'manifest'", -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_step(st) != SQLITE_ROW)
-		goto end;
-	doc = cJSON_Parse((const char *)sqlite3_column_text(st, 0));
 	if (!doc)
 		goto end;
 	vendor = cJSON_GetObjectItemCaseSensitive(
@@ -66,7 +62,7 @@ static void manifest_read(sqlite3 *db, struct capture_info *ci)
 	}
 end:
 	cJSON_Delete(doc);
-	sqlite3_finalize(st);
+	free(text);
 }
 
 int capture_info_read(sqlite3 *db, struct capture_info *ci)

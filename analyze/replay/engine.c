@@ -501,18 +501,25 @@ static void on_notifier(struct engine *e, struct thread_ctx *t,
 	e->open_windows[e->nopen++] = t;
 }
 
+/* Does the open invalidation t cover (as_id, gfn)? */
+static int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn)
+{
+	int j;
+
+	for (j = 0; j < t->nranges; j++)
+		if (t->ranges[j].as_id == as_id && gfn >= t->ranges[j].start &&
+		    gfn < t->ranges[j].end)
+			return 1;
+	return 0;
+}
+
 static int in_open_window(struct engine *e, int as_id, uint64_t gfn)
 {
-	int i, j;
+	int i;
 
 	for (i = 0; i < e->nopen; i++)
-		for (j = 0; j < e->open_windows[i]->nranges; j++) {
-			const struct gfn_range *g = &e->open_windows[i]->ranges[j];
-
-			if (g->as_id == as_id && gfn >= g->start &&
-			    gfn < g->end)
-				return 1;
-		}
+		if (window_covers(e->open_windows[i], as_id, gfn))
+			return 1;
 	return 0;
 }
 
@@ -528,16 +535,13 @@ static void window_install(struct engine *e, struct thread_ctx *self,
 			   int as_id, uint64_t gfn)
 {
 	struct thread_ctx *w;
-	int i, j;
+	int i;
 
 	for (i = 0; i < e->nopen; i++) {
 		w = e->open_windows[i];
-		if (w == self || w->keep || !w->measured)
-			continue;
-		for (j = 0; j < w->nranges; j++)
-			if (w->ranges[j].as_id == as_id &&
-			    gfn >= w->ranges[j].start && gfn < w->ranges[j].end)
-				w->predicted++;
+		if (w != self && !w->keep && w->measured &&
+		    window_covers(w, as_id, gfn))
+			w->predicted++;
 	}
 }
 
@@ -684,7 +688,7 @@ static void on_spte(struct engine *e, struct thread_ctx *t,
 	const struct spte_format *f = e->f;
 	uint64_t old = ev->u.spte.old_spte, new = ev->u.spte.new_spte;
 	uint64_t gfn = ev->u.spte.gfn;
-	int level = ev->u.spte.level, as = ev->u.spte.as_id, i, inside;
+	int level = ev->u.spte.level, as = ev->u.spte.as_id;
 	enum zap_cause cause;
 
 	if (t->is_worker)
@@ -694,11 +698,7 @@ static void on_spte(struct engine *e, struct thread_ctx *t,
 		cause = zap_cause_of(t);
 		t->observed++;
 		if (t->kind == CTX_WINDOW) {
-			for (i = inside = 0; i < t->nranges; i++)
-				inside |= t->ranges[i].as_id == as &&
-					gfn >= t->ranges[i].start &&
-					gfn < t->ranges[i].end;
-			if (!inside)
+			if (!window_covers(t, as, gfn))
 				mismatch(e, MISMATCH_ZAP_OUTSIDE, ev->seq,
 					 ev->ts, gfn, 0, 1);
 		} else if (t->kind == CTX_NONE) {
