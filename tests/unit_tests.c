@@ -1,14 +1,16 @@
 /*
  * Unit tests of the ground-floor pieces: the pointer map, the string
  * pool, SPTE decoding (values taken from the lab traces), number
- * formatting for the mail tables, the catalogue against the schema, and
- * the DB file lifecycle.  Each check prints its expression on failure;
+ * formatting for the mail tables, the catalogue against the schema, the
+ * TDP table store against a plain list of entries, and the DB file
+ * lifecycle.  Each check prints its expression on failure;
  * the exit status is the number of failures.
  */
 #include "check.h"
 #include "db/db.h"
 #include "ingest/catalog.h"
 #include "model/spte.h"
+#include "model/tdp.h"
 #include "report/report.h"
 #include "util/ptrmap.h"
 #include "util/strpool.h"
@@ -163,6 +165,164 @@ static void test_db_lifecycle(const char *dir)
 	CHECK(db_open(path, 1, &db) == DB_ERR_NOT_DB);
 }
 
+/*
+ * The TDP store against the simplest model of its contract: a list of
+ * (as_id, level, gfn) -> SPTE entries searched linearly.  Random stores
+ * of 4K/2M/1G leaves, non-leaf parents and zaps in a small gfn window
+ * (so ranges hit large leaves that start before them, tables of every
+ * level and both range strategies), then every query compared.
+ */
+struct ref_entry {
+	int as_id, level;
+	uint64_t gfn, spte;
+};
+
+struct ref_tdp {
+	struct ref_entry e[4096];
+	int n;
+};
+
+static struct ref_entry *ref_find(struct ref_tdp *r, int as_id, int level,
+				  uint64_t gfn)
+{
+	int i;
+
+	for (i = 0; i < r->n; i++)
+		if (r->e[i].as_id == as_id && r->e[i].level == level &&
+		    r->e[i].gfn == gfn)
+			return &r->e[i];
+	return NULL;
+}
+
+static int ref_leaf(struct ref_tdp *r, const struct spte_format *f,
+		    int as_id, uint64_t gfn, uint64_t *spte)
+{
+	struct ref_entry *e, *p;
+	int level, up, hidden;
+
+	for (level = 1; level <= 3; level++) {
+		e = ref_find(r, as_id, level, tdp_align(gfn, level));
+		if (!e || !spte_present_leaf(f, e->spte, level))
+			continue;
+		for (hidden = 0, up = level + 1; up <= TDP_MAX_LEVEL; up++) {
+			p = ref_find(r, as_id, up, tdp_align(gfn, up));
+			if (p && (!spte_present(f, p->spte) ||
+				  spte_leaf(f, p->spte, up)))
+				hidden = 1;
+		}
+		if (!hidden) {
+			*spte = e->spte;
+			return level;
+		}
+	}
+	*spte = 0;
+	return 0;
+}
+
+struct leaf_list {
+	uint64_t key[4096];
+	int n;
+};
+
+static void leaf_collect(void *arg, int level, uint64_t gfn, uint64_t spte)
+{
+	struct leaf_list *l = arg;
+
+	(void)spte;
+	if (l->n < 4096)
+		l->key[l->n++] = gfn << 4 | (uint64_t)level;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void test_tdp(void)
+{
+	const struct spte_format *f = spte_format_by_name("npt");
+	static struct ref_tdp ref;
+	static struct leaf_list got, want;
+	struct ref_entry *e;
+	uint64_t gfn, spte, rspte, start, end, seed = 12345;
+	struct tdp t;
+	int i, k, as_id, level, rl;
+
+#define RND() (seed = seed * 6364136223846793005ULL + 1442695040888963407ULL, \
+	       seed >> 33)
+	tdp_init(&t, f);
+	ref.n = 0;
+	for (i = 0; i < 3000; i++) {
+		as_id = (int)(RND() % 2);
+		level = 1 + (int)(RND() % 4);
+		/* 8 GiB of guest: several 1G, many 2M spans. */
+		gfn = tdp_align(RND() % (8ULL << 18), level);
+		switch (RND() % 4) {
+		case 0:
+			spte = 0;       /* zapped */
+			break;
+		case 1:
+			spte = f->mmu_present | (gfn << 12);    /* table */
+			break;
+		default:
+			spte = f->mmu_present | (gfn << 12) |
+				(level > 1 ? f->large : 0);
+			break;
+		}
+		CHECK(tdp_set(&t, as_id, level, gfn, spte) == 0);
+		e = ref_find(&ref, as_id, level, gfn);
+		if (!e && ref.n < 4096)
+			e = &ref.e[ref.n++];
+		if (e)
+			*e = (struct ref_entry){ as_id, level, gfn, spte };
+	}
+	CHECK(tdp_size(&t) == (size_t)ref.n);
+	for (i = 0; i < 2000; i++) {
+		as_id = (int)(RND() % 2);
+		gfn = RND() % (8ULL << 18);
+		if (i % 2) {    /* inside an entry the trace showed */
+			e = &ref.e[RND() % (uint64_t)ref.n];
+			as_id = e->as_id;
+			gfn = e->gfn + RND() % tdp_level_pages(e->level);
+		}
+		rl = ref_leaf(&ref, f, as_id, gfn, &rspte);
+		CHECK(tdp_leaf(&t, as_id, gfn, &spte) == rl && spte == rspte);
+		level = 1 + (int)(RND() % 4);
+		e = ref_find(&ref, as_id, level, tdp_align(gfn, level));
+		CHECK(tdp_get(&t, as_id, level, gfn) == (e ? e->spte : 0));
+	}
+	for (i = 0; i < 300; i++) {
+		as_id = (int)(RND() % 2);
+		start = RND() % (8ULL << 18);
+		/* Short ranges probe tables, long ones scan the list. */
+		end = start + (i % 3 == 0 ? RND() % (8ULL << 18) :
+			       RND() % 2048);
+		if (i == 0)
+			end = UINT64_MAX;
+		got.n = want.n = 0;
+		tdp_for_each_leaf(&t, as_id, start, end, leaf_collect, &got);
+		for (k = 0; k < ref.n; k++) {
+			e = &ref.e[k];
+			if (e->as_id == as_id &&
+			    spte_present_leaf(f, e->spte, e->level) &&
+			    e->level <= 3 && e->gfn < end &&
+			    e->gfn + tdp_level_pages(e->level) > start)
+				want.key[want.n++] = e->gfn << 4 |
+					(uint64_t)e->level;
+		}
+		qsort(got.key, (size_t)got.n, sizeof(got.key[0]), u64_cmp);
+		qsort(want.key, (size_t)want.n, sizeof(want.key[0]), u64_cmp);
+		CHECK(got.n == want.n &&
+		      memcmp(got.key, want.key,
+			     (size_t)got.n * sizeof(got.key[0])) == 0);
+	}
+#undef RND
+	tdp_free(&t);
+	CHECK(tdp_size(&t) == 0 && tdp_get(&t, 0, 1, 0) == 0);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/mmureplay-unit-XXXXXX";
@@ -172,6 +332,7 @@ int main(void)
 	test_ptrmap();
 	test_strpool();
 	test_spte();
+	test_tdp();
 	test_fmt();
 	test_catalog_matches_schema(dir);
 	test_db_lifecycle(dir);

@@ -1,57 +1,167 @@
 /*
- * TDP state map (see tdp.h): a u64 map on a key packing (as_id, level,
- * gfn).
+ * TDP state as 512-entry tables (see tdp.h).
+ *
+ * A level-L table holds the level-L entries of one level-(L+1) span:
+ * entry i maps gfn base + i * 512^(L-1).  The table key packs (as_id,
+ * level, gfn >> 9L) with bit 63 set, so it is never 0 (the u64 map's
+ * empty key).
  */
 #include "model/tdp.h"
 
 #include <assert.h>
+#include <stdlib.h>
 
-/* bit 63 marks a used slot; as_id bits 60-61, level 56-59, gfn 0-55. */
-static uint64_t tdp_key(int as_id, int level, uint64_t gfn)
+struct tdp_table {
+	uint64_t spte[TDP_TABLE_ENTRIES];
+	uint64_t seen[TDP_TABLE_ENTRIES / 64];  /* entry stored at least once */
+	uint64_t base;          /* gfn of entry 0 */
+	int as_id, level;
+};
+
+static unsigned level_shift(int level)
+{
+	return 9U * (unsigned)(level - 1);
+}
+
+static uint64_t table_key(int as_id, int level, uint64_t gfn)
 {
 	return (1ULL << 63) | ((uint64_t)(as_id & 3) << 60) |
-		((uint64_t)(level & 15) << 56) | (gfn & ((1ULL << 56) - 1));
+		((uint64_t)(level & 15) << 56) |
+		((gfn >> (level_shift(level) + 9)) & ((1ULL << 56) - 1));
+}
+
+static size_t entry_index(int level, uint64_t gfn)
+{
+	return (size_t)(gfn >> level_shift(level)) & (TDP_TABLE_ENTRIES - 1);
+}
+
+static uint64_t table_span(int level)
+{
+	return tdp_level_pages(level) * TDP_TABLE_ENTRIES;
 }
 
 void tdp_init(struct tdp *t, const struct spte_format *fmt)
 {
+	int l;
+
 	t->fmt = fmt;
-	u64map_init(&t->map);
+	u64map_init(&t->tables);
+	for (l = 0; l <= TDP_MAX_LEVEL; l++) {
+		t->list[l] = NULL;
+		t->nlist[l] = t->caplist[l] = 0;
+	}
+	t->entries = 0;
+	t->ntables = 0;
 }
 
 void tdp_free(struct tdp *t)
 {
-	u64map_free(&t->map);
+	size_t i;
+	int l;
+
+	for (l = 0; l <= TDP_MAX_LEVEL; l++) {
+		for (i = 0; i < t->nlist[l]; i++)
+			free(t->list[l][i]);
+		free(t->list[l]);
+	}
+	u64map_free(&t->tables);
+	tdp_init(t, t->fmt);
+}
+
+size_t tdp_bytes(const struct tdp *t)
+{
+	return t->ntables * sizeof(struct tdp_table) +
+		t->tables.cap * sizeof(struct u64map_slot);
+}
+
+static struct tdp_table *table_find(const struct tdp *t, int as_id,
+				    int level, uint64_t gfn)
+{
+	return (struct tdp_table *)(uintptr_t)
+		u64map_get(&t->tables, table_key(as_id, level, gfn));
+}
+
+static struct tdp_table *table_create(struct tdp *t, int as_id, int level,
+				      uint64_t gfn)
+{
+	struct tdp_table *tb;
+
+	if (t->nlist[level] == t->caplist[level]) {
+		size_t n = t->caplist[level] ? t->caplist[level] * 2 : 16;
+		struct tdp_table **g = realloc(t->list[level], n * sizeof(*g));
+
+		if (!g)
+			return NULL;
+		t->list[level] = g;
+		t->caplist[level] = n;
+	}
+	tb = calloc(1, sizeof(*tb));
+	if (!tb)
+		return NULL;
+	if (u64map_put(&t->tables, table_key(as_id, level, gfn),
+		       (uint64_t)(uintptr_t)tb) < 0) {
+		free(tb);
+		return NULL;
+	}
+	tb->base = gfn & ~(table_span(level) - 1);
+	tb->as_id = as_id;
+	tb->level = level;
+	t->list[level][t->nlist[level]++] = tb;
+	t->ntables++;
+	return tb;
 }
 
 int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn, uint64_t spte)
 {
-	return u64map_put(&t->map, tdp_key(as_id, level, tdp_align(gfn, level)),
-			  spte);
+	struct tdp_table *tb;
+	size_t i;
+
+	assert(level >= 1 && level <= TDP_MAX_LEVEL);
+	tb = table_find(t, as_id, level, gfn);
+	if (!tb && !(tb = table_create(t, as_id, level, gfn)))
+		return -1;
+	i = entry_index(level, gfn);
+	if (!(tb->seen[i / 64] & (1ULL << (i % 64)))) {
+		tb->seen[i / 64] |= 1ULL << (i % 64);
+		t->entries++;
+	}
+	tb->spte[i] = spte;
+	return 0;
 }
 
 uint64_t tdp_get(const struct tdp *t, int as_id, int level, uint64_t gfn)
 {
-	return u64map_get(&t->map, tdp_key(as_id, level,
-					   tdp_align(gfn, level)));
+	const struct tdp_table *tb = table_find(t, as_id, level, gfn);
+
+	return tb ? tb->spte[entry_index(level, gfn)] : 0;
+}
+
+static int entry_seen(const struct tdp_table *tb, size_t i)
+{
+	return (tb->seen[i / 64] >> (i % 64)) & 1;
 }
 
 /*
- * A leaf is reachable only while every table entry above it that the
- * trace has shown is present and not itself a leaf: zapping a parent
- * unlinks the whole table at once, before its children are marked
- * removed (the NX recovery worker does exactly that).
+ * Zapping a parent unlinks the whole table at once, before its children
+ * are marked removed (the NX recovery worker does exactly that), so a
+ * shown parent that is non-present or a leaf hides what is below.
  */
 static int tdp_reachable(const struct tdp *t, int as_id, uint64_t gfn,
 			 int level)
 {
-	const struct u64map_slot *s;
+	const struct tdp_table *tb;
+	uint64_t v;
+	size_t i;
 	int p;
 
 	for (p = level + 1; p <= TDP_MAX_LEVEL; p++) {
-		s = u64map_find(&t->map, tdp_key(as_id, p, tdp_align(gfn, p)));
-		if (s && (!spte_present(t->fmt, s->val) ||
-			  spte_leaf(t->fmt, s->val, p)))
+		tb = table_find(t, as_id, p, gfn);
+		if (!tb)
+			continue;
+		i = entry_index(p, gfn);
+		v = tb->spte[i];
+		if (entry_seen(tb, i) && (!spte_present(t->fmt, v) ||
+					  spte_leaf(t->fmt, v, p)))
 			return 0;
 	}
 	return 1;
@@ -74,49 +184,84 @@ int tdp_leaf(const struct tdp *t, int as_id, uint64_t gfn, uint64_t *spte)
 	return 0;
 }
 
+/* The present leaves of one table with entries in [lo, hi] (indexes). */
+static void table_leaves(const struct tdp *t, const struct tdp_table *tb,
+			 size_t lo, size_t hi,
+			 void (*fn)(void *, int, uint64_t, uint64_t),
+			 void *arg)
+{
+	size_t w, i;
+	uint64_t bits;
+
+	for (w = lo / 64; w <= hi / 64; w++) {
+		bits = tb->seen[w];
+		while (bits) {
+			i = w * 64 + (size_t)__builtin_ctzll(bits);
+			bits &= bits - 1;
+			if (i < lo || i > hi)
+				continue;
+			if (spte_present_leaf(t->fmt, tb->spte[i], tb->level))
+				fn(arg, tb->level, tb->base +
+				   (uint64_t)i * tdp_level_pages(tb->level),
+				   tb->spte[i]);
+		}
+	}
+}
+
+/* Clip [start, end) to one table's entries: first and last index. */
+static void table_clip(const struct tdp_table *tb, uint64_t start,
+		       uint64_t end, size_t *lo, size_t *hi)
+{
+	uint64_t span = table_span(tb->level);
+	uint64_t a = start > tb->base ? start : tb->base;
+	uint64_t b = end - tb->base < span ? end : tb->base + span;
+
+	*lo = entry_index(tb->level, a);
+	*hi = entry_index(tb->level, b - 1);
+}
+
 void tdp_for_each_leaf(const struct tdp *t, int as_id, uint64_t start,
 		       uint64_t end,
 		       void (*fn)(void *arg, int level, uint64_t gfn,
 				  uint64_t spte), void *arg)
 {
-	size_t i;
+	const struct tdp_table *tb;
+	uint64_t first, g, span;
+	size_t i, lo, hi;
+	int level;
 
 	assert(start <= end);
-	/*
-	 * A scan of the table costs its size; a probe per gfn costs the
-	 * range.  Pick the cheaper: notifier ranges are often whole slots.
-	 */
-	if (end - start > t->map.len) {
-		for (i = 0; i < t->map.cap; i++) {
-			const struct u64map_slot *s = &t->map.slots[i];
-			int level = (int)((s->key >> 56) & 15);
-			uint64_t gfn = s->key & ((1ULL << 56) - 1);
-
-			if (!s->key || (int)((s->key >> 60) & 3) != as_id)
-				continue;
-			if (gfn + tdp_level_pages(level) <= start ||
-			    gfn >= end)
-				continue;
-			if (spte_present_leaf(t->fmt, s->val, level))
-				fn(arg, level, gfn, s->val);
-		}
+	if (start == end)
 		return;
-	}
-	for (uint64_t g = start; g < end; g++) {
-		int level;
-
-		for (level = 1; level <= 3; level++) {
-			uint64_t base = tdp_align(g, level), v;
-
-			/* A large leaf is reported once, at its first gfn
-			 * inside the range. */
-			if (level > 1 && base < start && g != start)
-				continue;
-			if (level > 1 && base != g && g != start)
-				continue;
-			v = tdp_get(t, as_id, level, g);
-			if (spte_present_leaf(t->fmt, v, level))
-				fn(arg, level, base, v);
+	for (level = 1; level <= 3; level++) {
+		span = table_span(level);
+		/* Leaves that start before start but cover it count too. */
+		first = tdp_align(start, level);
+		/*
+		 * A probe per table span costs the range; a scan of the
+		 * level's tables costs their number.  Pick the cheaper:
+		 * notifier ranges are often whole slots, teardown the whole
+		 * address space.
+		 */
+		if ((end - first) / span >= t->nlist[level]) {
+			for (i = 0; i < t->nlist[level]; i++) {
+				tb = t->list[level][i];
+				if (tb->as_id != as_id || tb->base >= end ||
+				    tb->base + span <= first)
+					continue;
+				table_clip(tb, first, end, &lo, &hi);
+				table_leaves(t, tb, lo, hi, fn, arg);
+			}
+			continue;
+		}
+		for (g = first & ~(span - 1); g < end; g += span) {
+			tb = table_find(t, as_id, level, g);
+			if (tb) {
+				table_clip(tb, first, end, &lo, &hi);
+				table_leaves(t, tb, lo, hi, fn, arg);
+			}
+			if (g > UINT64_MAX - span)
+				break;  /* the last span of the gfn space */
 		}
 	}
 }

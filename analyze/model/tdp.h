@@ -1,13 +1,20 @@
 /*
  * TDP page table state: for each (address space, level, gfn) the last
- * SPTE value the model knows.  A map, not a tree: the replay needs "the
- * leaf that maps gfn now" and "the leaves in [gfn, gfn+n)", and memory
- * must grow with the guest pages touched, never with the event count.
+ * SPTE value the model knows.
  *
- * Invariants: keys are level-aligned (gfn of a level-L entry is a
- * multiple of 512^(L-1)); an entry once created is kept (a zapped SPTE is
- * stored as its non-present value), so the table size is the number of
- * distinct entries ever seen.
+ * Stored as KVM stores it: 512-entry tables, one per (as_id, level, the
+ * span of a level-(L+1) entry), found through a hash on the table key.
+ * The replay asks "the leaf that maps gfn now" (one table lookup per
+ * level) and "the leaves in [gfn, gfn+n)" (one lookup per 512 entries,
+ * then a scan of the entries the trace has shown), and memory grows with
+ * the guest pages touched (a table is allocated when the trace first
+ * shows an entry in it), never with the event count.
+ *
+ * Invariants: an entry once stored is kept (a zapped SPTE is stored as
+ * its non-present value, and its "seen" bit stays set), so tdp_size() is
+ * the number of distinct entries ever seen; an entry never seen reads as
+ * 0 and does not block the reachability of the entries below it; a table
+ * is never freed before tdp_free().
  */
 #ifndef MMUREPLAY_MODEL_TDP_H
 #define MMUREPLAY_MODEL_TDP_H
@@ -19,17 +26,27 @@
 #include <stdint.h>
 
 #define TDP_MAX_LEVEL 5
+#define TDP_TABLE_ENTRIES 512
+
+struct tdp_table;
 
 struct tdp {
 	const struct spte_format *fmt;
-	struct u64map map;      /* tdp key (see tdp.c) -> SPTE */
+	struct u64map tables;   /* table key (see tdp.c) -> struct tdp_table * */
+	struct tdp_table **list[TDP_MAX_LEVEL + 1];     /* by level */
+	size_t nlist[TDP_MAX_LEVEL + 1], caplist[TDP_MAX_LEVEL + 1];
+	size_t entries;         /* distinct entries ever stored */
+	size_t ntables;
 };
 
 /* Entries stored. */
 static inline size_t tdp_size(const struct tdp *t)
 {
-	return t->map.len;
+	return t->entries;
 }
+
+/* Bytes held by the tables (the model's memory, for benchmarks). */
+size_t tdp_bytes(const struct tdp *t);
 
 void tdp_init(struct tdp *t, const struct spte_format *fmt);
 void tdp_free(struct tdp *t);
@@ -52,11 +69,18 @@ uint64_t tdp_get(const struct tdp *t, int as_id, int level, uint64_t gfn);
 
 /*
  * The present, reachable leaf mapping gfn, searched from 4K upwards;
- * returns its level (0: none) and stores the SPTE in *spte.
+ * returns its level (0: none) and stores the SPTE in *spte.  A leaf is
+ * reachable while no entry above it that the trace has shown is
+ * non-present or itself a leaf.
  */
 int tdp_leaf(const struct tdp *t, int as_id, uint64_t gfn, uint64_t *spte);
 
-/* Call fn for every present leaf with a gfn in [start, end). */
+/*
+ * Call fn for every present leaf (levels 1-3) whose span intersects
+ * [start, end), with the leaf's own (level-aligned) gfn, in no particular
+ * order.  fn may store into t entries that already exist (a zap), not
+ * create new ones.
+ */
 void tdp_for_each_leaf(const struct tdp *t, int as_id, uint64_t start,
 		       uint64_t end,
 		       void (*fn)(void *arg, int level, uint64_t gfn,
