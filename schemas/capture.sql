@@ -204,6 +204,14 @@ CREATE TABLE latency_sample (
 	probe INTEGER, ns INTEGER, gfn INTEGER
 );
 
+-- The replay stream (analyze/replay/stream.h) is derived data, not part
+-- of what ingest writes: the first `mmureplay replay` of a DB adds
+--   replay_stream (chunk INTEGER PRIMARY KEY, first_seq, events, data BLOB)
+-- (the canonical events in seq order, packed), meta keys
+-- replay_stream_format / replay_stream_of / replay_stream_events, and
+-- triggers replay_stream_stale_* that drop the format key when a table
+-- it was made from is edited.
+
 -- Replay results (mmureplay replay): one run per policy, replaced when
 -- the policy is replayed again.  self_check_ok is the fidelity of the
 -- recorded policy when the run was made: what-if figures of a run with

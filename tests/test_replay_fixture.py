@@ -3,7 +3,11 @@ each reference policy matches what the kernel's rules imply when applied
 by hand to the babeltrace2 CLI's events, and the self-check fails when
 the trace is damaged.
 
-usage: test_replay_fixture.py MMUREPLAY FIXTURE_DIR WORK_DIR
+The first replay derives the replay stream (a packed copy of the events
+in the DB); it must hold exactly the tables' events (stream_check), give
+the same fidelity as the tables, and go stale when a table is edited.
+
+usage: test_replay_fixture.py MMUREPLAY FIXTURE_DIR WORK_DIR STREAM_CHECK
 """
 import json
 import os
@@ -14,7 +18,7 @@ import sys
 from mmrtest import (bt_events, check, extract_fixture, finish, fresh_dir,
                      run)
 
-mmr, fixture, work = sys.argv[1:4]
+mmr, fixture, work, stream_check = sys.argv[1:5]
 name = os.path.basename(fixture)
 fresh_dir(work)
 trace = extract_fixture(fixture, work)
@@ -57,6 +61,15 @@ pol = rep["policies"]
 base = pol["baseline"]
 check(base["faults"] == nfaults and base["leaf_zaps"] == nzaps,
       "baseline what-if is the trace")
+con = sqlite3.connect(db)
+check(con.execute("SELECT count(*) FROM replay_stream").fetchone()[0] > 0,
+      "replay derived the replay stream")
+con.close()
+r = run([mmr, "fidelity", db, "--json"])
+check(r.returncode == 0 and json.loads(r.stdout) == fid,
+      "fidelity from the stream equals fidelity from the tables")
+r = run([stream_check, db])
+check(r.returncode == 0, "stream_check: %s %s" % (r.stdout, r.stderr))
 con = sqlite3.connect(db)
 stored = dict(con.execute(
     "SELECT r.policy, m.value FROM replay_run r JOIN replay_metric m ON "
@@ -267,6 +280,11 @@ con.execute("DELETE FROM spte_change WHERE seq IN (SELECT seq FROM "
             "spte_change WHERE (old_spte & 2048) AND NOT (new_spte & 2048) "
             "AND level = 1 ORDER BY seq LIMIT 20 OFFSET 10)")
 con.commit()
+con.close()
+con = sqlite3.connect(bad)
+check(con.execute("SELECT count(*) FROM meta WHERE key = "
+                  "'replay_stream_format'").fetchone()[0] == 0,
+      "damaged: the edit made the replay stream stale")
 con.close()
 r = run([mmr, "fidelity", bad, "--json"])
 dfid = json.loads(r.stdout)

@@ -7,6 +7,7 @@
  */
 #include "replay/source.h"
 
+#include "replay/stream.h"
 #include "util/log.h"
 
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 struct table_spec {
 	enum model_event_kind kind;
 	const char *sql;
+	const char *tables;     /* what it reads (for the stream's guards) */
 };
 
 struct table_reader {
@@ -26,50 +28,72 @@ struct table_reader {
 
 static const struct table_spec tables[] = {
 	{ MEV_SPTE_CHANGE, "SELECT seq, ts, cpu, tid, as_id, gfn, level, "
-	  "old_spte, new_spte FROM spte_change ORDER BY seq" },
+	  "old_spte, new_spte FROM spte_change ORDER BY seq",
+	  "spte_change" },
 	{ MEV_FAULT, "SELECT seq, ts, cpu, tid, vcpu, gpa, error_code FROM "
-	  "fault ORDER BY seq" },
+	  "fault ORDER BY seq",
+	  "fault" },
 	{ MEV_FAST_FAULT, "SELECT seq, ts, cpu, tid, vcpu, gpa, error_code, "
-	  "old_spte, new_spte FROM fast_fault ORDER BY seq" },
+	  "old_spte, new_spte FROM fast_fault ORDER BY seq",
+	  "fast_fault" },
 	{ MEV_NOTIFIER, "SELECT seq, ts, cpu, tid, phase, hva_start, hva_end, "
-	  "event, flags, perm_upgrade FROM notifier ORDER BY seq" },
+	  "event, flags, perm_upgrade FROM notifier ORDER BY seq",
+	  "notifier" },
 	{ MEV_SP_ALLOC, "SELECT seq, ts, cpu, tid, gfn, role FROM sp_alloc "
-	  "ORDER BY seq" },
+	  "ORDER BY seq",
+	  "sp_alloc" },
 	{ MEV_SP_FREE, "SELECT seq, ts, cpu, tid, gfn, role FROM sp_free "
-	  "ORDER BY seq" },
+	  "ORDER BY seq",
+	  "sp_free" },
 	{ MEV_VCPU_EXIT, "SELECT seq, ts, cpu, tid, vcpu, exit_reason FROM "
-	  "vcpu_exit ORDER BY seq" },
+	  "vcpu_exit ORDER BY seq",
+	  "vcpu_exit" },
 	{ MEV_VCPU_ENTRY, "SELECT seq, ts, cpu, tid, vcpu FROM vcpu_entry "
-	  "ORDER BY seq" },
+	  "ORDER BY seq",
+	  "vcpu_entry" },
 	{ MEV_SYSCALL, "SELECT s.seq, s.ts, s.cpu, s.tid, r.name, s.a0, s.a1, "
 	  "s.a2 FROM syscall s JOIN raw_event r ON r.id = s.raw_id ORDER BY "
-	  "s.seq" },
+	  "s.seq",
+	  "syscall raw_event" },
 	{ MEV_UNMAP_DECISION, "SELECT seq, ts, cpu, tid, as_id, slot, "
 	  "gfn_start, gfn_end, perm_upgrade, decision, flush, event FROM "
-	  "unmap_decision ORDER BY seq" },
+	  "unmap_decision ORDER BY seq",
+	  "unmap_decision" },
 	{ MEV_TLB_FLUSH, "SELECT seq, ts, cpu, tid, gfn_start, pages, ranged "
-	  "FROM tlb_flush ORDER BY seq" },
+	  "FROM tlb_flush ORDER BY seq",
+	  "tlb_flush" },
 	{ MEV_NX_RECOVERY, "SELECT seq, ts, cpu, tid, phase, lock_mode, pages, "
 	  "to_zap, zapped, skipped_dirty, gfn, level, ratio, raced, action "
-	  "FROM nx_recovery ORDER BY seq" },
+	  "FROM nx_recovery ORDER BY seq",
+	  "nx_recovery" },
 	{ MEV_LOCK_WAIT, "SELECT seq, ts, cpu, tid, vcpu, wait_ns, gfn, "
-	  "error_code, lock_mode FROM lock_wait ORDER BY seq" },
+	  "error_code, lock_mode FROM lock_wait ORDER BY seq",
+	  "lock_wait" },
 	{ MEV_LOCK_CONTENTION, "SELECT seq, ts, cpu, tid, phase, lock_addr "
-	  "FROM lock_contention ORDER BY seq" },
+	  "FROM lock_contention ORDER BY seq",
+	  "lock_contention" },
 	{ MEV_MEMSLOT, "SELECT seq, ts, cpu, tid, as_id, slot, change, "
 	  "base_gfn, npages, hva, old_flags, new_flags FROM memslot ORDER BY "
-	  "seq" },
+	  "seq",
+	  "memslot" },
 };
 
 #define NREADERS (sizeof(tables) / sizeof(tables[0]))
 
+enum source_kind {
+	SOURCE_TABLES,
+	SOURCE_STREAM,
+	SOURCE_ARRAY,
+};
+
 struct source {
+	enum source_kind kind;
 	sqlite3 *db;
 	struct table_reader r[NREADERS];
+	struct stream_reader *stream;
 	/* Array source. */
 	const struct model_event *arr;
 	size_t n, pos;
-	int is_array;
 };
 
 static uint64_t u(sqlite3_stmt *st, int i)
@@ -97,10 +121,13 @@ enum source_status source_rewind(struct source *s)
 {
 	size_t i;
 
-	if (s->is_array) {
+	if (s->kind == SOURCE_ARRAY) {
 		s->pos = 0;
 		return SOURCE_OK;
 	}
+	if (s->kind == SOURCE_STREAM)
+		return stream_reader_rewind(s->stream) == STREAM_OK ?
+			SOURCE_OK : SOURCE_ERR;
 	for (i = 0; i < NREADERS; i++) {
 		sqlite3_reset(s->r[i].st);
 		if (advance(s, &s->r[i]) < 0)
@@ -109,13 +136,14 @@ enum source_status source_rewind(struct source *s)
 	return SOURCE_OK;
 }
 
-struct source *source_open(sqlite3 *db)
+struct source *source_open_tables(sqlite3 *db)
 {
 	struct source *s = calloc(1, sizeof(*s));
 	size_t i;
 
 	if (!s)
 		return NULL;
+	s->kind = SOURCE_TABLES;
 	s->db = db;
 	for (i = 0; i < NREADERS; i++) {
 		s->r[i].kind = tables[i].kind;
@@ -134,13 +162,72 @@ struct source *source_open(sqlite3 *db)
 	return s;
 }
 
+struct source *source_open(sqlite3 *db)
+{
+	struct stream_reader *r;
+	struct source *s;
+
+	switch (stream_reader_open(db, &r)) {
+	case STREAM_ABSENT:
+		return source_open_tables(db);
+	case STREAM_OK:
+		break;
+	default:
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		stream_reader_close(r);
+		return NULL;
+	}
+	s->kind = SOURCE_STREAM;
+	s->db = db;
+	s->stream = r;
+	return s;
+}
+
+int source_is_stream(const struct source *s)
+{
+	return s->kind == SOURCE_STREAM;
+}
+
+int source_stream_ensure(sqlite3 *db)
+{
+	struct stream_writer *w = NULL;
+	struct source *src = NULL;
+	struct model_event ev;
+	enum source_status ss;
+	size_t i;
+	int rc = -1;
+
+	if (stream_current(db))
+		return 0;
+	if (!(src = source_open_tables(db)) ||
+	    stream_writer_begin(db, &w) != STREAM_OK)
+		goto end;
+	for (i = 0; i < NREADERS; i++)
+		if (stream_writer_guard(w, tables[i].tables) != STREAM_OK)
+			goto end;
+	while ((ss = source_next(src, &ev)) == SOURCE_OK)
+		if (stream_writer_add(w, &ev) != STREAM_OK)
+			goto end;
+	if (ss != SOURCE_END)
+		goto end;
+	rc = stream_writer_commit(w) == STREAM_OK ? 0 : -1;
+	w = NULL;       /* committed or rolled back */
+end:
+	stream_writer_abort(w);
+	source_close(src);
+	return rc;
+}
+
 struct source *source_from_array(const struct model_event *evs, size_t n)
 {
 	struct source *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
-	s->is_array = 1;
+	s->kind = SOURCE_ARRAY;
 	s->arr = evs;
 	s->n = n;
 	return s;
@@ -152,6 +239,7 @@ void source_close(struct source *s)
 
 	if (!s)
 		return;
+	stream_reader_close(s->stream);
 	for (i = 0; i < NREADERS; i++)
 		sqlite3_finalize(s->r[i].st);
 	free(s);
@@ -293,11 +381,21 @@ enum source_status source_next(struct source *s, struct model_event *ev)
 	struct table_reader *best = NULL;
 	size_t i;
 
-	if (s->is_array) {
+	if (s->kind == SOURCE_ARRAY) {
 		if (s->pos == s->n)
 			return SOURCE_END;
 		*ev = s->arr[s->pos++];
 		return SOURCE_OK;
+	}
+	if (s->kind == SOURCE_STREAM) {
+		switch (stream_reader_next(s->stream, ev)) {
+		case STREAM_OK:
+			return SOURCE_OK;
+		case STREAM_END:
+			return SOURCE_END;
+		default:
+			return SOURCE_ERR;
+		}
 	}
 	for (i = 0; i < NREADERS; i++)
 		if (s->r[i].has_row && (!best ||

@@ -1,10 +1,11 @@
 /*
  * Reading a capture DB as one time-ordered stream of model events.
  *
- * Each canonical table is read in seq (rowid) order by its own statement
- * and the streams are merged on seq, so nothing is sorted and memory does
- * not depend on the capture size.  The stream can be rewound for a second
- * pass (the replay's inference pre-pass).
+ * Two ways to the same events: the replay stream (stream.h), when the DB
+ * has a current one, or the canonical tables, each read in seq (rowid)
+ * order by its own statement and merged on seq.  Either way nothing is
+ * sorted and memory does not depend on the capture size.  A source can be
+ * rewound for a second pass (the replay's inference pre-pass).
  */
 #ifndef MMUREPLAY_REPLAY_SOURCE_H
 #define MMUREPLAY_REPLAY_SOURCE_H
@@ -22,7 +23,19 @@ enum source_status {
 	SOURCE_ERR,
 };
 
+/* The replay stream when current, else the canonical tables. */
 struct source *source_open(sqlite3 *db);
+/* Always the canonical tables (deriving the stream, tests). */
+struct source *source_open_tables(sqlite3 *db);
+/* Is the source reading the replay stream? */
+int source_is_stream(const struct source *s);
+
+/*
+ * Derive the replay stream from the canonical tables unless the DB has a
+ * current one (one transaction; the DB open read-write).  0 or -1
+ * (logged).
+ */
+int source_stream_ensure(sqlite3 *db);
 /* The next event in seq order. */
 enum source_status source_next(struct source *s, struct model_event *ev);
 /* Start again from the first event. */
