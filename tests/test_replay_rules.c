@@ -10,6 +10,11 @@
  *                  and the exec refault that followed disappears;
  *   nx-readlock    a vCPU's lock wait inside a write-locked recovery
  *                  window: removed; one outside it: kept;
+ *   nx-period=MS   twice the recorded period: every other batch is not
+ *                  run, its page stays split (the refault disappears)
+ *                  and the lock wait inside it goes; the recorded period
+ *                  is baseline; a period that is not a multiple of the
+ *                  recorded one is refused;
  *   self-check     a fault that a present leaf permits, and an
  *                  invalidation that zaps fewer leaves than the model
  *                  holds, are reported as mismatches;
@@ -39,6 +44,7 @@
 
 static struct model_event evs[64];
 static int nev;
+static int64_t ts_shift;        /* added to the 1 ms event clock */
 
 static struct model_event *ev(enum model_event_kind k, int tid)
 {
@@ -47,7 +53,7 @@ static struct model_event *ev(enum model_event_kind k, int tid)
 	memset(e, 0, sizeof(*e));
 	e->kind = k;
 	e->seq = (uint64_t)nev;
-	e->ts = (int64_t)nev * 1000000;         /* 1 ms apart */
+	e->ts = (int64_t)nev * 1000000 + ts_shift;      /* 1 ms apart */
 	e->tid = tid;
 	nev++;
 	return e;
@@ -98,11 +104,12 @@ static void notifier(uint64_t gfn, int upgrade)
 
 static void syscall_exit(int tid)
 {
-	ev(MEV_SYSCALL, tid)->u.sys.name = "ioctl";
+	ev(MEV_SYSCALL, tid)->u.sys.call = MSYS_IOCTL;
 }
 
-/* The NX recovery ratio the sequence "ran" with (0: unknown). */
-static int64_t nx_ratio;
+/* The NX recovery ratio and period the sequence "ran" with (0:
+ * unknown). */
+static int64_t nx_ratio, nx_period_ms;
 
 /* The policy the hand-built sequence was "recorded" with. */
 static const struct policy *recorded = &policy_baseline;
@@ -118,6 +125,7 @@ static int run(const struct policy *p, struct replay_result *r)
 		.n_nx_worker_tids = 1,
 		.npf_exit_reason = 0x400,
 		.nx_ratio = nx_ratio,
+		.nx_period_ms = nx_period_ms,
 	};
 	struct source *src = source_from_array(evs, (size_t)nev);
 	int rc = replay_run(src, &o, r);
@@ -183,12 +191,12 @@ static void test_restriction_is_not_kept(void)
 	replay_result_free(&p);
 }
 
-static void sys(int entry, const char *name, uint64_t a2)
+static void sys(int entry, enum model_syscall call, uint64_t a2)
 {
 	struct model_event *e = ev(MEV_SYSCALL, VMM);
 
 	e->u.sys.entry = entry;
-	e->u.sys.name = name;
+	e->u.sys.call = call;
 	e->u.sys.a2 = a2;
 }
 
@@ -203,15 +211,15 @@ static void test_stock_mprotect_restriction(void)
 	fault(5, MEV_PFERR_USER);
 	spte(VCPU, 1, 5, 0, RW_4K);
 	entry();
-	sys(1, "mprotect", 1);
+	sys(1, MSYS_MPROTECT, 1);
 	ev(MEV_NOTIFIER, VMM)->u.notifier.hva_start = HVA + (5 << 12);
 	evs[nev - 1].u.notifier.hva_end = HVA + (6 << 12);
 	spte(VMM, 1, 5, RW_4K, 0);
-	sys(0, "mprotect", 0);
-	sys(1, "mprotect", 3);
+	sys(0, MSYS_MPROTECT, 0);
+	sys(1, MSYS_MPROTECT, 3);
 	ev(MEV_NOTIFIER, VMM)->u.notifier.hva_start = HVA + (5 << 12);
 	evs[nev - 1].u.notifier.hva_end = HVA + (6 << 12);
-	sys(0, "mprotect", 0);
+	sys(0, MSYS_MPROTECT, 0);
 	fault(5, MEV_PFERR_USER | MEV_PFERR_WRITE);
 	spte(VCPU, 1, 5, 0, RW_4K);
 	entry();
@@ -383,6 +391,90 @@ static void test_unreachable_leaf(void)
 	replay_result_free(&b);
 }
 
+/* An exec fault splits the NX huge page at gfn: an L1 table of 4K leaves. */
+static void nx_split(uint64_t gfn)
+{
+	struct model_event *e;
+
+	spte(VCPU, 2, gfn, 0, NX_2M);
+	fault(gfn, MEV_PFERR_USER | MEV_PFERR_FETCH);
+	spte(VCPU, 2, gfn, NX_2M, REMOVED);
+	spte(VCPU, 2, gfn, 0, TABLE);
+	e = ev(MEV_SP_ALLOC, VCPU);
+	e->u.sp.gfn = gfn;
+	e->u.sp.role = 0x3781;
+	spte(VCPU, 1, gfn, 0, RW_4K);
+	entry();
+}
+
+/* The worker recovers the page split at gfn. */
+static void nx_recover(uint64_t gfn)
+{
+	struct model_event *e;
+
+	spte(WORKER, 2, gfn, TABLE, 0);
+	e = ev(MEV_SP_FREE, WORKER);
+	e->u.sp.gfn = gfn;
+	e->u.sp.role = 0x3781;
+	spte(WORKER, 1, gfn, RW_4K, REMOVED);
+}
+
+static void test_nx_period(void)
+{
+	struct policy twice = policy_baseline, same = policy_baseline;
+	struct policy odd = policy_baseline;
+	struct replay_result b, t, s;
+	struct model_event *e;
+
+	twice.nx_period_ms = 2000;
+	same.nx_period_ms = 1000;
+	odd.nx_period_ms = 1500;
+	nev = 0;
+	ts_shift = 0;
+	memslot(0);
+	nx_split(0x200);
+	nx_split(0x400);
+	nx_recover(0x200);                      /* wake-up 0 */
+	ts_shift = 1000000000;                  /* one period later */
+	nx_recover(0x400);                      /* wake-up 1 */
+	e = ev(MEV_LOCK_WAIT, VCPU);            /* waited for wake-up 1 */
+	e->u.lock.wait_ns = 1500000;
+	fault(0x200, MEV_PFERR_USER | MEV_PFERR_FETCH);        /* re-exec */
+	spte(VCPU, 1, 0x200, 0, RW_4K);
+	entry();
+	fault(0x400, MEV_PFERR_USER | MEV_PFERR_FETCH);
+	spte(VCPU, 1, 0x400, 0, RW_4K);
+	entry();
+	ts_shift = 0;
+	nx_period_ms = 1000;
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 0 && b.recovery_batches == 2 &&
+	      b.recovery_batches_run == 2);
+	CHECK(b.faults == 4 && b.refaults[ZAP_NX_RECOVERY] == 2);
+	CHECK(b.lock_wait_ns == 1500000);
+	CHECK(run(&same, &s) == REPLAY_OK);
+	CHECK(s.faults == b.faults && s.zaps[ZAP_NX_RECOVERY] ==
+	      b.zaps[ZAP_NX_RECOVERY] && s.lock_wait_ns == b.lock_wait_ns);
+	replay_result_free(&s);
+	CHECK(run(&twice, &t) == REPLAY_OK);
+	CHECK(t.recovery_batches == 2 && t.recovery_batches_run == 1);
+	CHECK(t.zaps[ZAP_NX_RECOVERY] == 1 && t.zaps_kept == 1);
+	CHECK(t.faults == 3 && t.faults_avoided == 1 &&
+	      t.refaults[ZAP_NX_RECOVERY] == 1);
+	CHECK(t.lock_wait_ns == 0 && t.lock_wait_removed_ns == 1500000);
+	CHECK(policy_period_factor(&twice, 1000) == 2 &&
+	      policy_period_factor(&odd, 1000) == 0 &&
+	      policy_period_factor(&twice, 0) == 0 &&
+	      policy_period_factor(&policy_baseline, 0) == 1);
+	CHECK(run(&odd, &s) == REPLAY_ERR_POLICY);
+	CHECK(policy_find("nx-period=2000") &&
+	      policy_find("nx-period=2000")->nx_period_ms == 2000 &&
+	      !policy_find("nx-period=") && !policy_find("nx-period=-5"));
+	nx_period_ms = 0;
+	replay_result_free(&b);
+	replay_result_free(&t);
+}
+
 int main(void)
 {
 	test_perm_upgrade();
@@ -391,6 +483,7 @@ int main(void)
 	test_recorded_with_knob();
 	test_nx_skip_dirty();
 	test_nx_readlock();
+	test_nx_period();
 	test_self_check_fails();
 	test_unreachable_leaf();
 	return check_finish();

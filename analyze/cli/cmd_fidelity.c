@@ -80,8 +80,14 @@ int cli_replay_one(sqlite3 *db, const char *path,
 	o.n_nx_worker_tids = ci->nworkers;
 	o.npf_exit_reason = ci->npf_exit_reason;
 	o.nx_ratio = ci->nx_ratio;
+	o.nx_period_ms = ci->nx_period_ms;
 	st = replay_run(src, &o, res);
 	source_close(src);
+	if (st == REPLAY_ERR_POLICY) {
+		log_error("%s: policy %s needs a period that is a multiple "
+			  "of the recorded one", path, pol->name);
+		return CLI_EXIT_USAGE;
+	}
 	if (st == REPLAY_ERR_NOMEM) {
 		log_error("%s: out of memory during replay", path);
 		return CLI_EXIT_INTERNAL;

@@ -19,7 +19,7 @@
 
 #define MAX_POLICIES 16
 
-enum { OPT_POLICY, OPT_JSON, OPT_OUTPUT, OPT_RATIO, OPT_N };
+enum { OPT_POLICY, OPT_JSON, OPT_OUTPUT, OPT_RATIO, OPT_PERIOD, OPT_N };
 
 static const struct cli_option options[] = {
 	[OPT_POLICY] = { "policy", 'p', "NAME",
@@ -29,6 +29,9 @@ static const struct cli_option options[] = {
 			 "write to FILE (temp + rename) instead of stdout" },
 	[OPT_RATIO] = { "nx-ratio", 0, "N",
 			"NX recovery ratio of the trace (default: manifest)" },
+	[OPT_PERIOD] = { "nx-period", 0, "MS",
+			 "NX recovery period of the trace, ms (default: "
+			 "manifest)" },
 	[OPT_N] = { NULL, 0, NULL, NULL },
 };
 
@@ -51,7 +54,10 @@ const struct cli_command cli_cmd_replay = {
 	"fidelity read several times faster than the tables.\n"
 	"Policies: baseline, perm-upgrade, nx-skip-dirty, nx-readlock, and\n"
 	"nx-ratio=N (baseline with NX recovery ratio N, for capacity\n"
-	"planning; needs the recorded ratio; ratios below it undercount).\n",
+	"planning; needs the recorded ratio; ratios below it undercount),\n"
+	"nx-period=MS (baseline with the NX recovery worker waking every MS\n"
+	"ms; MS must be a multiple of the recorded period: the worker runs\n"
+	"every k-th recorded batch, the others' pages stay split).\n",
 	.options = options,
 	.run = run,
 };
@@ -114,8 +120,26 @@ static int run(int argc, char **argv)
 		goto end;
 	if (v[OPT_RATIO])
 		ci.nx_ratio = strtoll(v[OPT_RATIO], NULL, 10);
+	if (v[OPT_PERIOD])
+		ci.nx_period_ms = strtoll(v[OPT_PERIOD], NULL, 10);
 	n = policies_parse(v[OPT_POLICY], ci.recorded, pols);
 	if (n < 0) {
+		rc = CLI_EXIT_USAGE;
+		goto end;
+	}
+	for (i = 0; i < n; i++) {
+		if (policy_period_factor(pols[i], ci.nx_period_ms))
+			continue;
+		if (ci.nx_period_ms > 0)
+			fprintf(stderr, "mmureplay replay: %s: not a multiple "
+				"of the recorded NX recovery period (%lld ms): "
+				"the trace has no batches for the wake-ups a "
+				"faster worker adds\n", pols[i]->name,
+				(long long)ci.nx_period_ms);
+		else
+			fprintf(stderr, "mmureplay replay: %s: the recorded "
+				"NX recovery period is unknown (no manifest); "
+				"give it with --nx-period MS\n", pols[i]->name);
 		rc = CLI_EXIT_USAGE;
 		goto end;
 	}

@@ -58,6 +58,7 @@ void replay_metrics_compute(const struct replay_result *r,
 	put(out, "lock_wait_removed_ms", (double)r->lock_wait_removed_ns / 1e6);
 	put(out, "upgrade_invalidations", (double)r->upgrade_windows);
 	put(out, "recovery_batches", (double)r->recovery_batches);
+	put(out, "recovery_batches_run", (double)r->recovery_batches_run);
 	put(out, "observed.faults", (double)r->faults_observed);
 	put(out, "observed.leaf_zaps", (double)r->zaps_observed);
 	put(out, "observed.flush_contexts", (double)r->flushes_observed);

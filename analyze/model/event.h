@@ -29,6 +29,15 @@ enum model_event_kind {
 	MEV_KINDS
 };
 
+/* The syscalls that mark phases of a capture (the rest are "other"). */
+enum model_syscall {
+	MSYS_IOCTL = 0,
+	MSYS_MPROTECT,
+	MSYS_MADVISE,
+	MSYS_OTHER,
+	MSYS_KINDS
+};
+
 /* MMU notifier event types (enum mmu_notifier_event, Linux 6.1). */
 #define MEV_MMU_NOTIFY_PROTECTION_VMA 2
 
@@ -67,7 +76,7 @@ struct model_event {
 		} vcpu;
 		struct {
 			int entry;      /* 1 entry, 0 exit */
-			const char *name;
+			enum model_syscall call;
 			uint64_t a0, a1, a2;
 		} sys;
 		struct {

@@ -52,6 +52,10 @@ static void manifest_read(sqlite3 *db, struct capture_info *ci)
 					     "kvm.nx_huge_pages_recovery_ratio");
 	if (cJSON_IsString(v))
 		ci->nx_ratio = strtoll(v->valuestring, NULL, 10);
+	v = cJSON_GetObjectItemCaseSensitive(
+		params, "kvm.nx_huge_pages_recovery_period_ms");
+	if (cJSON_IsString(v))
+		ci->nx_period_ms = strtoll(v->valuestring, NULL, 10);
 	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
 		v = cJSON_GetObjectItemCaseSensitive(params, knobs[i].param);
 		if (cJSON_IsString(v) && (v->valuestring[0] == 'Y' ||

@@ -26,6 +26,7 @@ struct capture_info {
 	int recorded_from_manifest;
 	int knobs_on;                   /* > 1: no single policy matches */
 	int64_t nx_ratio;               /* kvm.nx_huge_pages_recovery_ratio */
+	int64_t nx_period_ms;           /* ..._recovery_period_ms; 0 */
 };
 
 /* 0, or -1 after reporting a query error. */

@@ -87,6 +87,8 @@ struct batch {
 	int64_t sps, predicted_sps;     /* SPs recovered: traced, predicted */
 	int64_t flushes;                /* measured */
 	int64_t policy_quota, policy_taken;
+	int64_t wake;                   /* recorded wake-up index */
+	int skipped;                    /* the policy's worker sleeps */
 };
 
 struct nx_splits {
@@ -105,6 +107,8 @@ struct engine {
 	struct thread_ctx **open_windows;
 	int nopen, capopen;
 	struct batch batch, last_batch;
+	int64_t period_factor;          /* recorded wake-ups per policy's */
+	int64_t batches_seen;
 	/* NX-split pages KVM tracks for recovery (nx_lpage_splits): L1
 	 * SPs created by exec faults outside dirty-logged slots; as traced,
 	 * and as they would be under the policy. */
@@ -335,6 +339,28 @@ static void batch_close(struct engine *e)
 	memset(b, 0, sizeof(*b));
 }
 
+/*
+ * Which wake-up of the recorded worker a new batch is, and whether a
+ * worker with a period k times longer would have run it.  Wake-ups are
+ * counted from the first batch (whose phase the trace cannot tell: it is
+ * taken as one the policy's worker runs); the gap to the previous batch,
+ * rounded to whole periods, is how many wake-ups passed (the worker
+ * sleeps a little longer than its period, so absolute times drift, the
+ * gaps do not).
+ */
+static void batch_wake(struct engine *e, struct batch *b)
+{
+	int64_t period = e->o->nx_period_ms * 1000000, gap;
+
+	if (e->batches_seen++ && period > 0) {
+		gap = (b->start - e->last_batch.start + period / 2) / period;
+		b->wake = e->last_batch.wake + (gap > 0 ? gap : 1);
+	}
+	b->skipped = e->period_factor > 1 && b->wake % e->period_factor;
+	if (!b->skipped)
+		e->r->recovery_batches_run++;
+}
+
 static void batch_touch(struct engine *e, const struct model_event *ev)
 {
 	struct batch *b = &e->batch;
@@ -346,6 +372,7 @@ static void batch_touch(struct engine *e, const struct model_event *ev)
 		b->active = 1;
 		b->start = ev->ts;
 		b->first_seq = ev->seq;
+		batch_wake(e, b);
 		/* kvm_recover_nx_lpages(): to_zap = ceil(splits / ratio). */
 		if (ratio > 0) {
 			int64_t pr = e->o->policy->nx_ratio ?
@@ -621,6 +648,9 @@ static int recovery_keep(struct engine *e, const struct replay_recovery *rec,
 	struct batch *b = &e->batch;
 	int skip = e->o->policy->skip_recovery(rec);
 
+	/* A batch the policy's (slower) worker does not run keeps all. */
+	if (b->skipped)
+		return 1;
 	/* The recorded policy's batches are the traced ones. */
 	if (level != 1 || e->o->self_check)
 		return skip;
@@ -735,14 +765,44 @@ static void on_fast_fault(struct engine *e, const struct model_event *ev)
 }
 
 /* A vCPU's wait for mmu_lock: removed if the policy frees the lock. */
+static int64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
+{
+	int64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+
+	return hi > lo ? hi - lo : 0;
+}
+
+/* Time [from, to) spends inside the current and the last recovery batch;
+ * run_only: only batches the policy's worker runs. */
+static int64_t recovery_overlap(struct engine *e, int64_t from, int64_t to,
+				int run_only)
+{
+	const struct batch *b[2] = { &e->batch, &e->last_batch };
+	int64_t o = 0;
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (b[i]->active && !(run_only && b[i]->skipped))
+			o += overlap(from, to, b[i]->start, b[i]->last);
+	return o;
+}
+
+/*
+ * A vCPU waited wait_ns for mmu_lock over [from, to).  Inside a recovery
+ * batch the wait was for the worker's write lock: gone under a policy
+ * that recovers under the read lock, or whose worker does not run that
+ * batch.
+ */
 static void lock_wait(struct engine *e, int64_t ts, int64_t wait_ns,
-		      int during_recovery)
+		      int64_t from, int64_t to)
 {
 	struct replay_second *s;
 
 	if (wait_ns <= 0)
 		return;
-	if (during_recovery && e->o->policy->recovery_read_lock) {
+	if (recovery_overlap(e, from, to, 0) > 0 &&
+	    (e->o->policy->recovery_read_lock ||
+	     recovery_overlap(e, from, to, 1) == 0)) {
 		e->r->lock_wait_removed_ns += wait_ns;
 		return;
 	}
@@ -751,25 +811,6 @@ static void lock_wait(struct engine *e, int64_t ts, int64_t wait_ns,
 	s = second_at(e, ts);
 	if (s)
 		s->lock_wait_ns += wait_ns;
-}
-
-static int64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
-{
-	int64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
-
-	return hi > lo ? hi - lo : 0;
-}
-
-static int64_t recovery_overlap(struct engine *e, int64_t from, int64_t to)
-{
-	int64_t o = 0;
-
-	if (e->batch.active)
-		o += overlap(from, to, e->batch.start, e->batch.last);
-	if (e->last_batch.active)
-		o += overlap(from, to, e->last_batch.start,
-			     e->last_batch.last);
-	return o;
 }
 
 static void on_entry(struct engine *e, struct thread_ctx *t,
@@ -783,9 +824,9 @@ static void on_entry(struct engine *e, struct thread_ctx *t,
 	/* Stock kernels: the part of an NPF exit that overlaps a
 	 * write-locked recovery batch is taken as waiting for it. */
 	if (e->r->lock_src == REPLAY_SRC_INFERRED) {
-		o = recovery_overlap(e, t->npf_exit_ts, ev->ts);
+		o = recovery_overlap(e, t->npf_exit_ts, ev->ts, 0);
 		if (o)
-			lock_wait(e, ev->ts, o, 1);
+			lock_wait(e, ev->ts, o, t->npf_exit_ts, ev->ts);
 	}
 	t->npf_exit_ts = 0;
 }
@@ -826,7 +867,7 @@ static void handle(struct engine *e, const struct model_event *ev)
 		break;
 	case MEV_SYSCALL:
 		ctx_close(e, t);
-		if (strcmp(ev->u.sys.name, "ioctl") != 0)
+		if (ev->u.sys.call != MSYS_IOCTL)
 			break;
 		if (ev->u.sys.entry && ev->u.sys.a1 ==
 		    KVM_SET_USER_MEMORY_REGION && !t->in_setregion) {
@@ -866,8 +907,7 @@ static void handle(struct engine *e, const struct model_event *ev)
 		break;
 	case MEV_LOCK_WAIT:
 		lock_wait(e, ev->ts, ev->u.lock.wait_ns,
-			  recovery_overlap(e, ev->ts - ev->u.lock.wait_ns,
-					   ev->ts) > 0);
+			  ev->ts - ev->u.lock.wait_ns, ev->ts);
 		break;
 	case MEV_LOCK_CONTENTION:
 		if (t->is_worker || e->r->lock_src != REPLAY_SRC_MEASURED)
@@ -876,8 +916,7 @@ static void handle(struct engine *e, const struct model_event *ev)
 			t->contention_ts = ev->ts;
 		} else if (t->contention_ts) {
 			lock_wait(e, ev->ts, ev->ts - t->contention_ts,
-				  recovery_overlap(e, t->contention_ts,
-						   ev->ts) > 0);
+				  t->contention_ts, ev->ts);
 			t->contention_ts = 0;
 		}
 		break;
@@ -921,6 +960,10 @@ enum replay_status replay_run(struct source *src,
 	memset(&e, 0, sizeof(e));
 	res->policy = opts->policy->name;
 	res->nx_ratio_known = opts->nx_ratio > 0;
+	e.period_factor = policy_period_factor(opts->policy,
+					       opts->nx_period_ms);
+	if (!e.period_factor)
+		return REPLAY_ERR_POLICY;
 	e.o = opts;
 	e.f = opts->fmt;
 	e.r = res;

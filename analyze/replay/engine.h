@@ -72,6 +72,7 @@ struct replay_opts {
 	int n_nx_worker_tids;
 	int64_t npf_exit_reason;        /* SVM 0x400, VMX 48 */
 	int64_t nx_ratio;               /* recovery ratio; 0: unknown */
+	int64_t nx_period_ms;           /* recovery period; 0: unknown */
 };
 
 struct replay_result {
@@ -110,6 +111,7 @@ struct replay_result {
 	enum replay_source slots_src, upgrade_src, dirty_src, lock_src;
 	int64_t upgrade_windows;        /* invalidations judged upgrades */
 	int64_t recovery_batches;
+	int64_t recovery_batches_run;   /* of those, run under the policy */
 	/* NX huge pages recovered by the worker: traced, and as the ratio
 	 * and the model's count of NX-split pages say (ratio known only). */
 	int64_t nx_recovered_observed, nx_recovered_predicted;
@@ -124,6 +126,7 @@ enum replay_status {
 	REPLAY_OK = 0,
 	REPLAY_ERR_SOURCE,
 	REPLAY_ERR_NOMEM,
+	REPLAY_ERR_POLICY,      /* policy_period_factor() is 0 */
 };
 
 /* Run one policy over the source (rewound first). */

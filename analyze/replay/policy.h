@@ -11,7 +11,10 @@
  *   recovery_read_lock  recovery holds mmu_lock for read, so vCPU faults
  *                       do not wait for it (nx-readlock);
  *   nx_ratio            kvm.nx_huge_pages_recovery_ratio (capacity
- *                       planning sweeps: "nx-ratio=N").
+ *                       planning sweeps: "nx-ratio=N");
+ *   nx_period_ms        kvm.nx_huge_pages_recovery_period_ms ("nx-period=
+ *                       MS", a multiple of the recorded period: the
+ *                       worker wakes every k-th recorded wake-up).
  */
 #ifndef MMUREPLAY_REPLAY_POLICY_H
 #define MMUREPLAY_REPLAY_POLICY_H
@@ -46,6 +49,8 @@ struct policy {
 	int recovery_read_lock;
 	/* NX recovery ratio the policy runs with; 0: the recorded one. */
 	int64_t nx_ratio;
+	/* NX recovery period (ms) the policy runs with; 0: the recorded. */
+	int64_t nx_period_ms;
 };
 
 extern const struct policy policy_baseline;
@@ -59,8 +64,17 @@ int policy_skip_none(const struct replay_recovery *rec);
 
 /* NULL-terminated list of every policy, for the CLI. */
 extern const struct policy *const policy_registry[];
-/* A registered policy, or "nx-ratio=N" (baseline rules, recovery ratio
- * N); NULL when unknown. */
+/* A registered policy, or "nx-ratio=N" / "nx-period=MS" (baseline rules,
+ * another recovery ratio or period); NULL when unknown. */
 const struct policy *policy_find(const char *name);
+
+/*
+ * How many recorded recovery wake-ups make one of the policy's: 1 when
+ * the policy keeps the recorded period, k when its period is k times the
+ * recorded one, 0 when it cannot be replayed (recorded period unknown,
+ * or the policy's is not a multiple of it: the trace has no batches for
+ * the wake-ups such a worker would add).
+ */
+int64_t policy_period_factor(const struct policy *p, int64_t recorded_ms);
 
 #endif

@@ -191,12 +191,12 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 		       const struct model_event *e)
 {
 	window_close(p, t);
-	if (strcmp(e->u.sys.name, "mprotect") == 0) {
+	if (e->u.sys.call == MSYS_MPROTECT) {
 		t->in_mprotect = e->u.sys.entry;
 		t->mprotect_prot = e->u.sys.a2;
 		return;
 	}
-	if (strcmp(e->u.sys.name, "ioctl") != 0)
+	if (e->u.sys.call != MSYS_IOCTL)
 		return;
 	if (e->u.sys.entry) {
 		t->in_setregion = e->u.sys.a1 == KVM_SET_USER_MEMORY_REGION;

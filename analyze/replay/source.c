@@ -245,18 +245,22 @@ void source_close(struct source *s)
 	free(s);
 }
 
-/* A static copy of the syscall's name (the row's text is transient). */
-static const char *sys_name(const char *raw)
+/* Which phase-marking syscall a raw event name ("syscall_entry_ioctl")
+ * is. */
+static enum model_syscall sys_call(const char *raw)
 {
-	static const char *const known[] = { "ioctl", "mprotect", "madvise",
-					     NULL };
+	static const char *const known[MSYS_OTHER] = {
+		[MSYS_IOCTL] = "ioctl",
+		[MSYS_MPROTECT] = "mprotect",
+		[MSYS_MADVISE] = "madvise",
+	};
 	const char *p = raw ? strrchr(raw, '_') : NULL;
 	int i;
 
-	for (i = 0; p && known[i]; i++)
+	for (i = 0; p && i < MSYS_OTHER; i++)
 		if (strcmp(p + 1, known[i]) == 0)
-			return known[i];
-	return "other";
+			return (enum model_syscall)i;
+	return MSYS_OTHER;
 }
 
 static void decode(struct table_reader *r, struct model_event *ev)
@@ -316,7 +320,7 @@ static void decode(struct table_reader *r, struct model_event *ev)
 		 * distinction the replay needs. */
 		ev->u.sys.entry = name && strncmp(name, "syscall_entry_",
 						  14) == 0;
-		ev->u.sys.name = sys_name(name);
+		ev->u.sys.call = sys_call(name);
 		ev->u.sys.a0 = u(st, 5);
 		ev->u.sys.a1 = u(st, 6);
 		ev->u.sys.a2 = u(st, 7);

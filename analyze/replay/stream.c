@@ -17,7 +17,7 @@
  * value rotated left by one; an XOR field the same of its value XOR the
  * SPTE before it (an SPTE change's new value against the old one: an
  * install or a zap XORs with 0, a protection change leaves a few bits);
- * a syscall name is one byte, an index in sys_names.
+ * a syscall is one byte, its enum model_syscall.
  *
  * Members a kind's list does not name are 0, as the table source leaves
  * them.
@@ -42,7 +42,7 @@
  * The fields of each kind, in stream order: the one place that says which
  * model_event members an event of each kind carries.  X(type, member);
  * the types are U64, I64, INT (zigzag), SPT (an SPTE), XOR (an SPTE
- * stored XOR the SPTE before it) and SYS (a syscall name).  Encoders and decoders are
+ * stored XOR the SPTE before it) and SYS (enum model_syscall, a byte).  Encoders and decoders are
  * generated from these lists, one straight-line function per kind: a
  * generic loop over a field table spends more on its per-field type
  * dispatch than on the varints.
@@ -60,7 +60,7 @@
 #define FIELDS_SP(X) X(U64, u.sp.gfn) X(U64, u.sp.role)
 #define FIELDS_VCPU_EXIT(X) X(I64, u.vcpu.vcpu) X(I64, u.vcpu.reason)
 #define FIELDS_VCPU_ENTRY(X) X(I64, u.vcpu.vcpu)
-#define FIELDS_SYSCALL(X) X(INT, u.sys.entry) X(SYS, u.sys.name) \
+#define FIELDS_SYSCALL(X) X(INT, u.sys.entry) X(SYS, u.sys.call) \
 	X(U64, u.sys.a0) X(U64, u.sys.a1) X(U64, u.sys.a2)
 #define FIELDS_UNMAP(X) X(INT, u.unmap.as_id) X(INT, u.unmap.slot) \
 	X(INT, u.unmap.event) X(INT, u.unmap.perm_upgrade) \
@@ -93,11 +93,6 @@
 	K(MEV_LOCK_WAIT, FIELDS_LOCK_WAIT) \
 	K(MEV_LOCK_CONTENTION, FIELDS_CONTENTION) \
 	K(MEV_MEMSLOT, FIELDS_MEMSLOT)
-
-/* The names the table source produces (source.c, sys_name()). */
-static const char *const sys_names[] = { "ioctl", "mprotect", "madvise",
-					 "other" };
-#define NSYS (sizeof(sys_names) / sizeof(sys_names[0]))
 
 /* Delta state: what the previous event of the chunk had. */
 struct delta {
@@ -180,15 +175,10 @@ static unsigned char *enc_INT(unsigned char *p, uint64_t *prev,
 }
 
 static unsigned char *enc_SYS(unsigned char *p, uint64_t *prev,
-			      const char *const *name)
+			      const enum model_syscall *call)
 {
-	unsigned i;
-
 	(void)prev;
-	for (i = 0; i + 1 < NSYS; i++)
-		if (*name && strcmp(*name, sys_names[i]) == 0)
-			break;
-	*p++ = (unsigned char)i;
+	*p++ = (unsigned char)*call;
 	return p;
 }
 
@@ -296,14 +286,14 @@ static inline void dec_INT(struct cursor *c, uint64_t *prev, int *v)
 }
 
 static inline void dec_SYS(struct cursor *c, uint64_t *prev,
-			   const char **name)
+			   enum model_syscall *call)
 {
 	(void)prev;
-	if (c->p >= c->end || *c->p >= NSYS) {
+	if (c->p >= c->end || *c->p >= MSYS_KINDS) {
 		c->bad = 1;
 		return;
 	}
-	*name = sys_names[*c->p++];
+	*call = (enum model_syscall)*c->p++;
 }
 
 #define DEC_FIELD(type, member) dec_##type(c, &prev, &ev->member);
