@@ -61,6 +61,14 @@ pol = rep["policies"]
 base = pol["baseline"]
 check(base["faults"] == nfaults and base["leaf_zaps"] == nzaps,
       "baseline what-if is the trace")
+check("retry" in pol["nx-readlock"].get("not_modelled", "") and
+      "not_modelled" not in pol["perm-upgrade"],
+      "what a policy's replay does not model is said with its figures")
+r = run([mmr, "replay", db])
+notes = r.stdout[r.stdout.find("  Not modelled"):].splitlines()
+check("Not modelled by nx-readlock:" in r.stdout and
+      max(map(len, notes)) <= 72, "text: the limits under the tables, "
+      "wrapped as in a mail: %s" % notes)
 con = sqlite3.connect(db)
 check(con.execute("SELECT count(*) FROM replay_stream").fetchone()[0] > 0,
       "replay derived the replay stream")
@@ -281,6 +289,8 @@ for p, v in pol.items():
     check("<td>%s</td><td>%s</td>" % (p, "{:,}".format(int(v["faults"])))
           in page, "report row for %s" % p)
 check(page.count("<svg") == 2 and "class=\"ok\"" in page, "charts, ok")
+check("Not modelled by nx-readlock: the faults vCPUs retry" in page,
+      "report: the limits under the what-if table")
 
 # The recorded policy comes from the manifest's knobs: this trace was
 # recorded on a stock kernel, so a manifest claiming the perm-upgrade

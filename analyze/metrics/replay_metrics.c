@@ -32,6 +32,7 @@ void replay_metrics_compute(const struct replay_result *r,
 
 	memset(out, 0, sizeof(*out));
 	out->policy = r->policy;
+	out->limits = r->limits;
 	out->duration_s = duration_s;
 	for (i = 0; i < ZAP_CAUSES; i++)
 		zaps += r->zaps[i];

@@ -21,6 +21,7 @@ struct named_metric {
 
 struct replay_metrics {
 	const char *policy;
+	const char *limits;             /* what the replay does not model */
 	double duration_s;
 	struct named_metric m[REPLAY_METRICS_MAX];
 	int n;

@@ -959,6 +959,7 @@ enum replay_status replay_run(struct source *src,
 	memset(res, 0, sizeof(*res));
 	memset(&e, 0, sizeof(e));
 	res->policy = opts->policy->name;
+	res->limits = opts->policy->limits;
 	res->nx_ratio_known = opts->nx_ratio > 0;
 	e.period_factor = policy_period_factor(opts->policy,
 					       opts->nx_period_ms);

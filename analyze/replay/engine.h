@@ -77,6 +77,7 @@ struct replay_opts {
 
 struct replay_result {
 	const char *policy;
+	const char *limits;             /* the policy's (policy.h) */
 	int64_t events;
 
 	/* Observed (the trace). */

@@ -51,6 +51,9 @@ struct policy {
 	int64_t nx_ratio;
 	/* NX recovery period (ms) the policy runs with; 0: the recorded. */
 	int64_t nx_period_ms;
+	/* What its replay does not model ("Not modelled: ..."), said with
+	 * every result; NULL when nothing is known to be missing. */
+	const char *limits;
 };
 
 extern const struct policy policy_baseline;

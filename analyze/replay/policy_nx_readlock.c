@@ -10,4 +10,8 @@ const struct policy policy_nx_readlock = {
 	.keep_invalidation = policy_keep_none,
 	.skip_recovery = policy_skip_none,
 	.recovery_read_lock = 1,
+	/* Measured in the lab A/B pair (tests/data, readlock-on). */
+	.limits = "the faults vCPUs retry while the read-locked worker "
+		  "zaps (lab pair: 3.7x the NPFs, recovery batches 17x "
+		  "longer)",
 };

@@ -43,12 +43,16 @@ static int nsweep;
 static const struct {
 	const char *prefix;
 	size_t off;             /* the int64_t member of struct policy */
-	const char *summary;
+	const char *summary, *limits;
 } sweep_kinds[] = {
 	{ "nx-ratio=", offsetof(struct policy, nx_ratio),
-	  "baseline with another NX recovery ratio" },
+	  "baseline with another NX recovery ratio",
+	  "below the recorded ratio, the pages its larger batches would "
+	  "take (not in the trace): it undercounts" },
 	{ "nx-period=", offsetof(struct policy, nx_period_ms),
-	  "baseline with another NX recovery period (ms)" },
+	  "baseline with another NX recovery period (ms)",
+	  "the phase of the slower worker's wake-ups: the first traced "
+	  "batch is taken as one it runs" },
 };
 
 static int64_t *sweep_value(struct policy *p, size_t off)
@@ -84,6 +88,7 @@ static const struct policy *sweep_find(const char *name)
 	sweep[nsweep] = policy_baseline;
 	sweep[nsweep].name = sweep_names[nsweep];
 	sweep[nsweep].summary = sweep_kinds[k].summary;
+	sweep[nsweep].limits = sweep_kinds[k].limits;
 	*sweep_value(&sweep[nsweep], sweep_kinds[k].off) = v;
 	return &sweep[nsweep++];
 }

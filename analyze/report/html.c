@@ -5,6 +5,8 @@
  */
 #include "report/report.h"
 
+#include "replay/policy.h"
+
 #include <inttypes.h>
 #include <string.h>
 
@@ -159,6 +161,18 @@ static void section_whatif(FILE *o, const struct stored_run *r, int n)
 		fprintf(o, "</tr>\n");
 	}
 	fprintf(o, "</table>\n");
+	for (i = 0; i < n; i++) {
+		/* Stored runs keep the name; the limits are the policy's. */
+		const struct policy *p = policy_find(r[i].policy);
+
+		if (!p || !p->limits)
+			continue;
+		fprintf(o, "<p class=\"note\">Not modelled by ");
+		esc(o, r[i].policy);
+		fprintf(o, ": ");
+		esc(o, p->limits);
+		fprintf(o, ".</p>\n");
+	}
 }
 
 /* Per-second series of every policy as polylines in one SVG. */

@@ -24,6 +24,9 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 	for (i = 0; i < n; i++) {
 		p = cJSON_AddObjectToObject(pols, m[i].policy);
 		cJSON_AddNumberToObject(p, "duration_s", m[i].duration_s);
+		if (m[i].limits)
+			cJSON_AddStringToObject(p, "not_modelled",
+						m[i].limits);
 		for (j = 0; j < m[i].n; j++)
 			cJSON_AddNumberToObject(p, m[i].m[j].name,
 						m[i].m[j].value);

@@ -21,6 +21,29 @@ static const struct {
 
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
 
+/* "Not modelled by POLICY: TEXT." wrapped at 72 columns, as in a mail. */
+static void limits_print(FILE *out, const char *policy, const char *text,
+			 int first)
+{
+	const char *p = text, *sp;
+	int col, len;
+
+	if (first)
+		fputc('\n', out);
+	col = fprintf(out, "  Not modelled by %s:", policy);
+	while (*p) {
+		sp = strchr(p, ' ');
+		len = sp ? (int)(sp - p) : (int)strlen(p);
+		if (col + 1 + len + !sp > 72)
+			col = fprintf(out, "\n   ") - 1;
+		col += fprintf(out, " %.*s%s", len, p, sp ? "" : ".");
+		p += len;
+		while (*p == ' ')
+			p++;
+	}
+	fputc('\n', out);
+}
+
 void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 			const struct fidelity *f, const char *db_path)
 {
@@ -73,4 +96,8 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 				(int64_t)replay_metrics_get(&m[i], k[c])));
 		fputc('\n', out);
 	}
+	for (i = 0; i < n; i++)
+		if (m[i].limits)
+			limits_print(out, m[i].policy, m[i].limits,
+				     !(i && m[i - 1].limits));
 }
