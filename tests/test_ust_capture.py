@@ -13,6 +13,7 @@ usage: test_ust_capture.py MMUREPLAY UST_GEN UST_GEN_OLD KFIXTURE WORK
    lost-event total equals the discarded counts the CLI reports, and the
    kept events are counted exactly.
 """
+import json
 import os
 from decimal import Decimal
 import re
@@ -141,4 +142,27 @@ check(kept + discarded == 400000, "kept + lost = emitted (%d + %d)"
       % (kept, discarded))
 check(all(r["begin_ts"] is not None and r["end_ts"] >= r["begin_ts"]
           for r in s["lost"]["records"]), "lost records have time ranges")
+# The same lossy UST trace beside the kernel trace: the replay says the
+# capture is damaged (JSON, text and one stderr line), and its verdict
+# stays the kernel part's own (the UST losses touch no model event).
+kdb = os.path.join(work, "lossy-kernel.db")
+r = run([mmr, "ingest", ktrace, ltrace, "-o", kdb, "-q"])
+check(r.returncode == 0, "kernel + lossy ust ingest: %s" % r.stderr)
+r = run([mmr, "fidelity", kdb, "--json"])
+fd = json.loads(r.stdout) if r.returncode in (0, 6) else {}
+dmg = fd.get("capture_damage", {})
+check(r.returncode == 0 and fd["ok"] and
+      dmg.get("lost_events") == discarded and dmg.get("lost_ranges", 0) > 0
+      and dmg.get("truncated") is False,
+      "fidelity reports the damage: %s (exit %d)" % (dmg, r.returncode))
+warn = [l for l in r.stderr.splitlines() if "damaged capture" in l]
+check(len(warn) == 1 and kdb in warn[0] and str(discarded) in warn[0],
+      "one stderr line names the file and the loss: %s" % r.stderr)
+r = run([mmr, "replay", kdb, "--policy", "perm-upgrade"])
+check(r.returncode == 0 and "Damaged capture: the tracer discarded" in
+      r.stdout, "the what-if says it too: %s" % r.stdout[:400])
+r = run([mmr, "fidelity", db, "--json"])
+check(json.loads(r.stdout)["capture_damage"] ==
+      {"lost_events": 0, "lost_ranges": 0, "truncated": False},
+      "an undamaged capture says so")
 finish()

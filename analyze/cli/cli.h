@@ -72,5 +72,9 @@ int cli_replay_one(sqlite3 *db, const char *path,
 /* The policy db was recorded with (CLI_EXIT_OK), or an error status. */
 int cli_recorded_policy(sqlite3 *db, const char *path,
 			struct capture_info *ci);
+struct fidelity;
+/* Copy the capture's damage into fid and warn about it on stderr. */
+void cli_capture_damage(const struct capture_info *ci, const char *path,
+			struct fidelity *fid);
 
 #endif

@@ -62,6 +62,19 @@ int cli_recorded_policy(sqlite3 *db, const char *path,
 	return CLI_EXIT_OK;
 }
 
+void cli_capture_damage(const struct capture_info *ci, const char *path,
+			struct fidelity *fid)
+{
+	fid->lost_events = ci->lost_events;
+	fid->lost_ranges = ci->lost_ranges;
+	fid->truncated = ci->truncated;
+	if (ci->lost_ranges || ci->truncated)
+		log_warn("%s: damaged capture (%lld events lost in %lld "
+			 "ranges%s): mismatches after them are expected", path,
+			 (long long)ci->lost_events, (long long)ci->lost_ranges,
+			 ci->truncated ? ", a stream cut short" : "");
+}
+
 int cli_replay_one(sqlite3 *db, const char *path,
 		   const struct capture_info *ci, const struct policy *pol,
 		   struct replay_result *res)
@@ -134,6 +147,7 @@ static int run(int argc, char **argv)
 	if (rc != CLI_EXIT_OK)
 		goto end;
 	fidelity_compute(&res, fidelity_default_tolerance, &fid);
+	cli_capture_damage(&ci, argv[0], &fid);
 	rc = CLI_EXIT_OUTPUT;
 	if (outfile_open(&out, v[OPT_OUTPUT] ? v[OPT_OUTPUT] : "-") < 0)
 		goto end;

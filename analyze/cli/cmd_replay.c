@@ -159,6 +159,7 @@ static int run(int argc, char **argv)
 		replay_metrics_compute(&res[i], duration, &met[i]);
 	}
 	fidelity_compute(&res[0], fidelity_default_tolerance, &fid);
+	cli_capture_damage(&ci, argv[0], &fid);
 	/* All runs land together or not at all. */
 	rc = CLI_EXIT_OUTPUT;
 	if (db_exec(db, "BEGIN IMMEDIATE") != DB_OK)

@@ -4,6 +4,7 @@
 #include "metrics/fidelity.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 const double fidelity_default_tolerance[FID_METRICS] = {
 	0.0, 0.0, 0.10, 0.0,
@@ -30,6 +31,7 @@ void fidelity_compute(const struct replay_result *r,
 {
 	int i;
 
+	memset(out, 0, sizeof(*out));
 	out->policy = r->policy;
 	metric(&out->m[FID_FAULTS], "faults", r->faults_observed,
 	       r->faults_predicted, tol[FID_FAULTS], "measured");

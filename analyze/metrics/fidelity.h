@@ -29,6 +29,11 @@ struct fidelity {
 	const char *policy;             /* the recorded policy replayed */
 	struct fidelity_metric m[FID_METRICS];
 	int ok;
+	/* The capture's own damage (capture_info): the model misses what
+	 * lost events did, so mismatches after them are expected; said
+	 * beside the verdict, never hidden in it. */
+	int64_t lost_events, lost_ranges;
+	int truncated;
 };
 
 /* Default tolerances: exact for faults, leaf zaps and recovered pages,

@@ -89,6 +89,15 @@ int capture_info_read(sqlite3 *db, struct capture_info *ci)
 		SVM_EXIT_NPF;
 	ci->recorded = &policy_baseline;
 	manifest_read(db, ci);
+	ci->truncated = db_meta_get_int(db, "truncated", 0) != 0;
+	if (sqlite3_prepare_v2(db, "SELECT count(*), coalesce(sum(count), 0) "
+			       "FROM lost", -1, &st, NULL) != SQLITE_OK)
+		goto end;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		ci->lost_ranges = sqlite3_column_int64(st, 0);
+		ci->lost_events = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
 	/* The worker is named by the kernel (kvm_vm_create_worker_thread:
 	 * "kvm-nx-lpage-recovery", cut to 15 characters). */
 	if (sqlite3_prepare_v2(db, "SELECT DISTINCT tid FROM thread WHERE "

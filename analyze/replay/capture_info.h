@@ -27,6 +27,11 @@ struct capture_info {
 	int knobs_on;                   /* > 1: no single policy matches */
 	int64_t nx_ratio;               /* kvm.nx_huge_pages_recovery_ratio */
 	int64_t nx_period_ms;           /* ..._recovery_period_ms; 0 */
+	/* Damage the trace itself carries (ingest kept what was there):
+	 * events the tracer discarded (lost_ranges: discard records, some
+	 * without a count), and a stream cut short. */
+	int64_t lost_events, lost_ranges;
+	int truncated;
 };
 
 /* 0, or -1 after reporting a query error. */

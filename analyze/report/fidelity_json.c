@@ -18,6 +18,7 @@ char *report_fidelity_json(const struct fidelity *f,
 	cJSON_AddStringToObject(root, "database", db_path);
 	cJSON_AddStringToObject(root, "policy", f->policy);
 	cJSON_AddBoolToObject(root, "ok", f->ok);
+	report_damage_json(root, f);
 	o = cJSON_AddObjectToObject(root, "observed");
 	for (i = 0; i < FID_METRICS; i++)
 		cJSON_AddNumberToObject(o, f->m[i].name,

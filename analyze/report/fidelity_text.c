@@ -13,9 +13,10 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 
 	fprintf(out, "Fidelity of %s: replay under %s against the trace: "
 		"%s\n\n", db_path, f->policy, f->ok ? "OK" : "FAILED");
-	fprintf(out, "  %-22s %12s %12s %9s %9s\n", "metric", "observed",
+	report_damage_text(out, f);
+	fprintf(out, "  %-26s %12s %12s %9s %9s\n", "metric", "observed",
 		"predicted", "rel.err", "tolerance");
-	fprintf(out, "  %-22s %12s %12s %9s %9s\n", "----------------------",
+	fprintf(out, "  %-26s %12s %12s %9s %9s\n", "--------------------------",
 		"------------", "------------", "---------", "---------");
 	for (i = 0; i < FID_METRICS; i++) {
 		char name[40];
@@ -24,7 +25,7 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 			continue;       /* unchecked: not shown */
 		snprintf(name, sizeof(name), "%s%s", f->m[i].name,
 			 f->m[i].observed_how[0] == 'i' ? " (inferred)" : "");
-		fprintf(out, "  %-22s %12s %12s %8.2f%% %8.2f%%%s\n", name,
+		fprintf(out, "  %-26s %12s %12s %8.2f%% %8.2f%%%s\n", name,
 			report_fmt_count(a, sizeof(a), f->m[i].observed),
 			report_fmt_count(b, sizeof(b), f->m[i].predicted),
 			100.0 * f->m[i].rel_error, 100.0 * f->m[i].tolerance,

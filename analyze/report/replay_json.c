@@ -20,6 +20,7 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 	o = cJSON_AddObjectToObject(root, "self_check");
 	cJSON_AddStringToObject(o, "policy", f->policy);
 	cJSON_AddBoolToObject(o, "ok", f->ok);
+	report_damage_json(root, f);
 	pols = cJSON_AddObjectToObject(root, "policies");
 	for (i = 0; i < n; i++) {
 		p = cJSON_AddObjectToObject(pols, m[i].policy);

@@ -53,13 +53,15 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 
 	fprintf(out, "Replay of %s (%.3f s of trace)\n", db_path,
 		n ? m[0].duration_s : 0.0);
+	fputc('\n', out);
+	report_damage_text(out, f);
 	if (!f->ok) {
-		fprintf(out, "\n  The self-check under %s is off its tolerance "
+		fprintf(out, "  The self-check under %s is off its tolerance "
 			"(see 'mmureplay fidelity'):\n  what-if figures are "
 			"withheld.\n", f->policy);
 		return;
 	}
-	fprintf(out, "\n  %-16s", "policy");
+	fprintf(out, "  %-16s", "policy");
 	for (c = 0; c < NCOLS; c++)
 		fprintf(out, " %11s", cols[c].head);
 	fprintf(out, "\n  %-16s", "----------------");

@@ -40,6 +40,12 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 void report_html(FILE *out, const struct summary *s,
 		 const struct stored_run *runs, int n, const char *db_path);
 
+/* The capture's damage (lost events, truncation), when there is any: a
+ * paragraph of text / a "capture_damage" object in root. */
+struct cJSON;
+void report_damage_text(FILE *out, const struct fidelity *f);
+void report_damage_json(struct cJSON *root, const struct fidelity *f);
+
 /* "1,234,567" into buf; returns buf. */
 char *report_fmt_count(char *buf, size_t len, int64_t n);
 
