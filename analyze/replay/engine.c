@@ -19,6 +19,7 @@
 #include "model/slots.h"
 #include "model/tdp.h"
 #include "replay/scan.h"
+#include "util/log.h"
 #include "util/ptrmap.h"
 
 #include <assert.h>
@@ -1000,11 +1001,14 @@ enum replay_status replay_run(struct source *src,
 	}
 	while ((ss = source_next(src, &ev)) == SOURCE_OK && !e.nomem) {
 		handle(&e, &ev);
+		if (!(res->events & 0xfffff))
+			log_progress("replay: events", (uint64_t)res->events);
 		if (tdp_size(&e.obs) + tdp_size(&e.ovl) >
 		    (size_t)res->peak_tdp_entries)
 			res->peak_tdp_entries = (int64_t)(tdp_size(&e.obs) +
 							  tdp_size(&e.ovl));
 	}
+	log_progress_end();
 	if (e.nomem)
 		goto end;
 	if (ss != SOURCE_END) {

@@ -197,6 +197,7 @@ int source_stream_ensure(sqlite3 *db)
 	struct source *src = NULL;
 	struct model_event ev;
 	enum source_status ss;
+	uint64_t n;
 	size_t i;
 	int rc = -1;
 
@@ -208,9 +209,13 @@ int source_stream_ensure(sqlite3 *db)
 	for (i = 0; i < NREADERS; i++)
 		if (stream_writer_guard(w, tables[i].tables) != STREAM_OK)
 			goto end;
-	while ((ss = source_next(src, &ev)) == SOURCE_OK)
+	for (n = 1; (ss = source_next(src, &ev)) == SOURCE_OK; n++) {
 		if (stream_writer_add(w, &ev) != STREAM_OK)
 			goto end;
+		if (!(n & 0xffff))
+			log_progress("replay stream: events", n);
+	}
+	log_progress_end();
 	if (ss != SOURCE_END)
 		goto end;
 	rc = stream_writer_commit(w) == STREAM_OK ? 0 : -1;
