@@ -115,7 +115,8 @@ static unsigned char *put_varint(unsigned char *p, uint64_t v)
 
 static uint64_t zigzag(int64_t v)
 {
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+	/* The sign bit spread over all bits, without a signed shift. */
+	return ((uint64_t)v << 1) ^ (0 - ((uint64_t)v >> 63));
 }
 
 static int64_t unzigzag(uint64_t v)
