@@ -68,12 +68,6 @@ void tdp_free(struct tdp *t)
 	tdp_init(t, t->fmt);
 }
 
-size_t tdp_bytes(const struct tdp *t)
-{
-	return t->ntables * sizeof(struct tdp_table) +
-		t->tables.cap * sizeof(struct u64map_slot);
-}
-
 static struct tdp_table *table_find(const struct tdp *t, int as_id,
 				    int level, uint64_t gfn)
 {

@@ -45,9 +45,6 @@ static inline size_t tdp_size(const struct tdp *t)
 	return t->entries;
 }
 
-/* Bytes held by the tables (the model's memory, for benchmarks). */
-size_t tdp_bytes(const struct tdp *t);
-
 void tdp_init(struct tdp *t, const struct spte_format *fmt);
 void tdp_free(struct tdp *t);
 
