@@ -7,7 +7,10 @@ fixture's recorded event-counts.txt); canonical counts equal the sum of
 the raw events mapped to them; every spte_change, fault and notifier row
 holds exactly the CLI's field values in the CLI's order (u64 included);
 leaf zaps equal what the kernel's SPTE rules give on the CLI's values;
-duration and trace metadata match the trace.
+duration and trace metadata match the trace.  Kernel + UST fixtures (the
+lab's run.sh --ust: trace/kernel and trace/ust/...): one kernel and one
+UST trace, and every mmureplay:latency_sample row holds the CLI's probe,
+ns and gfn in the CLI's order.
 """
 import os
 import sys
@@ -113,12 +116,27 @@ check(abs(rate - s["totals"]["npf_faults"] / dur) < 1e-6 * rate + 1e-9,
       "npf rate")
 
 env = bt_env(trace)
+# UST traces of the capture (run.sh --ust): trace/ust/uid/UID/64-bit.
+ust_dirs = [d for d, _, files in os.walk(trace)
+            if "metadata" in files and os.sep + "ust" + os.sep in d]
 t = s["traces"]
-check(len(t) == 1 and t[0]["kernel_release"] == env["kernel_release"] and
-      t[0]["hostname"] == env["hostname"] and t[0]["domain"] == "kernel"
-      and t[0]["tracer_version"] == "%s.%s.%s" % (
+tk = [x for x in t if x["domain"] == "kernel"]
+check(len(t) == 1 + len(ust_dirs) and len(tk) == 1 and
+      len([x for x in t if x["domain"] == "ust"]) == len(ust_dirs) and
+      tk[0]["kernel_release"] == env["kernel_release"] and
+      tk[0]["hostname"] == env["hostname"]
+      and tk[0]["tracer_version"] == "%s.%s.%s" % (
           env["tracer_major"], env["tracer_minor"], env["tracer_patchlevel"]),
       "trace metadata %s vs %s" % (t, env))
+# UST latency samples: count and values as the CLI prints them, in order.
+check([(p, n, u64(g)) for p, n, g in db_rows(
+    db, "SELECT probe, ns, gfn FROM latency_sample ORDER BY seq")] ==
+      cli_fields("mmureplay:latency_sample", ("probe", "ns", "gfn")),
+      "latency_sample rows differ from the CLI")
+check(s["canonical_counts"].get("latency_sample", 0) ==
+      cli.get("mmureplay:latency_sample", 0), "latency_sample count")
+check(not ust_dirs or cli.get("mmureplay:latency_sample", 0) > 0,
+      "a UST trace without latency samples")
 check(s["lost"]["events"] == 0 and not s["truncated"], "lost/truncated")
 
 # The text form names the same figures.

@@ -19,7 +19,8 @@
 #
 # Everything lives outside the checkout in ${MMUREPLAY_CACHE:-$HOME/.cache/mmureplay}/lab:
 #   rootfs/            debootstrap tree (minbase, kmod, lttng-tools, babeltrace2,
-#                      linux-image-amd64, headers and lttng-modules for it)
+#                      liblttng-ust1, linux-image-amd64, headers and
+#                      lttng-modules for it)
 #   rootfs.ext4        the guest root image (run.sh boots it with snapshot=on)
 #   stock/             vmlinuz, initrd.img, kernel.release of the stock kernel
 #   patched/           bzImage, kernel.release, root/lib/modules/<release>/ (kernel +
@@ -216,6 +217,34 @@ IMG_VER=$(chroot "$ROOT" dpkg-query -W -f='${Version}' "linux-image-$KVER")
 [ "$IMG_VER" = "$SRC_VER" ] ||
 	echo "    warning: guest kernel $IMG_VER, host linux-source-6.1 $SRC_VER: KVM private headers may not match"
 done_step "kernel $KVER ($IMG_VER)"
+
+# LTTng-UST for the dynamically linked UST workloads (run.sh --ust): a
+# step of its own, so that an existing rootfs gets it without a rebuild.
+step "guest UST library"
+UST_PKGS="liblttng-ust1"
+if [ "$(cat "$ROOT/.ust-stamp" 2>/dev/null)" != "$UST_PKGS" ]; then
+	need=
+	for p in $UST_PKGS; do
+		chroot "$ROOT" dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null |
+			grep -q '^install ok installed$' || need="$need $p"
+	done
+	if [ -n "$need" ]; then
+		mount_chroot
+		in_chroot apt-get update -q >"$LAB/logs/apt-guest-ust.log" 2>&1 ||
+			die "apt-get update in the rootfs failed (logs/apt-guest-ust.log)"
+		# shellcheck disable=SC2086
+		in_chroot apt-get install -y -q --no-install-recommends $need \
+			>>"$LAB/logs/apt-guest-ust.log" 2>&1 ||
+			die "apt-get install$need in the rootfs failed (logs/apt-guest-ust.log)"
+		in_chroot apt-get clean
+		umount_chroot
+	fi
+	echo "$UST_PKGS" >"$ROOT/.ust-stamp"
+	rm -f "$LAB/rootfs.ext4"
+fi
+[ -e "$ROOT/usr/lib/x86_64-linux-gnu/liblttng-ust.so.1" ] ||
+	die "no liblttng-ust.so.1 in the rootfs after installing $UST_PKGS"
+done_step "$UST_PKGS $(chroot "$ROOT" dpkg-query -W -f='${Version}' liblttng-ust1)"
 
 # ------------------------------------------- lttng-modules, stock kernel
 build_stock=0 build_patched=0

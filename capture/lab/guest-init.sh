@@ -6,7 +6,8 @@
 #
 # Reads /lab/config (written by run.sh): WORKLOAD, WORKLOAD_ARGS,
 # KVM_PARAMS, KVM_AMD_PARAMS, KERNEL_FLAVOR, BUF_MB, SUBBUF_MB, EVENTS,
-# SYSCALLS, TIMEOUT, FTRACE_EVENTS, FTRACE_KB.  Loads kvm/kvm_amd with the
+# SYSCALLS, TIMEOUT, FTRACE_EVENTS, FTRACE_KB, WORKLOAD_BIN, UST, UST_EVENTS,
+# UST_BUF_MB.  Loads kvm/kvm_amd with the
 # parameters, records the workload with an LTTng kernel session, and writes
 # to the raw output disk /dev/vdc a tar of /out: trace/ (CTF), manifest.json
 # (workload_rc 124 = timeout, 125 = stuck after its RESULT line),
@@ -17,6 +18,14 @@
 # tracer; overwrite mode, FTRACE_KB per CPU), on before `lttng start` and off
 # after `lttng stop`; /out gets ftrace.txt (the `trace` file) and
 # ftrace-stats.txt (per-CPU stats, buffer size, clock, format files).
+#
+# UST=1 (run.sh --ust; the workload binary WORKLOAD_BIN is linked with
+# liblttng-ust from the rootfs): the same session "lab" also gets a UST
+# channel uch0 (per-UID buffers, discard mode, UST_BUF_MB per CPU, 1 MiB
+# sub-buffers) with the events UST_EVENTS (default mmureplay:*) and the
+# contexts vtid, procname; the workload starts with
+# LTTNG_UST_REGISTER_TIMEOUT=30000 so that it registers with the session
+# daemon before its first event.  trace/ then holds kernel/ and ust/.
 
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 LAB=/lab
@@ -152,6 +161,18 @@ main() {
 	lttng add-context -k -c ch0 -t tid -t procname >/dev/null || log "add-context failed"
 	lttng list lab -k | sed -n '/Recording event rules/,$p' | grep -E '^\s+\S' |
 		sed 's/^/LAB-event: /'
+	if [ "${UST:-0}" = 1 ]; then
+		lttng enable-channel -u uch0 --buffers-uid --discard --subbuf-size=1M \
+			--num-subbuf="${UST_BUF_MB:-8}" >/dev/null || { log "UST channel failed"; return 1; }
+		set -f	# the event names are patterns for lttng, not for the shell
+		for ev in ${UST_EVENTS:-mmureplay:*}; do
+			lttng enable-event -u -c uch0 "$ev" >/dev/null || log "enable-event -u $ev failed"
+		done
+		set +f
+		lttng add-context -u -c uch0 -t vtid -t procname >/dev/null ||
+			log "add-context -u failed"
+		log "UST channel uch0: ${UST_EVENTS:-mmureplay:*}, ${UST_BUF_MB:-8} MiB per CPU"
+	fi
 	ftrace_start
 	lttng start >/dev/null || return 1
 	t1=$(cut -d' ' -f1 /proc/uptime)
@@ -163,7 +184,12 @@ main() {
 	echo 1 >/proc/sys/kernel/softlockup_all_cpu_backtrace 2>/dev/null
 	dmesg -n 7
 	# shellcheck disable=SC2086
-	"$LAB/bin/$WORKLOAD" $WORKLOAD_ARGS >"$OUT/workload.log" 2>&1 &
+	if [ "${UST:-0}" = 1 ]; then
+		LTTNG_UST_REGISTER_TIMEOUT=30000 \
+			"$LAB/bin/${WORKLOAD_BIN:-$WORKLOAD}" $WORKLOAD_ARGS >"$OUT/workload.log" 2>&1 &
+	else
+		"$LAB/bin/${WORKLOAD_BIN:-$WORKLOAD}" $WORKLOAD_ARGS >"$OUT/workload.log" 2>&1 &
+	fi
 	wpid=$!
 	tail -n +1 -f --pid=$wpid "$OUT/workload.log" &
 	tpid=$!
@@ -243,6 +269,8 @@ $params
   "syscalls": $(json_str "$SYSCALLS"),
   "contexts": "tid,procname",
   "channel": {"name": "ch0", "mode": "discard", "subbuf_size_mb": $SUBBUF_MB, "per_cpu_buffer_mb": $BUF_MB, "cpus": $(nproc)},
+  "workload_bin": $(json_str "${WORKLOAD_BIN:-$WORKLOAD}"),
+  "ust": $(if [ "${UST:-0}" = 1 ]; then echo "{\"channel\": {\"name\": \"uch0\", \"mode\": \"discard\", \"buffers\": \"per-uid\", \"subbuf_size_mb\": 1, \"per_cpu_buffer_mb\": ${UST_BUF_MB:-8}}, \"events\": $(json_str "${UST_EVENTS:-mmureplay:*}"), \"contexts\": \"vtid,procname\", \"trace_dir\": \"trace/ust\"}"; else echo null; fi),
   "discarded_events": ${disc:-null},
   "ftrace": $(if [ "$FTRACE_ON" = 1 ]; then echo "{\"events\": $(json_str "$FTRACE_EVENTS"), \"buffer_size_kb\": ${FTRACE_KB:-65536}, \"trace_clock\": \"mono\", \"file\": \"ftrace.txt\"}"; else echo null; fi),
   "phase_markers": "syscall_entry_ioctl with fd = 4294967295 (-1) and cmd = 0x4d520000 | phase (ret -9 EBADF); the MARK lines of workload.log name the phases",

@@ -31,7 +31,7 @@ def convert(lab):
             "kernel_subbuf_size": "%dM" % ch.get("subbuf_size_mb", 0),
             "kernel_num_subbuf": (ch.get("per_cpu_buffer_mb", 0) //
                                   max(ch.get("subbuf_size_mb", 1), 1)),
-            "ust": False,
+            "ust": bool(lab.get("ust")),
             "discarded_events": lab.get("discarded_events"),
         },
         "lab": lab,

@@ -6,7 +6,8 @@
 # Usage: capture/lab/package-fixture.sh RUN_OUT_DIR DEST_DIR [README_TEXT_FILE]
 #
 # DEST_DIR gets: trace.tar.xz (the CTF trace directory, as trace/...),
-# event-counts.txt (babeltrace2 CLI counts, the shared fixtures' format),
+# event-counts.txt (babeltrace2 CLI counts over the whole trace: kernel
+# and, for run.sh --ust runs, UST events; the shared fixtures' format),
 # manifest.json (a capture manifest, see lab-manifest.py), console.log (the guest's log, which includes the
 # workload's phase markers) and README.md (README_TEXT_FILE if given,
 # followed by a generated summary of kernel, knobs and workload).
@@ -26,8 +27,8 @@ XZ_OPT=-9e tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
 	-C "$SRC" -cJf "$DEST/trace.tar.xz" trace
 size=$(stat -c %s "$DEST/trace.tar.xz")
 [ "$size" -le "$MAX" ] || { echo "trace.tar.xz is $size bytes (> 2 MB): shorten the workload" >&2; exit 1; }
-TR=$(dirname "$(find "$SRC/trace" -name metadata | head -n 1)")
-babeltrace2 "$TR" 2>"$DEST/.bt.err" | awk '{ print $4 }' | sort | uniq -c |
+# The CLI finds and merges every CTF trace under trace/ (kernel/, ust/...).
+babeltrace2 "$SRC/trace" 2>"$DEST/.bt.err" | awk '{ print $4 }' | sort | uniq -c |
 	sort -k1,1nr -k2 >"$DEST/event-counts.txt"
 if grep -q -i discard "$DEST/.bt.err"; then
 	echo "babeltrace2 reports discarded events:" >&2
@@ -52,6 +53,10 @@ field_or_none() { local v; v=$(field "$1"); echo "${v:-none}"; }
 	echo "- kvm module args: $(field_or_none kvm_module_args)"
 	echo "- knobs: $(field_or_none knobs)"
 	echo "- lttng-modules: $(field lttng_modules); events: $(field events); syscalls: $(field syscalls)"
+	if grep -q '^  "ust": {' "$SRC/manifest.json"; then
+		echo "- UST: $(sed -n 's/^  "ust": {.*"events": "\([^"]*\)".*/\1/p' "$SRC/manifest.json")" \
+			"from $(field workload_bin) (channel uch0, per-UID buffers, contexts vtid,procname)"
+	fi
 	echo "- discarded events: $(field discarded_events)"
 	echo "- events in trace: $(awk '{ n += $1 } END { print n + 0 }' "$DEST/event-counts.txt")"
 	echo

@@ -23,6 +23,15 @@
 #                         files) beside trace/; patched kernel only.  Check
 #                         with tests/lab/ftrace_vs_lttng.py DIR
 #   --ftrace-kb N         ftrace buffer_size_kb per CPU (default 65536)
+#   --ust                 run the UST-enabled variant of the workload
+#                         (WORKLOAD-ust, `make -C capture/workloads ust`:
+#                         bgsnapshot only, latprobe samples as
+#                         mmureplay:latency_sample) and record its LTTng-UST
+#                         events (mmureplay:*) in the same session: trace/
+#                         holds kernel/ and ust/.  The binary is linked
+#                         dynamically with liblttng-ust; the rootfs must
+#                         have liblttng-ust1 (build.sh installs it)
+#   --ust-buf-mb N        UST per-CPU buffer size (default 8)
 #   -- ARGS...            arguments for the workload (default per workload)
 #
 # Boots under TCG (qemu-system-x86_64 -accel tcg,thread=multi -cpu
@@ -30,8 +39,9 @@
 # run disk (guest-init.sh, config, workload binary, patched modules), disk 3
 # a raw output disk the guest writes a tar of its results to.  Extracted
 # into DIR: trace/ (CTF), manifest.json, console.log (the guest's own log),
-# workload.log, serial.log (QEMU serial), event-counts.txt (babeltrace2)
-# and verify.txt (capture/lab/verify.sh: the events the workload must give).
+# workload.log, serial.log (QEMU serial), event-counts.txt (babeltrace2 on
+# the whole trace/: kernel and, with --ust, UST events) and verify.txt
+# (capture/lab/verify.sh: the events the workload must give).
 #
 # Default knobs: nxrecovery loads kvm with nx_huge_pages=force
 # nx_huge_pages_recovery_period_ms=1000 nx_huge_pages_recovery_ratio=4.
@@ -51,7 +61,7 @@ usage() { sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 case $1 in -h|--help) usage; exit 0 ;; esac
 WORKLOAD=$1
 shift
-KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536
+KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
 KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -63,6 +73,8 @@ while [ $# -gt 0 ]; do
 	--timeout) TIMEOUT=${2:?}; shift 2 ;;
 	--ftrace) FTRACE=1; shift ;;
 	--ftrace-kb) FTRACE_KB=${2:?}; shift 2 ;;
+	--ust) UST=1; shift ;;
+	--ust-buf-mb) UST_BUF_MB=${2:?}; shift 2 ;;
 	--) shift; WARGS=("$@"); HAVE_WARGS=1; break ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -85,6 +97,9 @@ case $KERNEL in stock|patched) ;; *) echo "run.sh: --kernel stock|patched" >&2; 
 	{ echo "run.sh: --ftrace needs --kernel patched (the new events)" >&2; exit 2; }
 if ! [[ $FTRACE_KB =~ ^[0-9]+$ ]] || [ "$FTRACE_KB" -lt 64 ] || [ "$FTRACE_KB" -gt 262144 ]; then
 	echo "run.sh: --ftrace-kb must be 64..262144" >&2; exit 2
+fi
+if ! [[ $UST_BUF_MB =~ ^[0-9]+$ ]] || [ "$UST_BUF_MB" -lt 2 ] || [ "$UST_BUF_MB" -gt 256 ]; then
+	echo "run.sh: --ust-buf-mb must be 2..256" >&2; exit 2
 fi
 OUT=${OUT:-./lab-out/$WORKLOAD-$KERNEL}
 
@@ -130,7 +145,22 @@ for k in "${!AMD_P[@]}"; do AMD_PARAMS="$AMD_PARAMS $k=${AMD_P[$k]}"; done
 # ------------------------------------------------------------ run disk
 echo "==> workloads"
 nice -n 10 make -s -C "$WL_DIR" >/dev/null || die "make -C capture/workloads failed"
-[ -x "$WL_DIR/$WORKLOAD" ] || die "$WL_DIR/$WORKLOAD not built"
+BIN=$WORKLOAD
+if [ "$UST" -eq 1 ]; then
+	BIN=$WORKLOAD-ust
+	nice -n 10 make -s -C "$WL_DIR" "$BIN" >/dev/null ||
+		die "make -C capture/workloads $BIN failed (a UST variant exists for bgsnapshot; needs liblttng-ust-dev)"
+fi
+[ -x "$WL_DIR/$BIN" ] || die "$WL_DIR/$BIN not built"
+if [ "$UST" -eq 1 ]; then
+	# Dynamically linked: every library it needs must be in the rootfs
+	# (liblttng-ust1 comes from build.sh), nothing is copied.
+	for lib in $(readelf -d "$WL_DIR/$BIN" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+		[ -e "$LAB/rootfs/usr/lib/x86_64-linux-gnu/$lib" ] ||
+			[ -e "$LAB/rootfs/lib/x86_64-linux-gnu/$lib" ] ||
+			die "$BIN needs $lib, not in the lab rootfs (rerun capture/lab/build.sh)"
+	done
+fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mmureplay-lab.XXXXXX")
 QEMU_PID=
@@ -144,7 +174,7 @@ RUN=$WORK/run
 mkdir -p "$RUN/bin"
 cp "$HERE/guest-init.sh" "$RUN/init.sh"
 chmod 755 "$RUN/init.sh"
-cp "$WL_DIR/$WORKLOAD" "$RUN/bin/"
+cp "$WL_DIR/$BIN" "$RUN/bin/"
 if [ "$KERNEL" = patched ]; then
 	PREL=$(cat "$LAB/patched/kernel.release")
 	mkdir -p "$RUN/modules"
@@ -173,6 +203,8 @@ kvmmmu/kvm_mmu_nx_recover_page kvmmmu/kvm_mmu_fault_lock_wait"
 	printf 'TIMEOUT=%q\n' "$TIMEOUT"
 	printf 'FTRACE_EVENTS=%q\n' "${FTRACE_EVENTS//$'\n'/ }"
 	printf 'FTRACE_KB=%q\n' "$FTRACE_KB"
+	printf 'WORKLOAD_BIN=%q\n' "$BIN"
+	printf 'UST=%q\nUST_EVENTS=%q\nUST_BUF_MB=%q\n' "$UST" 'mmureplay:*' "$UST_BUF_MB"
 } >"$RUN/config"
 size_mb=$(($(du -sm "$RUN" | cut -f1) + 32))
 mkfs.ext4 -q -F -L labrun -d "$RUN" "$WORK/run.img" "${size_mb}M" >/dev/null 2>&1 ||
@@ -180,7 +212,7 @@ mkfs.ext4 -q -F -L labrun -d "$RUN" "$WORK/run.img" "${size_mb}M" >/dev/null 2>&
 truncate -s 1G "$WORK/out.img"
 
 # ------------------------------------------------------------------ boot
-echo "==> boot ($KERNEL kernel, $WORKLOAD ${WARGS[*]}; kvm:${KVM_PARAMS:- defaults})"
+echo "==> boot ($KERNEL kernel, $BIN ${WARGS[*]}; kvm:${KVM_PARAMS:- defaults})"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 rm -rf "$OUT/trace" "$OUT/manifest.json" "$OUT/console.log" "$OUT/workload.log" \
@@ -216,8 +248,9 @@ tar -xf "$WORK/out.img" -C "$OUT" 2>/dev/null ||
 grep -q '"workload_rc": 0,' "$OUT/manifest.json" ||
 	echo "    warning: workload failed: $(sed -n 's/^  "workload_rc": \(.*\),$/rc \1/p' "$OUT/manifest.json") (see $OUT/console.log)"
 if command -v babeltrace2 >/dev/null; then
-	TR=$(dirname "$(find "$OUT/trace" -name metadata | head -n 1)")
-	babeltrace2 "$TR" 2>"$OUT/babeltrace2.err" | awk '{ print $4 }' | sort | uniq -c |
+	# The whole trace: the CLI finds and merges every CTF trace under it
+	# (kernel/, and ust/uid/... with --ust).
+	babeltrace2 "$OUT/trace" 2>"$OUT/babeltrace2.err" | awk '{ print $4 }' | sort | uniq -c |
 		sort -k1,1nr -k2 >"$OUT/event-counts.txt" || true
 	echo "    events: $(awk '{ n += $1 } END { print n + 0 }' "$OUT/event-counts.txt")" \
 		"($(grep -c . "$OUT/event-counts.txt") kinds)" \

@@ -32,6 +32,12 @@
  * syscalls ioctl(-1, 0x4d52NNNN)), a BGSNAP RESULT line, and for latprobe
  * "LAT phase page tsc_cycles guest_ns run_ns" samples and a per-phase
  * summary.
+ *
+ * Built with -DMMUREPLAY_UST (bgsnapshot-ust: dynamically linked with
+ * liblttng-ust and the capture/ust provider), latprobe also emits one
+ * LTTng-UST event mmureplay:latency_sample per sample: probe = phase
+ * (0 warmup, 1 snapshot, 2 after), ns = guest_ns, gfn = page, the values
+ * of its LAT line.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,6 +56,16 @@
 #include <x86intrin.h>
 
 #include "vmm.h"
+
+#ifdef MMUREPLAY_UST
+#include "mmureplay_tp.h"
+#define LAT_TRACEPOINT(probe, ns, gfn) \
+	lttng_ust_tracepoint(mmureplay, latency_sample, (probe), (ns), (gfn))
+#define UST_EVENTS	"mmureplay:latency_sample"
+#else
+#define LAT_TRACEPOINT(probe, ns, gfn) do { } while (0)
+#define UST_EVENTS	"no"
+#endif
 
 #define MiB		(1024ull * 1024)
 #define DATA_GPA	(1 * MiB)
@@ -133,6 +149,7 @@ static unsigned long wp_faults, handler_unprotects, snap_unprotects, other_msgs;
 static double *lat_ns;
 static size_t lat_n, lat_cap;
 static const char *phase_name = "warmup";
+static uint32_t phase_id;	/* latency_sample probe: 0 warmup, 1 snapshot, 2 after */
 
 static void uffd_wp(uint64_t off, uint64_t len, int protect)
 {
@@ -226,10 +243,11 @@ static void lat_summary(void)
 	lat_n = 0;
 }
 
-static void set_phase(const char *name)
+static void set_phase(const char *name, uint32_t id)
 {
 	lat_summary();
 	phase_name = name;
+	phase_id = id;
 }
 
 /* Run the guest until it finishes one pass; handles latency samples. */
@@ -249,11 +267,14 @@ static void pass(void)
 			struct kvm_regs regs;
 			uint32_t cycles = vm_io_value(&vm);
 			double t = now_mono(), ns = cycles * tsc_ns_per_cycle;
+			uint64_t ns_int = (uint64_t)(ns + 0.5), gfn;
 
 			vm_get_regs(&vm, &regs);
-			fprintf(lat_out, "LAT %s %llu %u %.0f %.0f\n", phase_name,
-				(unsigned long long)(regs.rbx / PAGE), cycles, ns,
-				(t - t_run) * 1e9);
+			gfn = regs.rbx / PAGE;
+			fprintf(lat_out, "LAT %s %llu %u %llu %.0f\n", phase_name,
+				(unsigned long long)gfn, cycles,
+				(unsigned long long)ns_int, (t - t_run) * 1e9);
+			LAT_TRACEPOINT(phase_id, ns_int, gfn);
 			if (lat_n == lat_cap) {
 				lat_cap = lat_cap ? 2 * lat_cap : 65536;
 				lat_ns = realloc(lat_ns, lat_cap * sizeof(double));
@@ -393,15 +414,15 @@ int main(int argc, char **argv)
 	printf("uffd features 0x%llx\n", (unsigned long long)api.features);
 	if (!(api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP))
 		die("kernel has no userfaultfd write-protect");
-	printf("bgsnap mode=%s access=%s mem=%lluMiB pages=%llu pace_us=%ld pid=%d tsc_ns=%.4f\n",
+	printf("bgsnap mode=%s access=%s mem=%lluMiB pages=%llu pace_us=%ld pid=%d tsc_ns=%.4f ust=%s\n",
 	       perpage ? "perpage" : "whole", access_names[access_mode],
 	       (unsigned long long)(mem_size / MiB), (unsigned long long)npages, pace_us,
-	       getpid(), tsc_ns_per_cycle);
+	       getpid(), tsc_ns_per_cycle, UST_EVENTS);
 
 	t0 = now_mono();
 	mark(1, "BGSNAP WARMUP mode=%s access=%s", perpage ? "perpage" : "whole",
 	     access_names[access_mode]);
-	set_phase("warmup");
+	set_phase("warmup", 0);
 	for (i = 0; i < warmup; i++)
 		pass();
 	t_warm = now_mono() - t0;
@@ -423,7 +444,7 @@ int main(int argc, char **argv)
 		die("pthread_create handler");
 
 	mark(3, "BGSNAP SNAP_BEGIN");
-	set_phase("snapshot");
+	set_phase("snapshot", 1);
 	t_snap = now_mono();
 	if (pthread_create(&saver, NULL, saver_thread, NULL))
 		die("pthread_create saver");
@@ -436,10 +457,10 @@ int main(int argc, char **argv)
 	mark(4, "BGSNAP SNAP_END passes=%d unprotects=%lu wp_faults=%lu", passes_snap,
 	     snap_unprotects, wp_faults);
 
-	set_phase("after");
+	set_phase("after", 2);
 	for (i = 0; i < after; i++)
 		pass();
-	set_phase("end");
+	set_phase("end", 3);
 	mark(5, "BGSNAP STOP");
 	handler_stop = 1;
 	pthread_join(handler, NULL);
