@@ -14,11 +14,14 @@ For each pair:
    perm-upgrade.  For nx-skip-dirty the faults are compared where the
    knob acts: the faults A took and B did not while dirty logging was on
    (between the memslot flag changes) against the faults the policy
-   avoids, within 10%.  Over the whole run B also took 120 fewer faults
-   after dirty logging stopped, which the model does not predict yet.
+   avoids, within 10%.  Whole-run faults are not compared: the faults
+   after dirty logging stops vary from 251 to 1,327 between identical
+   knob-off runs (bench/results/ab-variance-nx-skip-dirty.txt; this
+   pair's 140-fault gap lies there).
    For nx-readlock: lock waits left after the read lock within 10% of
    A's waits.  Not predicted: B took 3.7x the NPF faults of A (vCPU
-   faults retry while the read-locked worker zaps), see the notes.
+   faults retry while the read-locked worker zaps); the replay says so
+   ("not_modelled").
 """
 import json
 import os
