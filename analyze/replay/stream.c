@@ -13,11 +13,12 @@
  *   fields   the kind's fields, in the order of its FIELDS_ list
  *
  * varint: 7 bits a byte, low first; zvarint: zigzag then varint.  A u64
- * field is a varint; a signed one a zvarint; an SPTE a varint of the
- * value rotated left by one; an XOR field the same of its value XOR the
- * SPTE before it (an SPTE change's new value against the old one: an
- * install or a zap XORs with 0, a protection change leaves a few bits);
- * a syscall is one byte, its enum model_syscall.
+ * field is a zvarint of its difference to the same field of the kind's
+ * previous event in the chunk; a signed one a zvarint of its value; an
+ * SPTE a varint of its XOR with the kind's previous one, rotated left by
+ * one; an XOR field the same against the SPTE before it in the event (an
+ * SPTE change's new value against the old one); a syscall is one byte,
+ * its enum model_syscall.
  *
  * Members a kind's list does not name are 0, as the table source leaves
  * them.
@@ -33,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STREAM_FORMAT 1        /* bump on any change of the encoding */
+#define STREAM_FORMAT 2        /* bump on any change of the encoding */
 #define CHUNK_BYTES 65536
 #define EVENT_MAX_BYTES 256     /* header + 16 fields of 10 bytes, rounded */
 #define SAME_CTX 0x10
@@ -94,11 +95,19 @@
 	K(MEV_LOCK_CONTENTION, FIELDS_CONTENTION) \
 	K(MEV_MEMSLOT, FIELDS_MEMSLOT)
 
-/* Delta state: what the previous event of the chunk had. */
+#define FIELDS_MAX 16           /* fields of the widest kind, rounded */
+
+/*
+ * Delta state: what the previous event of the chunk had, and per kind
+ * and field the value the last event of that kind had (column deltas:
+ * consecutive faults, installs and zaps walk neighbouring gfns and
+ * pfns, so a field's change is small where the value is not).
+ */
 struct delta {
 	uint64_t seq;
 	int64_t ts;
 	int32_t cpu, tid;
+	uint64_t last[MEV_KINDS][FIELDS_MAX];
 };
 
 /* ---- encoding ---- */
@@ -124,17 +133,22 @@ static int64_t unzigzag(uint64_t v)
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
+/*
+ * Field encoders.  prev: the value of the field before it in this event
+ * (XOR fields); last: this field in the kind's previous event.
+ */
 static unsigned char *enc_U64(unsigned char *p, uint64_t *prev,
-			      const uint64_t *v)
+			      uint64_t *last, const uint64_t *v)
 {
-	*prev = *v;
-	return put_varint(p, *v);
+	p = put_varint(p, zigzag((int64_t)(*v - *last)));
+	*prev = *last = *v;
+	return p;
 }
 
 /*
  * SPTEs are rotated left by one: the NX bit (63 on NPT) would make every
- * executable-denied SPTE a 10-byte varint, rotated it is bit 0 and the
- * varint is as long as the pfn.
+ * executable-denied SPTE a 10-byte varint, rotated it is bit 0.  An SPTE
+ * is stored XOR the kind's last one (neighbouring pfns, same flags).
  */
 static uint64_t rotl1(uint64_t v)
 {
@@ -147,43 +161,50 @@ static uint64_t rotr1(uint64_t v)
 }
 
 static unsigned char *enc_SPT(unsigned char *p, uint64_t *prev,
-			      const uint64_t *v)
+			      uint64_t *last, const uint64_t *v)
 {
-	*prev = *v;
-	return put_varint(p, rotl1(*v));
+	p = put_varint(p, rotl1(*v ^ *last));
+	*prev = *last = *v;
+	return p;
 }
 
+/* The new SPTE against the old one of the same change: an install or a
+ * zap XORs with 0, a protection change leaves a few bits. */
 static unsigned char *enc_XOR(unsigned char *p, uint64_t *prev,
-			      const uint64_t *v)
+			      uint64_t *last, const uint64_t *v)
 {
 	p = put_varint(p, rotl1(*v ^ *prev));
-	*prev = *v;
+	*prev = *last = *v;
 	return p;
 }
 
 static unsigned char *enc_I64(unsigned char *p, uint64_t *prev,
-			      const int64_t *v)
+			      uint64_t *last, const int64_t *v)
 {
 	(void)prev;
+	(void)last;
 	return put_varint(p, zigzag(*v));
 }
 
 static unsigned char *enc_INT(unsigned char *p, uint64_t *prev,
-			      const int *v)
+			      uint64_t *last, const int *v)
 {
 	(void)prev;
+	(void)last;
 	return put_varint(p, zigzag(*v));
 }
 
 static unsigned char *enc_SYS(unsigned char *p, uint64_t *prev,
-			      const enum model_syscall *call)
+			      uint64_t *last, const enum model_syscall *call)
 {
 	(void)prev;
+	(void)last;
 	*p++ = (unsigned char)*call;
 	return p;
 }
 
-#define ENC_FIELD(type, member) p = enc_##type(p, &prev, &ev->member);
+#define ENC_FIELD(type, member) \
+	p = enc_##type(p, &prev, &d->last[ev->kind][fi++], &ev->member);
 #define ENC_KIND(kind, fields) case kind: fields(ENC_FIELD) break;
 
 /* Encode ev at p (room for EVENT_MAX_BYTES); returns the end. */
@@ -192,6 +213,7 @@ static unsigned char *event_encode(unsigned char *p, struct delta *d,
 {
 	int same = d->seq && ev->cpu == d->cpu && ev->tid == d->tid;
 	uint64_t prev = 0;
+	unsigned fi = 0;
 
 	/* seq increases along the stream (the first may be 0). */
 	assert((unsigned)ev->kind < MEV_KINDS && ev->seq >= d->seq);
@@ -259,37 +281,45 @@ static inline uint64_t get_varint(struct cursor *c)
 	return get_varint_long(c);
 }
 
-static inline void dec_U64(struct cursor *c, uint64_t *prev, uint64_t *v)
+static inline void dec_U64(struct cursor *c, uint64_t *prev,
+			   uint64_t *last, uint64_t *v)
 {
-	*prev = *v = get_varint(c);
+	*prev = *last = *v = *last + (uint64_t)unzigzag(get_varint(c));
 }
 
-static inline void dec_SPT(struct cursor *c, uint64_t *prev, uint64_t *v)
+static inline void dec_SPT(struct cursor *c, uint64_t *prev,
+			   uint64_t *last, uint64_t *v)
 {
-	*prev = *v = rotr1(get_varint(c));
+	*prev = *last = *v = rotr1(get_varint(c)) ^ *last;
 }
 
-static inline void dec_XOR(struct cursor *c, uint64_t *prev, uint64_t *v)
+static inline void dec_XOR(struct cursor *c, uint64_t *prev,
+			   uint64_t *last, uint64_t *v)
 {
-	*prev = *v = rotr1(get_varint(c)) ^ *prev;
+	*prev = *last = *v = rotr1(get_varint(c)) ^ *prev;
 }
 
-static inline void dec_I64(struct cursor *c, uint64_t *prev, int64_t *v)
+static inline void dec_I64(struct cursor *c, uint64_t *prev,
+			   uint64_t *last, int64_t *v)
 {
 	(void)prev;
+	(void)last;
 	*v = unzigzag(get_varint(c));
 }
 
-static inline void dec_INT(struct cursor *c, uint64_t *prev, int *v)
+static inline void dec_INT(struct cursor *c, uint64_t *prev,
+			   uint64_t *last, int *v)
 {
 	(void)prev;
+	(void)last;
 	*v = (int)unzigzag(get_varint(c));
 }
 
 static inline void dec_SYS(struct cursor *c, uint64_t *prev,
-			   enum model_syscall *call)
+			   uint64_t *last, enum model_syscall *call)
 {
 	(void)prev;
+	(void)last;
 	if (c->p >= c->end || *c->p >= MSYS_KINDS) {
 		c->bad = 1;
 		return;
@@ -297,7 +327,8 @@ static inline void dec_SYS(struct cursor *c, uint64_t *prev,
 	*call = (enum model_syscall)*c->p++;
 }
 
-#define DEC_FIELD(type, member) dec_##type(c, &prev, &ev->member);
+#define DEC_FIELD(type, member) \
+	dec_##type(c, &prev, &d->last[kind][fi++], &ev->member);
 #define DEC_KIND(kind, fields) case kind: fields(DEC_FIELD) break;
 
 /* Decode one event; returns 0, or -1 when the bytes are not an event. */
@@ -307,12 +338,14 @@ static int event_decode(struct cursor *c, struct delta *d,
 	static const struct model_event zero;
 	uint64_t prev = 0;
 	unsigned char h;
+	unsigned fi = 0, kind;
 
 	*ev = zero;     /* a copy, not memset: no "rep stos" per event */
 	h = *c->p++;
 	if ((h & 0x0f) >= MEV_KINDS || (h & 0xe0))
 		return -1;
-	ev->kind = (enum model_event_kind)(h & 0x0f);
+	kind = h & 0x0f;
+	ev->kind = (enum model_event_kind)kind;
 	d->seq += get_varint(c);
 	d->ts += unzigzag(get_varint(c));
 	if (!(h & SAME_CTX)) {
@@ -543,6 +576,9 @@ enum stream_status stream_reader_open(sqlite3 *db,
 		return STREAM_ERR;
 	}
 	r->db = db;
+	/* Chunks span overflow pages: map the file instead of a read(2)
+	 * per page (no effect where SQLite cannot map). */
+	sqlite3_exec(db, "PRAGMA mmap_size = 1073741824", NULL, NULL, NULL);
 	if (sqlite3_prepare_v2(db, "SELECT chunk, data FROM replay_stream "
 			       "ORDER BY chunk", -1, &r->st, NULL) !=
 	    SQLITE_OK) {
