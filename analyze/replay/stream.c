@@ -576,9 +576,6 @@ enum stream_status stream_reader_open(sqlite3 *db,
 		return STREAM_ERR;
 	}
 	r->db = db;
-	/* Chunks span overflow pages: map the file instead of a read(2)
-	 * per page (no effect where SQLite cannot map). */
-	sqlite3_exec(db, "PRAGMA mmap_size = 1073741824", NULL, NULL, NULL);
 	if (sqlite3_prepare_v2(db, "SELECT chunk, data FROM replay_stream "
 			       "ORDER BY chunk", -1, &r->st, NULL) !=
 	    SQLITE_OK) {
