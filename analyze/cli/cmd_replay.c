@@ -50,7 +50,7 @@ const struct cli_command cli_cmd_replay = {
 	"replay_metric, replay_series, replay_mismatch).  When the self-check\n"
 	"fails its tolerance the what-if figures are withheld (exit 6).\n"
 	"The first replay of a DB adds a packed copy of its events (table\n"
-	"replay_stream, about 12-15 bytes an event) that later replays and\n"
+	"replay_stream, about 10-12 bytes an event) that later replays and\n"
 	"fidelity read several times faster than the tables.\n"
 	"Policies: baseline, perm-upgrade, nx-skip-dirty, nx-readlock, and\n"
 	"nx-ratio=N (baseline with NX recovery ratio N, for capacity\n"
