@@ -111,8 +111,8 @@ def main():
                "tables ev/s", "tdp ents", "RSS MiB")
         fmt = "  %-44s %-14s %10s %7s %11s %11s %9s %7s"
         print(fmt % hdr)
-        print(fmt % tuple("-" * len(h) if i > 1 else "-" * (44 - 30 * i)
-                          for i, h in enumerate(hdr)))
+        widths = (44, 14, 10, 7, 11, 11, 9, 7)
+        print(fmt % tuple("-" * w for w in widths))
         notes = []
         for name, db in dbs:
             # The first replay of a DB derives its replay stream; timed
