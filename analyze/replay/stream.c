@@ -43,10 +43,10 @@
  * The fields of each kind, in stream order: the one place that says which
  * model_event members an event of each kind carries.  X(type, member);
  * the types are U64, I64, INT (zigzag), SPT (an SPTE), XOR (an SPTE
- * stored XOR the SPTE before it) and SYS (enum model_syscall, a byte).  Encoders and decoders are
- * generated from these lists, one straight-line function per kind: a
- * generic loop over a field table spends more on its per-field type
- * dispatch than on the varints.
+ * stored XOR the SPTE before it) and SYS (enum model_syscall, a byte).
+ * Encoders and decoders are generated from these lists, one straight-line
+ * function per kind: a generic loop over a field table spends more on
+ * its per-field type dispatch than on the varints.
  */
 #define FIELDS_SPTE_CHANGE(X) X(INT, u.spte.as_id) X(INT, u.spte.level) \
 	X(U64, u.spte.gfn) X(SPT, u.spte.old_spte) X(XOR, u.spte.new_spte)
@@ -96,6 +96,15 @@
 	K(MEV_MEMSLOT, FIELDS_MEMSLOT)
 
 #define FIELDS_MAX 16           /* fields of the widest kind, rounded */
+
+/* Every kind fits the column state, every event the encode buffer's
+ * slack (header: kind, seq, ts, cpu, tid; a field at most 10 bytes). */
+#define COUNT_FIELD(type, member) + 1
+#define CHECK_KIND(kind, fields) \
+	_Static_assert(0 fields(COUNT_FIELD) <= FIELDS_MAX, #kind);
+KINDS(CHECK_KIND)
+_Static_assert(1 + 4 * 10 + FIELDS_MAX * 10 <= EVENT_MAX_BYTES,
+	       "EVENT_MAX_BYTES");
 
 /*
  * Delta state: what the previous event of the chunk had, and per kind
