@@ -7,7 +7,7 @@
 # Reads /lab/config (written by run.sh): WORKLOAD, WORKLOAD_ARGS,
 # KVM_PARAMS, KVM_AMD_PARAMS, KERNEL_FLAVOR, BUF_MB, SUBBUF_MB, EVENTS,
 # SYSCALLS, TIMEOUT, FTRACE_EVENTS, FTRACE_KB, WORKLOAD_BIN, UST, UST_EVENTS,
-# UST_BUF_MB.  Loads kvm/kvm_amd with the
+# UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS.  Loads kvm/kvm_amd with the
 # parameters, records the workload with an LTTng kernel session, and writes
 # to the raw output disk /dev/vdc a tar of /out: trace/ (CTF), manifest.json
 # (workload_rc 124 = timeout, 125 = stuck after its RESULT line),
@@ -26,6 +26,12 @@
 # contexts vtid, procname; the workload starts with
 # LTTNG_UST_REGISTER_TIMEOUT=30000 so that it registers with the session
 # daemon before its first event.  trace/ then holds kernel/ and ust/.
+#
+# CAPTURE_TOOL=1 (run.sh --capture-tool): the session is the product's,
+# made by capture/mmureplay-capture start/stop (its event list, channel
+# sizes, blocking UST channel, its refusal when a probe is missing); its
+# manifest is /out/manifest.json and this script's own goes to
+# /out/lab-manifest.json.
 
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 LAB=/lab
@@ -149,6 +155,47 @@ main() {
 	done
 	export LTTNG_KMOD_PROBES=kvm,kvm-x86,kvm-x86-mmu,kvm-x86-tdp-mmu${EXTRA_PROBES:+,$EXTRA_PROBES}
 	lttng-sessiond --daemonize || { log "lttng-sessiond failed"; return 1; }
+	LABMAN=$OUT/manifest.json
+	if [ "${CAPTURE_TOOL:-0}" = 1 ]; then
+		LABMAN=$OUT/lab-manifest.json
+		# shellcheck disable=SC2046,SC2086
+		"$LAB/bin/mmureplay-capture" start -o "$OUT" --session lab \
+			--workload "$WORKLOAD $WORKLOAD_ARGS" \
+			$([ "${UST:-0}" = 1 ] || echo --no-ust) $CAPTURE_ARGS
+		rc=$?
+		log "mmureplay-capture start rc=$rc"
+		[ "$rc" -eq 0 ] || return 1
+		lttng list lab -k | sed -n '/Recording event rules/,$p' | grep -E '^\s+\S' |
+			sed 's/^/LAB-event: /'
+		ftrace_start
+	else
+		lab_session || return 1
+	fi
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	log "lttng setup took $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')s ($(lsmod | grep -c '^lttng') lttng modules)"
+	run_workload
+	if [ "${CAPTURE_TOOL:-0}" = 1 ]; then
+		lttng list lab >"$OUT/lttng-list.txt" 2>&1
+		timeout 300 "$LAB/bin/mmureplay-capture" stop -o "$OUT" --session lab ||
+			log "mmureplay-capture stop failed"
+		ftrace_stop
+		disc=$(sed -n 's/.*"discarded_events": \([0-9]*\).*/\1/p' "$OUT/manifest.json")
+		log "mmureplay-capture stopped, manifest: $(tr -d '\n' <"$OUT/manifest.json" | head -c 300)"
+	else
+		lab_stop
+	fi
+	kill "$(cat /var/run/lttng/lttng-sessiond.pid 2>/dev/null)" 2>/dev/null
+	log "lttng destroyed"
+	log "trace: $(du -sh "$OUT/trace" | cut -f1)"
+	log "meminfo: $(grep -E 'MemFree|AnonHugePages' /proc/meminfo | tr -s ' ' | tr '\n' ' ')"
+	dmesg | grep -E -i 'kvm|svm|lttng|warning|bug|oops' | tail -n 30 | sed 's/^/LAB-dmesg: /'
+	lab_manifest >"$LABMAN"
+	return 0
+}
+
+# The lab's own session: kernel channel ch0 (discard, BUF_MB per CPU) with
+# EVENTS and SYSCALLS, the UST channel with UST=1; started.
+lab_session() {
 	lttng create lab --output="$OUT/trace" >/dev/null || return 1
 	lttng enable-channel -k ch0 --discard --subbuf-size="${SUBBUF_MB}M" \
 		--num-subbuf=$((BUF_MB / SUBBUF_MB)) >/dev/null || return 1
@@ -175,17 +222,20 @@ main() {
 	fi
 	ftrace_start
 	lttng start >/dev/null || return 1
-	t1=$(cut -d' ' -f1 /proc/uptime)
-	log "lttng setup took $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')s ($(lsmod | grep -c '^lttng') lttng modules)"
+}
 
-	log "workload start at $t1: $WORKLOAD $WORKLOAD_ARGS"
+# Run the workload (in /out) and wait for it; sets rc.
+run_workload() {
+	local wpid tpid deadline done_at
+
+	log "workload start: $WORKLOAD $WORKLOAD_ARGS"
 	cd "$OUT" || return 1
 	# Kernel backtraces (soft lockups) on the console from here on.
 	echo 1 >/proc/sys/kernel/softlockup_all_cpu_backtrace 2>/dev/null
 	dmesg -n 7
 	# shellcheck disable=SC2086
 	if [ "${UST:-0}" = 1 ]; then
-		LTTNG_UST_REGISTER_TIMEOUT=30000 \
+		LTTNG_UST_REGISTER_TIMEOUT=30000 LTTNG_UST_ALLOW_BLOCKING=1 \
 			"$LAB/bin/${WORKLOAD_BIN:-$WORKLOAD}" $WORKLOAD_ARGS >"$OUT/workload.log" 2>&1 &
 	else
 		"$LAB/bin/${WORKLOAD_BIN:-$WORKLOAD}" $WORKLOAD_ARGS >"$OUT/workload.log" 2>&1 &
@@ -220,9 +270,11 @@ main() {
 	sleep 0.2
 	kill "$tpid" 2>/dev/null
 	dmesg -n 4
-	t0=$(cut -d' ' -f1 /proc/uptime)
-	log "workload rc=$rc at $t0"
+	log "workload rc=$rc at $(cut -d' ' -f1 /proc/uptime)"
+}
 
+# Stop the lab's own session; sets disc (discarded events).
+lab_stop() {
 	timeout 120 lttng stop lab >/dev/null 2>&1 || log "lttng stop failed or timed out"
 	ftrace_stop
 	lttng list lab >"$OUT/lttng-list.txt" 2>&1
@@ -231,18 +283,17 @@ main() {
 		awk '{ n += $1 } END { if (NR) print n }')
 	log "lttng stopped"
 	timeout 60 lttng destroy lab >/dev/null
-	kill "$(cat /var/run/lttng/lttng-sessiond.pid 2>/dev/null)" 2>/dev/null
-	log "lttng destroyed"
-	log "trace: $(du -sh "$OUT/trace" | cut -f1)"
-	log "meminfo: $(grep -E 'MemFree|AnonHugePages' /proc/meminfo | tr -s ' ' | tr '\n' ' ')"
-	dmesg | grep -E -i 'kvm|svm|lttng|warning|bug|oops' | tail -n 30 | sed 's/^/LAB-dmesg: /'
+}
 
-	# Manifest.
+# The lab's manifest (run facts: workload, knobs, channel) on stdout.
+lab_manifest() {
+	local params
+
 	params=$(kvm_params | awk '{
 		i = index($0, "="); k = substr($0, 1, i - 1); v = substr($0, i + 1)
 		gsub(/\\/, "&&", v); gsub(/"/, "\\\"", v)
 		printf "%s    \"%s\": \"%s\"", (NR > 1 ? ",\n" : ""), k, v }')
-	cat >"$OUT/manifest.json" <<EOF
+	cat <<EOF
 {
   "schema": "mmureplay-lab-manifest/1",
   "tracer": "lttng-kernel",
@@ -274,10 +325,10 @@ $params
   "discarded_events": ${disc:-null},
   "ftrace": $(if [ "$FTRACE_ON" = 1 ]; then echo "{\"events\": $(json_str "$FTRACE_EVENTS"), \"buffer_size_kb\": ${FTRACE_KB:-65536}, \"trace_clock\": \"mono\", \"file\": \"ftrace.txt\"}"; else echo null; fi),
   "phase_markers": "syscall_entry_ioctl with fd = 4294967295 (-1) and cmd = 0x4d520000 | phase (ret -9 EBADF); the MARK lines of workload.log name the phases",
+  "capture_tool": $([ "${CAPTURE_TOOL:-0}" = 1 ] && echo true || echo false),
   "trace_dir": "trace"
 }
 EOF
-	return 0
 }
 
 main 2>&1 | tee /tmp/console.log

@@ -32,6 +32,15 @@
 #                         dynamically with liblttng-ust; the rootfs must
 #                         have liblttng-ust1 (build.sh installs it)
 #   --ust-buf-mb N        UST per-CPU buffer size (default 8)
+#   --capture-tool        record with the product's capture command
+#                         (capture/mmureplay-capture start/stop inside the
+#                         guest: its events, channels and manifest) instead
+#                         of the lab's own session; manifest.json is then
+#                         the tool's, the lab's run facts lab-manifest.json
+#   --capture-arg ARGS    options for mmureplay-capture start (repeatable,
+#                         split at spaces in the guest; implies
+#                         --capture-tool), e.g. --capture-arg '--subbuf-size
+#                         4K --num-subbuf 2' to make it lose events
 #   -- ARGS...            arguments for the workload (default per workload)
 #
 # Boots under TCG (qemu-system-x86_64 -accel tcg,thread=multi -cpu
@@ -62,6 +71,7 @@ case $1 in -h|--help) usage; exit 0 ;; esac
 WORKLOAD=$1
 shift
 KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
+CAPTURE_TOOL=0 CAPTURE_ARGS=()
 KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -75,6 +85,8 @@ while [ $# -gt 0 ]; do
 	--ftrace-kb) FTRACE_KB=${2:?}; shift 2 ;;
 	--ust) UST=1; shift ;;
 	--ust-buf-mb) UST_BUF_MB=${2:?}; shift 2 ;;
+	--capture-tool) CAPTURE_TOOL=1; shift ;;
+	--capture-arg) CAPTURE_TOOL=1; CAPTURE_ARGS+=("${2:?}"); shift 2 ;;
 	--) shift; WARGS=("$@"); HAVE_WARGS=1; break ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -175,6 +187,7 @@ mkdir -p "$RUN/bin"
 cp "$HERE/guest-init.sh" "$RUN/init.sh"
 chmod 755 "$RUN/init.sh"
 cp "$WL_DIR/$BIN" "$RUN/bin/"
+[ "$CAPTURE_TOOL" -eq 0 ] || cp "$TOP/capture/mmureplay-capture" "$RUN/bin/"
 if [ "$KERNEL" = patched ]; then
 	PREL=$(cat "$LAB/patched/kernel.release")
 	mkdir -p "$RUN/modules"
@@ -205,6 +218,7 @@ kvmmmu/kvm_mmu_nx_recover_page kvmmmu/kvm_mmu_fault_lock_wait"
 	printf 'FTRACE_KB=%q\n' "$FTRACE_KB"
 	printf 'WORKLOAD_BIN=%q\n' "$BIN"
 	printf 'UST=%q\nUST_EVENTS=%q\nUST_BUF_MB=%q\n' "$UST" 'mmureplay:*' "$UST_BUF_MB"
+	printf 'CAPTURE_TOOL=%q\nCAPTURE_ARGS=%q\n' "$CAPTURE_TOOL" "${CAPTURE_ARGS[*]}"
 } >"$RUN/config"
 size_mb=$(($(du -sm "$RUN" | cut -f1) + 32))
 mkfs.ext4 -q -F -L labrun -d "$RUN" "$WORK/run.img" "${size_mb}M" >/dev/null 2>&1 ||
@@ -215,7 +229,7 @@ truncate -s 1G "$WORK/out.img"
 echo "==> boot ($KERNEL kernel, $BIN ${WARGS[*]}; kvm:${KVM_PARAMS:- defaults})"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-rm -rf "$OUT/trace" "$OUT/manifest.json" "$OUT/console.log" "$OUT/workload.log" \
+rm -rf "$OUT/trace" "$OUT/manifest.json" "$OUT/lab-manifest.json" "$OUT/console.log" "$OUT/workload.log" \
 	"$OUT/serial.log" "$OUT/event-counts.txt" "$OUT/verify.txt" \
 	"$OUT/ftrace.txt" "$OUT/ftrace-stats.txt"
 T_BOOT=$(date +%s)
@@ -245,8 +259,12 @@ echo "    guest ran $(($(date +%s) - T_BOOT))s"
 tar -xf "$WORK/out.img" -C "$OUT" 2>/dev/null ||
 	die "no results on the output disk (see $OUT/serial.log)"
 [ -f "$OUT/manifest.json" ] || die "no manifest.json (see $OUT/console.log, $OUT/serial.log)"
-grep -q '"workload_rc": 0,' "$OUT/manifest.json" ||
-	echo "    warning: workload failed: $(sed -n 's/^  "workload_rc": \(.*\),$/rc \1/p' "$OUT/manifest.json") (see $OUT/console.log)"
+# The lab's run facts; with --capture-tool manifest.json is the tool's.
+LABM=$OUT/manifest.json
+[ "$CAPTURE_TOOL" -eq 0 ] || LABM=$OUT/lab-manifest.json
+[ -f "$LABM" ] || die "no $(basename "$LABM") (see $OUT/console.log)"
+grep -q '"workload_rc": 0,' "$LABM" ||
+	echo "    warning: workload failed: $(sed -n 's/^  "workload_rc": \(.*\),$/rc \1/p' "$LABM") (see $OUT/console.log)"
 if command -v babeltrace2 >/dev/null; then
 	# The whole trace: the CLI finds and merges every CTF trace under it
 	# (kernel/, and ust/uid/... with --ust).
@@ -255,7 +273,9 @@ if command -v babeltrace2 >/dev/null; then
 	echo "    events: $(awk '{ n += $1 } END { print n + 0 }' "$OUT/event-counts.txt")" \
 		"($(grep -c . "$OUT/event-counts.txt") kinds)" \
 		"discarded: $(sed -n 's/.*"discarded_events": \([0-9a-z]*\).*/\1/p' "$OUT/manifest.json")"
-	[ ! -s "$OUT/babeltrace2.err" ] || sed 's/^/    babeltrace2: /' "$OUT/babeltrace2.err" | head -n 5
+	# The first lines only, without a pipe that SIGPIPE would fail
+	# under pipefail (a lossy trace warns once per discard record).
+	[ ! -s "$OUT/babeltrace2.err" ] || sed -n '1,5s/^/    babeltrace2: /p' "$OUT/babeltrace2.err"
 fi
 if command -v babeltrace2 >/dev/null; then
 	"$HERE/verify.sh" "$OUT" >"$OUT/verify.txt" 2>&1 ||

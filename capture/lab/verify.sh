@@ -23,6 +23,8 @@ set -Eeuo pipefail
 [ $# -eq 1 ] || { sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 2; }
 DIR=$1
 M=$DIR/manifest.json
+# run.sh --capture-tool: the lab's run facts are beside the tool's manifest.
+[ ! -f "$DIR/lab-manifest.json" ] || M=$DIR/lab-manifest.json
 [ -f "$M" ] || { echo "verify.sh: no $M" >&2; exit 2; }
 # The kernel trace (with run.sh --ust, trace/ also holds ust/).
 TR=$(find "$DIR/trace" -path '*/kernel/metadata' | head -n 1)
