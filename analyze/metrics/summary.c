@@ -6,6 +6,7 @@
 #include "metrics/summary.h"
 
 #include "db/db.h"
+#include "model/event.h"
 #include "model/spte.h"
 #include "util/log.h"
 
@@ -240,8 +241,8 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 	/* The exit's ISA says which hardware (and SPTE format) recorded. */
 	isa = query_int(db, "SELECT isa FROM vcpu_exit WHERE isa IS NOT NULL "
 			"LIMIT 1", 0);
-	s->spte_format_detected = isa == 1 || isa == 2;
-	zs.fmt = spte_format_get(isa == 1 ? SPTE_FORMAT_EPT :
+	s->spte_format_detected = isa == MEV_ISA_VMX || isa == MEV_ISA_SVM;
+	zs.fmt = spte_format_get(isa == MEV_ISA_VMX ? SPTE_FORMAT_EPT :
 				 SPTE_FORMAT_NPT);
 	s->spte_format = zs.fmt->name;
 	if (query_each(db, "SELECT old_spte, new_spte, level FROM spte_change",
@@ -256,6 +257,9 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 	s->invalidations_per_s = per_s(s->invalidations, s->duration_s);
 	s->stats_pf_per_s = stat_rate(db, "pf_taken");
 	s->stats_tlb_per_s = stat_rate(db, "remote_tlb_flush");
+	if (latency_compute(db, isa == MEV_ISA_VMX ? MEV_VMX_EXIT_EPT_VIOLATION :
+			    MEV_SVM_EXIT_NPF, &s->latency) < 0)
+		goto end;
 	st = SUMMARY_OK;
 end:
 	return st;

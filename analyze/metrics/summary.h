@@ -8,6 +8,8 @@
 #ifndef MMUREPLAY_METRICS_SUMMARY_H
 #define MMUREPLAY_METRICS_SUMMARY_H
 
+#include "metrics/latency.h"
+
 #include <sqlite3.h>
 #include <stdint.h>
 
@@ -65,6 +67,8 @@ struct summary {
 	 * increase of pf_taken / remote_tlb_flush over the sampled time,
 	 * summed over VMs; -1 when not sampled. */
 	double stats_pf_per_s, stats_tlb_per_s;
+
+	struct latency latency;
 
 	int64_t faults, leaf_zaps, invalidations;
 	double faults_per_s, leaf_zaps_per_s, invalidations_per_s;

@@ -41,6 +41,12 @@ enum model_syscall {
 /* MMU notifier event types (enum mmu_notifier_event, Linux 6.1). */
 #define MEV_MMU_NOTIFY_PROTECTION_VMA 2
 
+/* kvm_x86_exit's isa field, and each ISA's nested page fault exit. */
+#define MEV_ISA_VMX 1
+#define MEV_ISA_SVM 2
+#define MEV_SVM_EXIT_NPF 0x400
+#define MEV_VMX_EXIT_EPT_VIOLATION 48
+
 /* NPF error code bits (x86 page fault error code). */
 #define MEV_PFERR_PRESENT (1ULL << 0)
 #define MEV_PFERR_WRITE   (1ULL << 1)

@@ -4,17 +4,13 @@
 #include "replay/capture_info.h"
 
 #include "db/db.h"
+#include "model/event.h"
 #include "util/log.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
-
 #include <string.h>
 
-#define ISA_VMX 1
-#define ISA_SVM 2
-#define SVM_EXIT_NPF 0x400
-#define VMX_EXIT_EPT_VIOLATION 48
 
 /* The knob of the kernel series that turns each policy on. */
 static const struct {
@@ -82,11 +78,11 @@ int capture_info_read(sqlite3 *db, struct capture_info *ci)
 	if (sqlite3_step(st) == SQLITE_ROW)
 		isa = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
-	ci->fmt_detected = isa == ISA_VMX || isa == ISA_SVM;
-	ci->fmt = spte_format_get(isa == ISA_VMX ? SPTE_FORMAT_EPT :
+	ci->fmt_detected = isa == MEV_ISA_VMX || isa == MEV_ISA_SVM;
+	ci->fmt = spte_format_get(isa == MEV_ISA_VMX ? SPTE_FORMAT_EPT :
 				  SPTE_FORMAT_NPT);
-	ci->npf_exit_reason = isa == ISA_VMX ? VMX_EXIT_EPT_VIOLATION :
-		SVM_EXIT_NPF;
+	ci->npf_exit_reason = isa == MEV_ISA_VMX ? MEV_VMX_EXIT_EPT_VIOLATION :
+		MEV_SVM_EXIT_NPF;
 	ci->recorded = &policy_baseline;
 	manifest_read(db, ci);
 	ci->truncated = db_meta_get_int(db, "truncated", 0) != 0;

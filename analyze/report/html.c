@@ -36,6 +36,44 @@ static void td_count(FILE *o, double v)
 	fprintf(o, "<td>%s</td>", report_fmt_count(b, sizeof(b), (int64_t)v));
 }
 
+static void latency_row(FILE *o, const char *name,
+			const struct latency_dist *d)
+{
+	int k;
+
+	fprintf(o, "<tr><td>");
+	esc(o, name);
+	fprintf(o, "</td>");
+	td_count(o, (double)d->n);
+	for (k = 0; k < LAT_PCTS; k++)
+		fprintf(o, "<td>%.1f</td>", (double)d->pct[k] / 1e3);
+	fprintf(o, "<td>%.1f</td></tr>\n", (double)d->max / 1e3);
+}
+
+static void section_latency(FILE *o, const struct latency *l)
+{
+	char name[40];
+	int i, k;
+
+	if (!l->nprobes && !l->npf.n)
+		return;
+	fprintf(o, "<table>\n<tr><th>latency (us)</th><th>samples</th>");
+	for (k = 0; k < LAT_PCTS; k++)
+		fprintf(o, "<th>%s</th>", latency_pct_name[k]);
+	fprintf(o, "<th>max</th></tr>\n");
+	for (i = 0; i < l->nprobes; i++) {
+		snprintf(name, sizeof(name), "probe %lld",
+			 (long long)l->probe_id[i]);
+		latency_row(o, name, &l->probe[i]);
+	}
+	if (l->npf.n)
+		latency_row(o, "NPF exit -> entry", &l->npf);
+	fprintf(o, "</table>\n<p class=\"note\">Nearest-rank percentiles of "
+		"the latency probe's samples (mmureplay:latency_sample) per "
+		"probe phase, and of the time from a vCPU's NPF exit to its "
+		"next entry.</p>\n");
+}
+
 static void section_capture(FILE *o, const struct summary *s)
 {
 	int i;
@@ -84,6 +122,7 @@ static void section_capture(FILE *o, const struct summary *s)
 		esc(o, s->truncated_reason);
 		fprintf(o, "</p>\n");
 	}
+	section_latency(o, &s->latency);
 	fprintf(o, "<details><summary>raw events (%d names)</summary>\n"
 		"<table><tr><th>event</th><th>count</th><th>table</th></tr>\n",
 		s->nraw);

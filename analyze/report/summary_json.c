@@ -23,6 +23,36 @@ static void add_int_or_null(cJSON *o, const char *k, int64_t v)
 		cJSON_AddNumberToObject(o, k, (double)v);
 }
 
+static cJSON *dist_json(const struct latency_dist *d)
+{
+	cJSON *o = cJSON_CreateObject();
+	char key[24];
+	int k;
+
+	cJSON_AddNumberToObject(o, "n", (double)d->n);
+	for (k = 0; k < LAT_PCTS; k++) {
+		snprintf(key, sizeof(key), "%s_ns", latency_pct_name[k]);
+		cJSON_AddNumberToObject(o, key, (double)d->pct[k]);
+	}
+	cJSON_AddNumberToObject(o, "max_ns", (double)d->max);
+	return o;
+}
+
+/* "latency": {"probes": {"0": {n, p50_ns, ...}}, "npf_service": {...}}. */
+static void latency_json(cJSON *root, const struct latency *l)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "latency");
+	cJSON *p = cJSON_AddObjectToObject(o, "probes");
+	char key[24];
+	int i;
+
+	for (i = 0; i < l->nprobes; i++) {
+		snprintf(key, sizeof(key), "%lld", (long long)l->probe_id[i]);
+		cJSON_AddItemToObject(p, key, dist_json(&l->probe[i]));
+	}
+	cJSON_AddItemToObject(o, "npf_service", dist_json(&l->npf));
+}
+
 char *report_summary_json(const struct summary *s, const char *db_path)
 {
 	cJSON *root = cJSON_CreateObject(), *o, *a, *t;
@@ -99,6 +129,7 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 					s->stats_tlb_per_s);
 	else
 		cJSON_AddNullToObject(o, "remote_tlb_flush_per_s");
+	latency_json(root, &s->latency);
 	o = cJSON_AddObjectToObject(root, "per_vcpu_faults");
 	for (i = 0; i < s->nvcpus; i++) {
 		if (s->vcpus[i].vcpu < 0)

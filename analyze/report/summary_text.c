@@ -10,6 +10,45 @@ static const char *nz(const char *s)
 	return s ? s : "-";
 }
 
+/* A latency row: count, nearest-rank percentiles and max, in us. */
+static void dist_row(FILE *out, const char *name,
+		     const struct latency_dist *d)
+{
+	char a[32];
+	int k;
+
+	fprintf(out, "  %-26s %12s", name, report_fmt_count(a, sizeof(a),
+							    d->n));
+	for (k = 0; k < LAT_PCTS; k++)
+		fprintf(out, " %9.1f", (double)d->pct[k] / 1e3);
+	fprintf(out, " %9.1f\n", (double)d->max / 1e3);
+}
+
+static void latency_text(FILE *out, const struct latency *l)
+{
+	char name[40];
+	int i, k;
+
+	if (!l->nprobes && !l->npf.n)
+		return;
+	fprintf(out, "  %-26s %12s", "latency (us)", "samples");
+	for (k = 0; k < LAT_PCTS; k++)
+		fprintf(out, " %9s", latency_pct_name[k]);
+	fprintf(out, " %9s\n  %-26s %12s", "max",
+		"--------------------------", "------------");
+	for (k = 0; k <= LAT_PCTS; k++)
+		fprintf(out, " %9s", "---------");
+	fputc('\n', out);
+	for (i = 0; i < l->nprobes; i++) {
+		snprintf(name, sizeof(name), "probe %lld",
+			 (long long)l->probe_id[i]);
+		dist_row(out, name, &l->probe[i]);
+	}
+	if (l->npf.n)
+		dist_row(out, "NPF exit -> entry", &l->npf);
+	fputc('\n', out);
+}
+
 void report_summary_text(FILE *out, const struct summary *s,
 			 const char *db_path)
 {
@@ -55,6 +94,7 @@ void report_summary_text(FILE *out, const struct summary *s,
 			"", s->stats_tlb_per_s);
 	fputc('\n', out);
 
+	latency_text(out, &s->latency);
 	if (s->nvcpus) {
 		fprintf(out, "  %-26s %12s\n", "vCPU", "NPF faults");
 		fprintf(out, "  %-26s %12s\n", "--------------------------",
