@@ -12,6 +12,8 @@ once per replay (the replay reads the events twice: a first pass for
 facts that decisions need early, then the model pass).  The replay reads
 the DB's replay stream (derived by the first replay of a DB, timed
 apart); "tables ev/s" is the same replay reading the canonical tables.
+"all, 1 process" runs every policy in one process as `mmureplay replay`
+does (the first pass once; events counts each policy's pass).
 """
 import argparse
 import os
@@ -134,6 +136,14 @@ def main():
                       % (name, pol, "{:,}".format(ev), secs,
                          "{:,}".format(int(ev / secs)), tab, res[0][2],
                          max(r[3] for r in res) / 1024))
+            # As `mmureplay replay` runs them: every policy in one
+            # process, the first pass once.
+            res = [child([BENCH, db, "all"]) for _ in range(a.runs)]
+            secs = statistics.median(r[1] for r in res)
+            print("  %-44s %-14s %10s %7.3f %11s %11s %9d %7.1f"
+                  % (name, "all, 1 process", "{:,}".format(res[0][0]),
+                     secs, "{:,}".format(int(res[0][0] / secs)), "",
+                     res[0][2], max(r[3] for r in res) / 1024))
         print()
         print("\n".join(notes))
         print("\n  median of %d runs; %d CPUs, load %.2f"

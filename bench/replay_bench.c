@@ -2,8 +2,10 @@
  * replay_bench DB POLICY [tables]: one replay of a capture DB under one
  * policy, timed.  The replay stream is derived first when the DB lacks
  * it (timed apart, as `mmureplay replay` does once per capture); with
- * "tables" the replay reads the canonical tables instead.  Prints
- * "events seconds events_per_s peak_tdp_entries peak_rss_kib
+ * "tables" the replay reads the canonical tables instead.  POLICY "all":
+ * every registered policy in one process, the first pass made once, as
+ * `mmureplay replay` runs them; events then counts each policy's pass.
+ * Prints "events seconds events_per_s peak_tdp_entries peak_rss_kib
  * derive_seconds stream_bytes".
  */
 #include "replay/capture_info.h"
@@ -31,55 +33,78 @@ static long peak_rss_kib(void)
 	return kib;
 }
 
+static double since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) +
+		(double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
 int main(int argc, char **argv)
 {
+	const struct policy *one[2] = { NULL, NULL };
+	const struct policy *const *pols = one;
 	struct capture_info ci;
 	struct replay_result r;
 	struct replay_opts o;
-	struct timespec t0, t1;
+	struct timespec t0;
 	struct source *src;
+	struct scan scan;
 	sqlite3 *db;
 	double secs, derive = 0;
+	int64_t events = 0, peak = 0;
 	int tables = argc == 4 && strcmp(argv[3], "tables") == 0;
+	int i;
 
 	if (argc != 3 && !tables) {
-		fprintf(stderr, "usage: replay_bench DB POLICY [tables]\n");
+		fprintf(stderr, "usage: replay_bench DB POLICY|all [tables]\n");
 		return 1;
 	}
-	o.policy = policy_find(argv[2]);
-	if (!o.policy || sqlite3_open_v2(argv[1], &db, SQLITE_OPEN_READWRITE |
-					 SQLITE_OPEN_NOMUTEX, NULL) !=
-	    SQLITE_OK || capture_info_read(db, &ci) < 0)
+	if (strcmp(argv[2], "all") == 0)
+		pols = policy_registry;
+	else if (!(one[0] = policy_find(argv[2])))
+		return 1;
+	if (sqlite3_open_v2(argv[1], &db, SQLITE_OPEN_READWRITE |
+			    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+	    capture_info_read(db, &ci) < 0)
 		return 1;
 	if (!tables && !stream_current(db)) {
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		if (source_stream_ensure(db) < 0)
 			return 1;
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		derive = (double)(t1.tv_sec - t0.tv_sec) +
-			(double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		derive = since(&t0);
 	}
 	src = tables ? source_open_tables(db) : source_open(db);
 	if (!src)
 		return 1;
 	memset(&o, 0, sizeof(o));
-	o.policy = policy_find(argv[2]);
-	o.self_check = o.policy == ci.recorded;
+	o.policy = pols[0];
 	o.nx_ratio = ci.nx_ratio;
+	o.nx_period_ms = ci.nx_period_ms;
 	o.fmt = ci.fmt;
 	o.nx_worker_tids = ci.workers;
 	o.n_nx_worker_tids = ci.nworkers;
 	o.npf_exit_reason = ci.npf_exit_reason;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (replay_run(src, &o, &r) != REPLAY_OK)
+	if (replay_prepare(src, &o, &scan) != REPLAY_OK)
 		return 1;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	secs = (double)(t1.tv_sec - t0.tv_sec) +
-		(double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("%lld %.6f %.0f %lld %ld %.6f %lld\n", (long long)r.events,
-	       secs, (double)r.events / secs, (long long)r.peak_tdp_entries,
-	       peak_rss_kib(), derive, (long long)stream_bytes(db));
-	replay_result_free(&r);
+	for (i = 0; pols[i]; i++) {
+		o.policy = pols[i];
+		o.self_check = o.policy == ci.recorded;
+		if (replay_run_scanned(src, &o, &scan, &r) != REPLAY_OK)
+			return 1;
+		events += r.events;
+		if (r.peak_tdp_entries > peak)
+			peak = r.peak_tdp_entries;
+		replay_result_free(&r);
+	}
+	secs = since(&t0);
+	scan_free(&scan);
+	printf("%lld %.6f %.0f %lld %ld %.6f %lld\n", (long long)events,
+	       secs, (double)events / secs, (long long)peak, peak_rss_kib(),
+	       derive, (long long)stream_bytes(db));
 	source_close(src);
 	sqlite3_close(db);
 	return 0;

@@ -64,8 +64,17 @@ extern const struct cli_command cli_cmd_report;
 struct capture_info;
 struct policy;
 struct replay_result;
-/* Replay db under pol (shared by fidelity and replay); a CLI_EXIT_*.
- * It is the self-check when pol is the policy ci says was recorded. */
+/*
+ * Replay db under each of pols[0..n) into res[] (shared by fidelity and
+ * replay); a CLI_EXIT_*; *done results were filled (the caller frees
+ * them).  A run is the self-check when its policy is the one ci says was
+ * recorded.  The first pass is made once for all the policies.
+ */
+int cli_replay_policies(sqlite3 *db, const char *path,
+			const struct capture_info *ci,
+			const struct policy *const *pols, int n,
+			struct replay_result *res, int *done);
+/* The same for one policy. */
 int cli_replay_one(sqlite3 *db, const char *path,
 		   const struct capture_info *ci, const struct policy *pol,
 		   struct replay_result *res);

@@ -14,6 +14,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { OPT_JSON, OPT_OUTPUT, OPT_POLICY, OPT_RATIO, OPT_N };
 
@@ -75,37 +76,64 @@ void cli_capture_damage(const struct capture_info *ci, const char *path,
 			 ci->truncated ? ", a stream cut short" : "");
 }
 
-int cli_replay_one(sqlite3 *db, const char *path,
-		   const struct capture_info *ci, const struct policy *pol,
-		   struct replay_result *res)
+int cli_replay_policies(sqlite3 *db, const char *path,
+			const struct capture_info *ci,
+			const struct policy *const *pols, int n,
+			struct replay_result *res, int *done)
 {
 	struct replay_opts o;
 	struct source *src;
 	enum replay_status st;
+	struct scan scan;
+	int rc = CLI_EXIT_INPUT;
 
+	*done = 0;
 	src = source_open(db);
 	if (!src)
 		return CLI_EXIT_INPUT;
-	o.policy = pol;
-	o.self_check = pol == ci->recorded;
+	memset(&o, 0, sizeof(o));
 	o.fmt = ci->fmt;
 	o.nx_worker_tids = ci->workers;
 	o.n_nx_worker_tids = ci->nworkers;
 	o.npf_exit_reason = ci->npf_exit_reason;
 	o.nx_ratio = ci->nx_ratio;
 	o.nx_period_ms = ci->nx_period_ms;
-	st = replay_run(src, &o, res);
+	/* The first pass does not depend on the policy: once for all. */
+	o.policy = pols[0];
+	st = replay_prepare(src, &o, &scan);
+	for (; st == REPLAY_OK && *done < n; (*done)++) {
+		o.policy = pols[*done];
+		o.self_check = o.policy == ci->recorded;
+		st = replay_run_scanned(src, &o, &scan, &res[*done]);
+	}
+	scan_free(&scan);
 	source_close(src);
-	if (st == REPLAY_ERR_POLICY) {
+	switch (st) {
+	case REPLAY_OK:
+		rc = CLI_EXIT_OK;
+		break;
+	case REPLAY_ERR_POLICY:
 		log_error("%s: policy %s needs a period that is a multiple "
-			  "of the recorded one", path, pol->name);
-		return CLI_EXIT_USAGE;
-	}
-	if (st == REPLAY_ERR_NOMEM) {
+			  "of the recorded one", path, o.policy->name);
+		rc = CLI_EXIT_USAGE;
+		break;
+	case REPLAY_ERR_NOMEM:
 		log_error("%s: out of memory during replay", path);
-		return CLI_EXIT_INTERNAL;
+		rc = CLI_EXIT_INTERNAL;
+		break;
+	default:
+		break;
 	}
-	return st == REPLAY_OK ? CLI_EXIT_OK : CLI_EXIT_INPUT;
+	return rc;
+}
+
+int cli_replay_one(sqlite3 *db, const char *path,
+		   const struct capture_info *ci, const struct policy *pol,
+		   struct replay_result *res)
+{
+	int done;
+
+	return cli_replay_policies(db, path, ci, &pol, 1, res, &done);
 }
 
 static int run(int argc, char **argv)

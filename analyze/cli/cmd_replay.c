@@ -152,12 +152,11 @@ static int run(int argc, char **argv)
 		rc = CLI_EXIT_OUTPUT;
 		goto end;
 	}
-	for (i = 0; i < n; i++, done++) {
-		rc = cli_replay_one(db, argv[0], &ci, pols[i], &res[i]);
-		if (rc != CLI_EXIT_OK)
-			goto end;
+	rc = cli_replay_policies(db, argv[0], &ci, pols, n, res, &done);
+	if (rc != CLI_EXIT_OK)
+		goto end;
+	for (i = 0; i < n; i++)
 		replay_metrics_compute(&res[i], duration, &met[i]);
-	}
 	fidelity_compute(&res[0], fidelity_default_tolerance, &fid);
 	cli_capture_damage(&ci, argv[0], &fid);
 	/* All runs land together or not at all. */

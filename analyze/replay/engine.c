@@ -101,7 +101,7 @@ struct engine {
 	const struct replay_opts *o;
 	const struct spte_format *f;
 	struct replay_result *r;
-	struct scan scan;
+	const struct scan *scan;        /* the first pass's facts */
 	struct slots slots;
 	struct tdp obs, ovl, zapmark;
 	struct ptrmap threads;
@@ -389,7 +389,7 @@ static void batch_touch(struct engine *e, const struct model_event *ev)
 static int dirty_logged_at(struct engine *e, uint64_t gfn, uint64_t seq)
 {
 	return e->slots.measured ? slots_dirty_logged(&e->slots, 0, gfn) :
-		scan_dirty_at(&e->scan, seq);
+		scan_dirty_at(e->scan, seq);
 }
 
 static void nx_set(struct engine *e, struct nx_splits *l, uint64_t gfn,
@@ -505,8 +505,8 @@ static void on_notifier(struct engine *e, struct thread_ctx *t,
 	inv.seq = ev->seq;
 	inv.hva_start = ev->u.notifier.hva_start;
 	inv.hva_end = ev->u.notifier.hva_end;
-	inv.is_upgrade = scan_is_upgrade(&e->scan, ev->seq);
-	inv.upgrade_src = e->scan.upgrade_src;
+	inv.is_upgrade = scan_is_upgrade(e->scan, ev->seq);
+	inv.upgrade_src = e->scan->upgrade_src;
 	e->r->upgrade_windows += inv.is_upgrade;
 	t->keep = e->o->policy->keep_invalidation(&inv);
 	for (i = 0; i < t->nranges; i++)
@@ -684,7 +684,7 @@ static void on_sp_free(struct engine *e, struct thread_ctx *t,
 		rec.gfn = gfn;
 		rec.dirty_logged = dirty_logged_at(e, gfn, ev->seq);
 		rec.dirty_src = e->slots.measured ? REPLAY_SRC_MEASURED :
-			e->scan.dirty_src;
+			e->scan->dirty_src;
 		t->keep = recovery_keep(e, &rec, level);
 	} else if (level == 1) {
 		nx_set(e, &e->nx_policy, gfn, 0);
@@ -940,7 +940,7 @@ static void close_each(void *arg, void *t)
 /* Which events the capture has decides how facts are known. */
 static void sources_decide(struct engine *e)
 {
-	const int *seen = e->scan.seen;
+	const int *seen = e->scan->seen;
 
 	e->r->flushes_measured = seen[MEV_TLB_FLUSH];
 	e->r->lock_src = seen[MEV_LOCK_WAIT] || seen[MEV_LOCK_CONTENTION] ?
@@ -948,9 +948,10 @@ static void sources_decide(struct engine *e)
 		REPLAY_SRC_INFERRED : REPLAY_SRC_NONE;
 }
 
-enum replay_status replay_run(struct source *src,
-			      const struct replay_opts *opts,
-			      struct replay_result *res)
+enum replay_status replay_run_scanned(struct source *src,
+				      const struct replay_opts *opts,
+				      const struct scan *scan,
+				      struct replay_result *res)
 {
 	enum replay_status st = REPLAY_ERR_NOMEM;
 	struct engine e;
@@ -975,26 +976,18 @@ enum replay_status replay_run(struct source *src,
 	tdp_init(&e.zapmark, e.f);
 	u64map_init(&e.nx.m);
 	u64map_init(&e.nx_policy.m);
-	switch (scan_run(src, e.f, &e.scan)) {
-	case SCAN_OK:
-		break;
-	case SCAN_ERR_SOURCE:
-		st = REPLAY_ERR_SOURCE;
-		/* fallthrough */
-	default:
-		goto end;
-	}
+	e.scan = scan;
 	sources_decide(&e);
 	/* Measured memslots are replayed as they change; inferred ones
 	 * hold from the start. */
-	if (e.scan.slots.measured)
+	if (e.scan->slots.measured)
 		slots_init(&e.slots);
 	else
-		e.slots = e.scan.slots;
-	res->slots_src = e.scan.slots.measured ? REPLAY_SRC_MEASURED :
-		e.scan.slots.n ? REPLAY_SRC_INFERRED : REPLAY_SRC_NONE;
-	res->upgrade_src = e.scan.upgrade_src;
-	res->dirty_src = e.scan.dirty_src;
+		e.slots = e.scan->slots;
+	res->slots_src = e.scan->slots.measured ? REPLAY_SRC_MEASURED :
+		e.scan->slots.n ? REPLAY_SRC_INFERRED : REPLAY_SRC_NONE;
+	res->upgrade_src = e.scan->upgrade_src;
+	res->dirty_src = e.scan->dirty_src;
 	if (source_rewind(src) != SOURCE_OK) {
 		st = REPLAY_ERR_SOURCE;
 		goto end;
@@ -1026,9 +1019,37 @@ end:
 	tdp_free(&e.zapmark);
 	u64map_free(&e.nx.m);
 	u64map_free(&e.nx_policy.m);
-	scan_free(&e.scan);
 	if (st != REPLAY_OK)
 		replay_result_free(res);
+	return st;
+}
+
+enum replay_status replay_prepare(struct source *src,
+				  const struct replay_opts *opts,
+				  struct scan *scan)
+{
+	switch (scan_run(src, opts->fmt, scan)) {
+	case SCAN_OK:
+		return REPLAY_OK;
+	case SCAN_ERR_SOURCE:
+		return REPLAY_ERR_SOURCE;
+	default:
+		return REPLAY_ERR_NOMEM;
+	}
+}
+
+enum replay_status replay_run(struct source *src,
+			      const struct replay_opts *opts,
+			      struct replay_result *res)
+{
+	enum replay_status st;
+	struct scan scan;
+
+	memset(res, 0, sizeof(*res));
+	st = replay_prepare(src, opts, &scan);
+	if (st == REPLAY_OK)
+		st = replay_run_scanned(src, opts, &scan, res);
+	scan_free(&scan);
 	return st;
 }
 

@@ -23,6 +23,7 @@
 #include "model/event.h"
 #include "model/spte.h"
 #include "replay/policy.h"
+#include "replay/scan.h"
 #include "replay/source.h"
 
 #include <stdint.h>
@@ -130,10 +131,24 @@ enum replay_status {
 	REPLAY_ERR_POLICY,      /* policy_period_factor() is 0 */
 };
 
-/* Run one policy over the source (rewound first). */
+/* Run one policy over the source (rewound first): both passes. */
 enum replay_status replay_run(struct source *src,
 			      const struct replay_opts *opts,
 			      struct replay_result *res);
+
+/*
+ * The same in two steps, for several policies over one capture: the
+ * first pass's facts (scan.h) do not depend on the policy, so
+ * replay_prepare() once (the caller frees *scan with scan_free()), then
+ * replay_run_scanned() per policy, one pass each.
+ */
+enum replay_status replay_prepare(struct source *src,
+				  const struct replay_opts *opts,
+				  struct scan *scan);
+enum replay_status replay_run_scanned(struct source *src,
+				      const struct replay_opts *opts,
+				      const struct scan *scan,
+				      struct replay_result *res);
 void replay_result_free(struct replay_result *res);
 
 #endif
