@@ -60,6 +60,7 @@ extern const struct cli_command cli_cmd_summary;
 extern const struct cli_command cli_cmd_fidelity;
 extern const struct cli_command cli_cmd_replay;
 extern const struct cli_command cli_cmd_report;
+extern const struct cli_command cli_cmd_spikes;
 
 struct capture_info;
 struct policy;

@@ -6,7 +6,9 @@
 
 #include "db/db.h"
 #include "metrics/replay_metrics.h"
+#include "metrics/spikes.h"
 #include "metrics/summary.h"
+#include "replay/capture_info.h"
 #include "report/report.h"
 #include "util/outfile.h"
 
@@ -38,6 +40,8 @@ static int run(int argc, char **argv)
 {
 	const char *v[OPT_N];
 	struct summary s = { 0 };
+	struct capture_info ci;
+	struct spikes sp;
 	struct stored_run *runs = NULL;
 	struct outfile out = { 0 };
 	sqlite3 *db = NULL;
@@ -51,12 +55,15 @@ static int run(int argc, char **argv)
 		goto end;
 	rc = CLI_EXIT_INTERNAL;
 	if (summary_compute(db, &s) != SUMMARY_OK ||
-	    replay_metrics_load(db, &runs, &n) < 0)
+	    replay_metrics_load(db, &runs, &n) < 0 ||
+	    capture_info_read(db, &ci) < 0 ||
+	    spikes_compute(db, ci.fmt, 0, 10, ci.workers, ci.nworkers,
+			   &sp) < 0)
 		goto end;
 	rc = CLI_EXIT_OUTPUT;
 	if (outfile_open(&out, v[OPT_OUTPUT] ? v[OPT_OUTPUT] : "-") < 0)
 		goto end;
-	report_html(out.fp, &s, runs, n, argv[0]);
+	report_html(out.fp, &s, runs, n, &sp, argv[0]);
 	if (outfile_commit(&out) < 0)
 		goto end;
 	rc = CLI_EXIT_OK;

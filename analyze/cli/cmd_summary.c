@@ -30,8 +30,10 @@ const struct cli_command cli_cmd_summary = {
 	.details =
 	"Duration, raw and canonical event counts, lost events, per-second\n"
 	"rates (NPF faults/s, leaf zaps/s = present leaf SPTE -> not present,\n"
-	"notifier invalidations/s), per-vCPU NPF faults, and the metadata of\n"
-	"every trace (host, kernel release, tracer, domain).\n",
+	"notifier invalidations/s), per-vCPU NPF faults, latency (nearest-\n"
+	"rank p50/p99/p99.9 and max of the probe's samples per phase and of\n"
+	"the NPF exit -> entry time), and the metadata of every trace (host,\n"
+	"kernel release, tracer, domain).\n",
 	.options = options,
 	.run = run,
 };

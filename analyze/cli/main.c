@@ -15,6 +15,7 @@ static const struct cli_command *const commands[] = {
 	&cli_cmd_fidelity,
 	&cli_cmd_replay,
 	&cli_cmd_report,
+	&cli_cmd_spikes,
 	NULL,
 };
 

@@ -264,8 +264,43 @@ static void chart(FILE *o, const struct stored_run *r, int n,
 	fprintf(o, "</div>\n");
 }
 
+/* The largest probe spikes and what overlapped them (spikes.h). */
+static void section_spikes(FILE *o, const struct spikes *sp)
+{
+	int i, k;
+
+	if (!sp || !sp->samples)
+		return;
+	fprintf(o, "<h2>Latency spikes</h2>\n<p>%" PRId64 " of %" PRId64
+		" probe samples at or above their probe phase's p99.  The "
+		"share of them whose window saw each MMU activity, beside "
+		"the share of other samples:</p>\n<table><tr><th>activity"
+		"</th><th>spikes</th><th>others</th></tr>\n", sp->spikes,
+		sp->samples);
+	for (k = 0; k < SPIKE_ACTIVITIES; k++)
+		fprintf(o, "<tr><td>%s</td><td>%.1f%%</td><td>%.1f%%</td>"
+			"</tr>\n", spike_activity_name[k], sp->spikes ?
+			100.0 * (double)sp->with[k] / (double)sp->spikes : 0.0,
+			sp->baseline_n ? 100.0 * (double)sp->baseline_with[k] /
+			(double)sp->baseline_n : 0.0);
+	fprintf(o, "</table>\n<table><tr><th>time s</th><th>probe</th>"
+		"<th>latency us</th><th>gfn</th><th>activity</th></tr>\n");
+	for (i = 0; i < sp->ntop; i++) {
+		fprintf(o, "<tr><td>%.6f</td><td>%" PRId64 "</td><td>%.1f</td>"
+			"<td>0x%" PRIx64 "</td><td>", (double)sp->top[i].ts / 1e9,
+			sp->top[i].probe, (double)sp->top[i].ns / 1e3,
+			sp->top[i].gfn);
+		for (k = 0; k < SPIKE_ACTIVITIES; k++)
+			if (sp->top[i].activity & (1U << k))
+				fprintf(o, "%s ", spike_activity_name[k]);
+		fprintf(o, "</td></tr>\n");
+	}
+	fprintf(o, "</table>\n");
+}
+
 void report_html(FILE *o, const struct summary *s,
-		 const struct stored_run *runs, int n, const char *db_path)
+		 const struct stored_run *runs, int n,
+		 const struct spikes *sp, const char *db_path)
 {
 	fprintf(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta "
 		"charset=\"utf-8\"><title>mmureplay: ");
@@ -276,6 +311,7 @@ void report_html(FILE *o, const struct summary *s,
 	esc(o, db_path);
 	fprintf(o, "</p>\n");
 	section_capture(o, s);
+	section_spikes(o, sp);
 	if (n == 0) {
 		fprintf(o, "<h2>Replay</h2><p>No replay results in this "
 			"database: run <code>mmureplay replay</code>.</p>\n");

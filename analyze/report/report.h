@@ -12,6 +12,7 @@
 
 #include "metrics/fidelity.h"
 #include "metrics/replay_metrics.h"
+#include "metrics/spikes.h"
 #include "metrics/summary.h"
 
 #include <stdio.h>
@@ -38,7 +39,13 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 /* The self-contained HTML report: summary, self-check, what-if, charts
  * from the stored replay runs (baseline first). */
 void report_html(FILE *out, const struct summary *s,
-		 const struct stored_run *runs, int n, const char *db_path);
+		 const struct stored_run *runs, int n,
+		 const struct spikes *sp, const char *db_path);
+
+/* Latency spikes and the MMU activity in their windows. */
+void report_spikes_text(FILE *out, const struct spikes *s,
+			const char *db_path);
+char *report_spikes_json(const struct spikes *s, const char *db_path);
 
 /* The capture's damage (lost events, truncation), when there is any: a
  * paragraph of text / a "capture_damage" object in root. */
