@@ -89,6 +89,7 @@ struct batch {
 	int64_t flushes;                /* measured */
 	int64_t policy_quota, policy_taken;
 	int64_t wake;                   /* recorded wake-up index */
+	int measured;                   /* opened by a traced begin event */
 	int skipped;                    /* the policy's worker sleeps */
 };
 
@@ -367,7 +368,11 @@ static void batch_touch(struct engine *e, const struct model_event *ev)
 	struct batch *b = &e->batch;
 	int64_t ratio = e->o->nx_ratio;
 
-	if (b->active && ev->ts - b->last > BATCH_GAP_NS)
+	/* Without begin/end events (stock kernels) a pause ends a batch;
+	 * with them only the end does: a batch that yields the lock, or
+	 * flushes per page under the read lock on a busy host, pauses for
+	 * longer than any gap rule. */
+	if (b->active && !b->measured && ev->ts - b->last > BATCH_GAP_NS)
 		batch_close(e);
 	if (!b->active) {
 		b->active = 1;
@@ -591,15 +596,16 @@ static void on_fault(struct engine *e, struct thread_ctx *t,
 	level = tdp_leaf(&e->obs, 0, gfn, &spte);
 	allowed = level && permits(e->f, spte, err);
 	/*
-	 * Zaps under the read lock run while vCPUs fault: recovery with
-	 * lock_mode 1 (patched), and the collapse of 4K leaves when dirty
+	 * A zap writes the SPTE before its tracepoint fires, and a vCPU's
+	 * NPF is traced at the exit, before it takes mmu_lock: so during NX
+	 * recovery (under either lock; a preempted worker traces its zap
+	 * milliseconds late) and the collapse of 4K leaves when dirty
 	 * logging stops (zap_collapsible_sptes, inside
-	 * KVM_SET_USER_MEMORY_REGION).  A vCPU can take its NPF on a page
-	 * whose zap is traced just after, so meanwhile a fault on a mapped
+	 * KVM_SET_USER_MEMORY_REGION), a vCPU can take its NPF on a page
+	 * whose zap is traced just after.  Meanwhile a fault on a mapped
 	 * page is not held against the model.
 	 */
-	if (!allowed || in_window || (e->batch.active && e->batch.read_lock) ||
-	    e->setregion_threads)
+	if (!allowed || in_window || e->batch.active || e->setregion_threads)
 		r->faults_predicted++;
 	else
 		mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, ev->seq, ev->ts, gfn,
@@ -894,7 +900,10 @@ static void handle(struct engine *e, const struct model_event *ev)
 		break;
 	case MEV_NX_RECOVERY:
 		ctx_close(e, t);
+		if (ev->u.nx.phase == 0)
+			batch_close(e);         /* a begin without its end */
 		batch_touch(e, ev);
+		e->batch.measured |= ev->u.nx.phase == 0;
 		e->batch.read_lock = ev->u.nx.lock_mode == 1;
 		/* Patched: a page the recorded kernel skipped (dirty-logged)
 		 * uses up the batch and leaves the list, without an SP free. */
