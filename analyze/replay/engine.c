@@ -88,6 +88,7 @@ struct batch {
 	int64_t sps, predicted_sps;     /* SPs recovered: traced, predicted */
 	int64_t flushes;                /* measured */
 	int64_t policy_quota, policy_taken;
+	int64_t policy_pages;           /* L1 SPs the policy recovers */
 	int64_t wake;                   /* recorded wake-up index */
 	int measured;                   /* opened by a traced begin event */
 	int skipped;                    /* the policy's worker sleeps */
@@ -298,11 +299,13 @@ static void open_window_remove(struct engine *e, struct thread_ctx *t)
  * cond_resched), so the self-check compares contexts that flushed with
  * contexts the model says zap.  Under the policy a context keeps its
  * traced flushes (measured) or one flush (inferred) while it still zaps,
- * and none when the policy removed all its zaps.
+ * and none when the policy removed all its zaps; per_page >= 0: the
+ * policy flushes that many times instead (a read-locked recovery flushes
+ * after each page).
  */
 static void flush_account(struct engine *e, int64_t ts, int64_t predicted,
 			  int64_t observed, int64_t policy_zaps,
-			  int64_t flushes)
+			  int64_t flushes, int64_t per_page)
 {
 	struct replay_result *r = e->r;
 	int64_t i, n;
@@ -317,6 +320,8 @@ static void flush_account(struct engine *e, int64_t ts, int64_t predicted,
 		n = observed && !policy_zaps ? 0 : flushes;
 	else
 		n = policy_zaps > 0;
+	if (per_page >= 0)
+		n = per_page;
 	for (i = 0; i < n; i++)
 		policy_flush(e, ts);
 }
@@ -335,8 +340,13 @@ static void batch_close(struct engine *e)
 			mismatch(e, MISMATCH_RECOVERY_BATCH, b->first_seq,
 				 b->start, 0, b->predicted_sps, b->sps);
 	}
+	/* Recovery under the read lock (kernel-series patch 8) flushes
+	 * the TLB after each page it zaps, under the write lock once per
+	 * lock hold. */
 	flush_account(e, b->last, b->predicted_zaps, b->observed_zaps,
-		      b->policy_zaps, b->flushes);
+		      b->policy_zaps, b->flushes,
+		      e->o->policy->recovery_read_lock && !b->read_lock ?
+		      b->policy_pages : -1);
 	e->last_batch = *b;
 	memset(b, 0, sizeof(*b));
 }
@@ -437,7 +447,7 @@ static void ctx_close(struct engine *e, struct thread_ctx *t)
 		/* fallthrough */
 	case CTX_FAULT:
 		flush_account(e, t->ts, t->predicted, t->observed,
-			      t->policy_zaps, t->flushes);
+			      t->policy_zaps, t->flushes, -1);
 		break;
 	case CTX_TEARDOWN:
 		/* Not predicted (the kernel batches them), kept as traced. */
@@ -692,6 +702,7 @@ static void on_sp_free(struct engine *e, struct thread_ctx *t,
 		rec.dirty_src = e->slots.measured ? REPLAY_SRC_MEASURED :
 			e->scan->dirty_src;
 		t->keep = recovery_keep(e, &rec, level);
+		e->batch.policy_pages += level == 1 && !t->keep;
 	} else if (level == 1) {
 		nx_set(e, &e->nx_policy, gfn, 0);
 	}

@@ -5,7 +5,7 @@
 #
 # Usage: capture/lab/ab-repeat.sh PAIR [options]
 #
-#   PAIR                  nx-skip-dirty | perm-upgrade (see below)
+#   PAIR                  nx-skip-dirty | perm-upgrade | nx-readlock (below)
 #   -n N                  runs per side (default 3); the runs alternate
 #                         A-1, B-1, A-2, B-2, ...
 #   --out OUTDIR          output directory (default ./lab-out/ab-PAIR);
@@ -36,6 +36,10 @@
 #   perm-upgrade    bgsnapshot --access read --mode perpage, --kernel
 #                   patched; A: kvm.perm_upgrade_skip_zap=N, B: =Y; replay
 #                   policy perm-upgrade
+#   nx-readlock     as nx-skip-dirty with
+#                   kvm.nx_huge_pages_recovery_read_lock=N / =Y; replay
+#                   policy nx-readlock (the fixtures: skip-dirty-off is its
+#                   A side, readlock-on its B side; no --fixtures)
 #
 # Per run: `mmureplay ingest DIR/trace -o DIR/capture.db` (with the
 # capture manifest, lab-manifest.py, as DIR/trace/manifest.json), the measured
@@ -92,7 +96,13 @@ perm-upgrade)
 	KNOB=perm_upgrade_skip_zap
 	FIXTURE=lttng-kernel-6.1.192-patched-bgsnapshot-perm-upgrade
 	POLICY=perm-upgrade ;;
-*) echo "ab-repeat.sh: unknown pair '$PAIR' (nx-skip-dirty, perm-upgrade)" >&2; exit 2 ;;
+nx-readlock)
+	WORKLOAD=nxrecovery
+	WARGS=(--mem 128 --exec 47 --plain 8 --dirty 8)
+	KNOB=nx_huge_pages_recovery_read_lock
+	FIXTURE=lttng-kernel-6.1.192-patched-nxrecovery-readlock
+	POLICY=nx-readlock ;;
+*) echo "ab-repeat.sh: unknown pair '$PAIR' (nx-skip-dirty, perm-upgrade, nx-readlock)" >&2; exit 2 ;;
 esac
 [[ $N =~ ^[1-9][0-9]*$ ]] || { echo "ab-repeat.sh: -n wants a positive integer" >&2; exit 2; }
 [[ $RETRY =~ ^[0-9]+$ ]] || { echo "ab-repeat.sh: --retry wants an integer >= 0" >&2; exit 2; }
