@@ -117,16 +117,25 @@ struct engine {
 	 * and as they would be under the policy. */
 	struct nx_splits nx, nx_policy;
 	int setregion_threads;          /* inside KVM_SET_USER_MEMORY_REGION */
+	struct thread_ctx *last_thread; /* thread_get()'s last answer */
+	int32_t last_tid;
 	int nomem;
 };
 
 static struct thread_ctx *thread_get(struct engine *e, int32_t tid)
 {
-	struct thread_ctx *t = ptrmap_get(&e->threads, (uint64_t)tid + 1);
+	struct thread_ctx *t;
 	int i;
 
-	if (t)
+	/* Runs of events come from one thread: ask the map once a run. */
+	if (e->last_thread && e->last_tid == tid)
+		return e->last_thread;
+	t = ptrmap_get(&e->threads, (uint64_t)tid + 1);
+	if (t) {
+		e->last_tid = tid;
+		e->last_thread = t;
 		return t;
+	}
 	t = calloc(1, sizeof(*t));
 	if (!t || ptrmap_put(&e->threads, (uint64_t)tid + 1, t) < 0) {
 		free(t);

@@ -40,6 +40,8 @@ struct scan_pass {
 	struct tdp pending_win;         /* gfn -> window index + 1 */
 	int dirty_on;
 	uint64_t dirty_from;
+	struct scan_thread *last_thread;        /* thread_get()'s last answer */
+	int32_t last_tid;
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -60,10 +62,17 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 
 static struct scan_thread *thread_get(struct scan_pass *p, int32_t tid)
 {
-	struct scan_thread *t = ptrmap_get(&p->threads, (uint64_t)tid + 1);
+	struct scan_thread *t;
 
-	if (t)
+	/* Runs of events come from one thread: ask the map once a run. */
+	if (p->last_thread && p->last_tid == tid)
+		return p->last_thread;
+	t = ptrmap_get(&p->threads, (uint64_t)tid + 1);
+	if (t) {
+		p->last_tid = tid;
+		p->last_thread = t;
 		return t;
+	}
 	t = calloc(1, sizeof(*t));
 	if (t && ptrmap_put(&p->threads, (uint64_t)tid + 1, t) < 0) {
 		free(t);
