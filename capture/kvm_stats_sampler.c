@@ -4,7 +4,8 @@
  *
  *   kvm-stats-sampler --debugfs [--period-ms N] [--count N]
  *       every VM under /sys/kernel/debug/kvm (PID-FD directories; vm id =
- *       the VMM's pid), reading the per-VM stat files;
+ *       the VMM's pid), reading the per-VM stat files; a period with no
+ *       VM emits nothing (started before the VMM, it waits for it);
  *   kvm-stats-sampler --own-vm [--period-ms N] [--count N]
  *       creates an idle VM with one vCPU and samples it through
  *       KVM_GET_STATS_FD: checks that the host's KVM exposes the
@@ -44,7 +45,7 @@ static int sample_debugfs(void)
 	char path[512];
 	struct dirent *de;
 	unsigned long long v;
-	int n = 0, vms = 0;
+	int n = 0;
 	DIR *d = opendir(DEBUGFS_KVM);
 	FILE *f;
 
@@ -55,7 +56,6 @@ static int sample_debugfs(void)
 
 		if (sscanf(de->d_name, "%u-", &pid) != 1)
 			continue;
-		vms++;
 		for (name = kvm_stats_default_names; *name; name++) {
 			snprintf(path, sizeof(path), DEBUGFS_KVM "/%s/%s",
 				 de->d_name, *name);
@@ -71,7 +71,9 @@ static int sample_debugfs(void)
 		}
 	}
 	closedir(d);
-	return vms ? n : -1;
+	/* No VM right now is not an error: VMs come and go while it runs;
+	 * only a missing debugfs directory is. */
+	return n;
 }
 
 static void usage(FILE *out)
@@ -127,7 +129,8 @@ int main(int argc, char **argv)
 			sleep_ms(period);
 		if (mode == 1 && sample_debugfs() < 0) {
 			fprintf(stderr, "kvm-stats-sampler: " DEBUGFS_KVM
-				": no VM statistics readable\n");
+				": not readable (debugfs not mounted, or no "
+				"KVM)\n");
 			goto end;
 		}
 		if (mode == 2 && (kvm_stats_sample(vm_stats, 0) < 0 ||

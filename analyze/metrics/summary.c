@@ -10,6 +10,7 @@
 #include "model/spte.h"
 #include "util/log.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,6 +190,69 @@ end:
 	return rate;
 }
 
+/* KVM counters and the canonical events that count the same thing. */
+static const struct {
+	const char *counter, *table;
+} counter_pairs[SUMMARY_COUNTER_CHECKS] = {
+	{ "pf_taken", "fault" },                        /* NPF handled */
+	{ "pf_fast", "fast_fault" },                    /* fixed without lock */
+	{ "remote_tlb_flush_requests", "tlb_flush" },   /* patched */
+};
+
+static int counter_check(sqlite3 *db, int i, struct summary_counter_check *c)
+{
+	sqlite3_stmt *st = NULL;
+	char sql[256];
+	int64_t seq0, seq1, t0, t1, v0, v1;
+	int rc = -1;
+
+	c->counter = counter_pairs[i].counter;
+	c->table = counter_pairs[i].table;
+	c->counter_delta = c->events = -1;
+	if (query_int(db, "SELECT count(DISTINCT vm) FROM stats_sample", 0) != 1)
+		return 0;
+	if (sqlite3_prepare_v2(db, "SELECT min(seq), max(seq) FROM stats_sample "
+			       "WHERE stat = ?1", -1, &st, NULL) != SQLITE_OK)
+		goto end;
+	sqlite3_bind_text(st, 1, c->counter, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW ||
+	    sqlite3_column_type(st, 0) == SQLITE_NULL ||
+	    sqlite3_column_int64(st, 0) == sqlite3_column_int64(st, 1)) {
+		rc = 0;         /* fewer than two samples */
+		goto end;
+	}
+	seq0 = sqlite3_column_int64(st, 0);
+	seq1 = sqlite3_column_int64(st, 1);
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "SELECT a.ts, a.value, b.ts, b.value FROM "
+			       "stats_sample a, stats_sample b WHERE a.seq = ?1 "
+			       "AND b.seq = ?2", -1, &st, NULL) != SQLITE_OK)
+		goto end;
+	sqlite3_bind_int64(st, 1, seq0);
+	sqlite3_bind_int64(st, 2, seq1);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		goto end;
+	t0 = sqlite3_column_int64(st, 0);
+	v0 = sqlite3_column_int64(st, 1);
+	t1 = sqlite3_column_int64(st, 2);
+	v1 = sqlite3_column_int64(st, 3);
+	sqlite3_finalize(st);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE ts > ?1 AND "
+		 "ts <= ?2", c->table);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		goto end;
+	sqlite3_bind_int64(st, 1, t0);
+	sqlite3_bind_int64(st, 2, t1);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		goto end;
+	c->events = sqlite3_column_int64(st, 0);
+	c->counter_delta = v1 - v0;
+	rc = 0;
+end:
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static double per_s(int64_t n, double secs)
 {
 	return secs > 0 ? (double)n / secs : 0.0;
@@ -257,6 +321,9 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 	s->invalidations_per_s = per_s(s->invalidations, s->duration_s);
 	s->stats_pf_per_s = stat_rate(db, "pf_taken");
 	s->stats_tlb_per_s = stat_rate(db, "remote_tlb_flush");
+	for (i = 0; i < SUMMARY_COUNTER_CHECKS; i++)
+		if (counter_check(db, i, &s->counters[i]) < 0)
+			goto end;
 	if (latency_compute(db, isa == MEV_ISA_VMX ? MEV_VMX_EXIT_EPT_VIOLATION :
 			    MEV_SVM_EXIT_NPF, &s->latency) < 0)
 		goto end;

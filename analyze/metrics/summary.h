@@ -41,6 +41,20 @@ struct summary_vcpu {
 	int64_t faults;
 };
 
+/*
+ * KVM's own counter against the trace's events over the sampled time:
+ * counter_delta = last - first sample of the counter, events = the
+ * canonical events after the first sample up to the last.  Equal when
+ * the trace holds every event KVM counted (one VM sampled; -1: not
+ * sampled, or several VMs).
+ */
+struct summary_counter_check {
+	const char *counter, *table;
+	int64_t counter_delta, events;
+};
+
+#define SUMMARY_COUNTER_CHECKS 3
+
 struct summary {
 	int64_t events;
 	int64_t first_ts, last_ts;          /* ns from the capture time base */
@@ -67,6 +81,7 @@ struct summary {
 	 * increase of pf_taken / remote_tlb_flush over the sampled time,
 	 * summed over VMs; -1 when not sampled. */
 	double stats_pf_per_s, stats_tlb_per_s;
+	struct summary_counter_check counters[SUMMARY_COUNTER_CHECKS];
 
 	struct latency latency;
 

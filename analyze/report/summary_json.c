@@ -130,6 +130,20 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 	else
 		cJSON_AddNullToObject(o, "remote_tlb_flush_per_s");
 	latency_json(root, &s->latency);
+	a = cJSON_AddArrayToObject(root, "kvm_counters_vs_trace");
+	for (i = 0; i < SUMMARY_COUNTER_CHECKS; i++) {
+		const struct summary_counter_check *c = &s->counters[i];
+
+		if (c->counter_delta < 0)
+			continue;
+		t = cJSON_CreateObject();
+		cJSON_AddStringToObject(t, "counter", c->counter);
+		cJSON_AddStringToObject(t, "table", c->table);
+		cJSON_AddNumberToObject(t, "counter_delta",
+					(double)c->counter_delta);
+		cJSON_AddNumberToObject(t, "events", (double)c->events);
+		cJSON_AddItemToArray(a, t);
+	}
 	o = cJSON_AddObjectToObject(root, "per_vcpu_faults");
 	for (i = 0; i < s->nvcpus; i++) {
 		if (s->vcpus[i].vcpu < 0)

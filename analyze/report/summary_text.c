@@ -49,6 +49,33 @@ static void latency_text(FILE *out, const struct latency *l)
 	fputc('\n', out);
 }
 
+/* KVM's counters against the trace's events (stats sampled, one VM). */
+static void counters_text(FILE *out, const struct summary *s)
+{
+	char a[32], b[32], name[64];
+	int i, any = 0;
+
+	for (i = 0; i < SUMMARY_COUNTER_CHECKS; i++) {
+		const struct summary_counter_check *c = &s->counters[i];
+
+		if (c->counter_delta < 0)
+			continue;
+		if (!any++)
+			fprintf(out, "  %-38s %12s %12s\n  %-38s %12s %12s\n",
+				"KVM counter vs trace (sampled time)",
+				"counter", "events",
+				"--------------------------------------",
+				"------------", "------------");
+		snprintf(name, sizeof(name), "%s / %s", c->counter, c->table);
+		fprintf(out, "  %-38s %12s %12s%s\n", name,
+			report_fmt_count(a, sizeof(a), c->counter_delta),
+			report_fmt_count(b, sizeof(b), c->events),
+			c->counter_delta == c->events ? "" : "  <-");
+	}
+	if (any)
+		fputc('\n', out);
+}
+
 void report_summary_text(FILE *out, const struct summary *s,
 			 const char *db_path)
 {
@@ -95,6 +122,7 @@ void report_summary_text(FILE *out, const struct summary *s,
 	fputc('\n', out);
 
 	latency_text(out, &s->latency);
+	counters_text(out, s);
 	if (s->nvcpus) {
 		fprintf(out, "  %-26s %12s\n", "vCPU", "NPF faults");
 		fprintf(out, "  %-26s %12s\n", "--------------------------",

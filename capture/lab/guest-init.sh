@@ -7,7 +7,7 @@
 # Reads /lab/config (written by run.sh): WORKLOAD, WORKLOAD_ARGS,
 # KVM_PARAMS, KVM_AMD_PARAMS, KERNEL_FLAVOR, BUF_MB, SUBBUF_MB, EVENTS,
 # SYSCALLS, TIMEOUT, FTRACE_EVENTS, FTRACE_KB, WORKLOAD_BIN, UST, UST_EVENTS,
-# UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS.  Loads kvm/kvm_amd with the
+# UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS, STATS.  Loads kvm/kvm_amd with the
 # parameters, records the workload with an LTTng kernel session, and writes
 # to the raw output disk /dev/vdc a tar of /out: trace/ (CTF), manifest.json
 # (workload_rc 124 = timeout, 125 = stuck after its RESULT line),
@@ -32,6 +32,9 @@
 # sizes, blocking UST channel, its refusal when a probe is missing); its
 # manifest is /out/manifest.json and this script's own goes to
 # /out/lab-manifest.json.
+#
+# STATS=1 (run.sh --stats): the UST channel too, and kvm-stats-sampler
+# --debugfs from just before the workload to just after it.
 
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 LAB=/lab
@@ -161,7 +164,8 @@ main() {
 		# shellcheck disable=SC2046,SC2086
 		"$LAB/bin/mmureplay-capture" start -o "$OUT" --session lab \
 			--workload "$WORKLOAD $WORKLOAD_ARGS" \
-			$([ "${UST:-0}" = 1 ] || echo --no-ust) $CAPTURE_ARGS
+			$([ "${UST:-0}" = 1 ] || [ "${STATS:-0}" = 1 ] || echo --no-ust) \
+			$CAPTURE_ARGS
 		rc=$?
 		log "mmureplay-capture start rc=$rc"
 		[ "$rc" -eq 0 ] || return 1
@@ -208,7 +212,7 @@ lab_session() {
 	lttng add-context -k -c ch0 -t tid -t procname >/dev/null || log "add-context failed"
 	lttng list lab -k | sed -n '/Recording event rules/,$p' | grep -E '^\s+\S' |
 		sed 's/^/LAB-event: /'
-	if [ "${UST:-0}" = 1 ]; then
+	if [ "${UST:-0}" = 1 ] || [ "${STATS:-0}" = 1 ]; then
 		lttng enable-channel -u uch0 --buffers-uid --discard --subbuf-size=1M \
 			--num-subbuf="${UST_BUF_MB:-8}" >/dev/null || { log "UST channel failed"; return 1; }
 		set -f	# the event names are patterns for lttng, not for the shell
@@ -226,7 +230,7 @@ lab_session() {
 
 # Run the workload (in /out) and wait for it; sets rc.
 run_workload() {
-	local wpid tpid deadline done_at
+	local wpid tpid spid deadline done_at
 
 	log "workload start: $WORKLOAD $WORKLOAD_ARGS"
 	cd "$OUT" || return 1
@@ -241,6 +245,13 @@ run_workload() {
 		"$LAB/bin/${WORKLOAD_BIN:-$WORKLOAD}" $WORKLOAD_ARGS >"$OUT/workload.log" 2>&1 &
 	fi
 	wpid=$!
+	spid=
+	if [ "${STATS:-0}" = 1 ]; then
+		LTTNG_UST_REGISTER_TIMEOUT=30000 LTTNG_UST_ALLOW_BLOCKING=1 \
+			"$LAB/bin/kvm-stats-sampler" --debugfs --period-ms 100 \
+			>"$OUT/stats-sampler.log" 2>&1 &
+		spid=$!
+	fi
 	tail -n +1 -f --pid=$wpid "$OUT/workload.log" &
 	tpid=$!
 	# Wait for it, but do not hang forever on a process stuck in the
@@ -268,6 +279,11 @@ run_workload() {
 		rc=$?
 	fi
 	sleep 0.2
+	if [ -n "$spid" ]; then
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		log "kvm-stats-sampler stopped ($(wc -l <"$OUT/stats-sampler.log") log lines)"
+	fi
 	kill "$tpid" 2>/dev/null
 	dmesg -n 4
 	log "workload rc=$rc at $(cut -d' ' -f1 /proc/uptime)"

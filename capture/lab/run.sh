@@ -37,6 +37,11 @@
 #                         guest: its events, channels and manifest) instead
 #                         of the lab's own session; manifest.json is then
 #                         the tool's, the lab's run facts lab-manifest.json
+#   --stats               also run kvm-stats-sampler --debugfs (the host
+#                         build's, $MMUREPLAY_BUILD or build/ of the
+#                         checkout) during the workload: KVM's own counters
+#                         (pf_taken, remote_tlb_flush, ...) every 100 ms as
+#                         mmureplay:stats_sample in the UST channel
 #   --capture-arg ARGS    options for mmureplay-capture start (repeatable,
 #                         split at spaces in the guest; implies
 #                         --capture-tool), e.g. --capture-arg '--subbuf-size
@@ -71,7 +76,7 @@ case $1 in -h|--help) usage; exit 0 ;; esac
 WORKLOAD=$1
 shift
 KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
-CAPTURE_TOOL=0 CAPTURE_ARGS=()
+CAPTURE_TOOL=0 CAPTURE_ARGS=() STATS=0
 KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -86,6 +91,7 @@ while [ $# -gt 0 ]; do
 	--ust) UST=1; shift ;;
 	--ust-buf-mb) UST_BUF_MB=${2:?}; shift 2 ;;
 	--capture-tool) CAPTURE_TOOL=1; shift ;;
+	--stats) STATS=1; shift ;;
 	--capture-arg) CAPTURE_TOOL=1; CAPTURE_ARGS+=("${2:?}"); shift 2 ;;
 	--) shift; WARGS=("$@"); HAVE_WARGS=1; break ;;
 	-h|--help) usage; exit 0 ;;
@@ -188,6 +194,16 @@ cp "$HERE/guest-init.sh" "$RUN/init.sh"
 chmod 755 "$RUN/init.sh"
 cp "$WL_DIR/$BIN" "$RUN/bin/"
 [ "$CAPTURE_TOOL" -eq 0 ] || cp "$TOP/capture/mmureplay-capture" "$RUN/bin/"
+if [ "$STATS" -eq 1 ]; then
+	SAMPLER=${MMUREPLAY_BUILD:-$TOP/build}/capture/kvm-stats-sampler
+	[ -x "$SAMPLER" ] || die "--stats: no $SAMPLER (cmake --build build)"
+	for lib in $(readelf -d "$SAMPLER" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+		[ -e "$LAB/rootfs/usr/lib/x86_64-linux-gnu/$lib" ] ||
+			[ -e "$LAB/rootfs/lib/x86_64-linux-gnu/$lib" ] ||
+			die "kvm-stats-sampler needs $lib, not in the lab rootfs (rerun capture/lab/build.sh)"
+	done
+	cp "$SAMPLER" "$RUN/bin/"
+fi
 if [ "$KERNEL" = patched ]; then
 	PREL=$(cat "$LAB/patched/kernel.release")
 	mkdir -p "$RUN/modules"
@@ -219,6 +235,7 @@ kvmmmu/kvm_mmu_nx_recover_page kvmmmu/kvm_mmu_fault_lock_wait"
 	printf 'WORKLOAD_BIN=%q\n' "$BIN"
 	printf 'UST=%q\nUST_EVENTS=%q\nUST_BUF_MB=%q\n' "$UST" 'mmureplay:*' "$UST_BUF_MB"
 	printf 'CAPTURE_TOOL=%q\nCAPTURE_ARGS=%q\n' "$CAPTURE_TOOL" "${CAPTURE_ARGS[*]}"
+	printf 'STATS=%q\n' "$STATS"
 } >"$RUN/config"
 size_mb=$(($(du -sm "$RUN" | cut -f1) + 32))
 mkfs.ext4 -q -F -L labrun -d "$RUN" "$WORK/run.img" "${size_mb}M" >/dev/null 2>&1 ||
