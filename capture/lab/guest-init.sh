@@ -34,7 +34,8 @@
 # /out/lab-manifest.json.
 #
 # STATS=1 (run.sh --stats): the UST channel too, and kvm-stats-sampler
-# --debugfs from just before the workload to just after it.
+# --debugfs from just before the workload to just after it (with
+# CAPTURE_TOOL=1: mmureplay-capture start --stats runs it).
 
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 LAB=/lab
@@ -162,10 +163,11 @@ main() {
 	if [ "${CAPTURE_TOOL:-0}" = 1 ]; then
 		LABMAN=$OUT/lab-manifest.json
 		# shellcheck disable=SC2046,SC2086
-		"$LAB/bin/mmureplay-capture" start -o "$OUT" --session lab \
+		MMUREPLAY_SAMPLER=$LAB/bin/kvm-stats-sampler \
+			"$LAB/bin/mmureplay-capture" start -o "$OUT" --session lab \
 			--workload "$WORKLOAD $WORKLOAD_ARGS" \
 			$([ "${UST:-0}" = 1 ] || [ "${STATS:-0}" = 1 ] || echo --no-ust) \
-			$CAPTURE_ARGS
+			$([ "${STATS:-0}" = 1 ] && echo --stats) $CAPTURE_ARGS
 		rc=$?
 		log "mmureplay-capture start rc=$rc"
 		[ "$rc" -eq 0 ] || return 1
@@ -246,7 +248,8 @@ run_workload() {
 	fi
 	wpid=$!
 	spid=
-	if [ "${STATS:-0}" = 1 ]; then
+	# With the capture tool, its --stats runs the sampler.
+	if [ "${STATS:-0}" = 1 ] && [ "${CAPTURE_TOOL:-0}" != 1 ]; then
 		LTTNG_UST_REGISTER_TIMEOUT=30000 LTTNG_UST_ALLOW_BLOCKING=1 \
 			"$LAB/bin/kvm-stats-sampler" --debugfs --period-ms 100 \
 			>"$OUT/stats-sampler.log" 2>&1 &
@@ -342,6 +345,7 @@ $params
   "ftrace": $(if [ "$FTRACE_ON" = 1 ]; then echo "{\"events\": $(json_str "$FTRACE_EVENTS"), \"buffer_size_kb\": ${FTRACE_KB:-65536}, \"trace_clock\": \"mono\", \"file\": \"ftrace.txt\"}"; else echo null; fi),
   "phase_markers": "syscall_entry_ioctl with fd = 4294967295 (-1) and cmd = 0x4d520000 | phase (ret -9 EBADF); the MARK lines of workload.log name the phases",
   "capture_tool": $([ "${CAPTURE_TOOL:-0}" = 1 ] && echo true || echo false),
+  "stats_sampler": $([ "${STATS:-0}" = 1 ] && echo true || echo false),
   "trace_dir": "trace"
 }
 EOF

@@ -14,6 +14,8 @@ usage: capture_tool.py MMUREPLAY RUN_OUT_DIR [lossy]
 3. The trace it recorded ingests with every raw count equal to the
    CLI's, and the replay's self-check is exact on it (the recorded
    policy read from the tool's manifest).
+4. Recorded with --stats (the tool ran kvm-stats-sampler): KVM's
+   counters over the sampled time equal the trace's events.
 
 "lossy": the run was made with kernel buffers far too small (run.sh
 --capture-arg '--subbuf-size 4K --num-subbuf 2').  Then the manifest's
@@ -103,6 +105,13 @@ if lossy:
           "fidelity says the capture is damaged: %s" % fid.get(
               "capture_damage"))
     finish()
+# Recorded with --stats (mmureplay-capture ran kvm-stats-sampler): KVM's
+# counters against the trace.
+if lab.get("stats_sampler"):
+    got = {c["counter"]: c for c in s["kvm_counters_vs_trace"]}
+    check(got.get("pf_taken", {}).get("events", 0) > 100 and
+          all(c["counter_delta"] == c["events"] for c in got.values()),
+          "KVM counters equal the trace's events: %s" % got)
 check(r.returncode == 0 and fid.get("ok") and
       fid["observed"]["faults"] > 0 and
       fid["predicted"]["leaf_zaps"] == fid["observed"]["leaf_zaps"],
