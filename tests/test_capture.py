@@ -5,7 +5,10 @@ usage: test_capture.py CAPTURE_SCRIPT SAMPLER MMUREPLAY WORK
 
 1. Without a kernel tracer (this host's kernel cannot load lttng-modules)
    a kernel capture is refused: exit 2, one line naming the kernel tracer.
-2. A UST-only capture of kvm-stats-sampler --own-vm (KVM_GET_STATS_FD on
+2. --stats without the UST channel is refused; on a host without KVM's
+   debugfs the sampler it starts ends at once, which the capture says in
+   one line before completing.
+3. A UST-only capture of kvm-stats-sampler --own-vm (KVM_GET_STATS_FD on
    a VM it creates): the manifest has the fields of
    schemas/manifest.schema.json, and the DB holds exactly count x stats
    samples, named and valued as the sampler printed them.
@@ -31,6 +34,23 @@ if not has_kernel:
     check(len(lines) == 1 and "kernel tracer" in lines[0],
           "one line naming the kernel tracer: %r" % lines)
     check(not os.path.exists(os.path.join(out, "trace")), "no session left")
+
+# --stats needs the UST channel; without KVM's debugfs the sampler ends
+# at once, and the capture says so in one line (and still completes).
+r = run([capture, "record", "-o", os.path.join(work, "s0"), "--no-ust",
+         "--stats", "--", "true"])
+check(r.returncode == 1 and "--stats needs the UST channel" in r.stderr,
+      "--stats --no-ust refused: %d %s" % (r.returncode, r.stderr))
+if not os.access("/sys/kernel/debug/kvm", os.R_OK):
+    out = os.path.join(work, "s")
+    r = run([capture, "record", "-o", out, "--no-kernel", "--stats", "--",
+             "sleep", "0.5"], env=dict(os.environ, MMUREPLAY_SAMPLER=sampler))
+    warn = [l for l in r.stderr.splitlines() if "ended early" in l]
+    check(r.returncode == 0 and len(warn) == 1 and
+          "/sys/kernel/debug/kvm: not readable" in warn[0] and
+          os.path.exists(os.path.join(out, "manifest.json")),
+          "sampler without debugfs: one line, capture complete: %d %s"
+          % (r.returncode, r.stderr))
 
 if not os.access("/dev/kvm", os.R_OK | os.W_OK):
     print("SKIP: no /dev/kvm")

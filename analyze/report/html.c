@@ -74,6 +74,31 @@ static void section_latency(FILE *o, const struct latency *l)
 		"next entry.</p>\n");
 }
 
+/* KVM's counters against the trace's events (stats sampled). */
+static void section_counters(FILE *o, const struct summary *s)
+{
+	int i, any = 0;
+
+	for (i = 0; i < SUMMARY_COUNTER_CHECKS; i++) {
+		const struct summary_counter_check *c = &s->counters[i];
+
+		if (c->counter_delta < 0)
+			continue;
+		if (!any++)
+			fprintf(o, "<table>\n<tr><th>KVM counter vs trace</th>"
+				"<th>counter</th><th>events</th></tr>\n");
+		fprintf(o, "<tr><td>%s / %s</td>", c->counter, c->table);
+		td_count(o, (double)c->counter_delta);
+		td_count(o, (double)c->events);
+		fprintf(o, "</tr>\n");
+	}
+	if (any)
+		fprintf(o, "</table>\n<p class=\"note\">Increase of KVM's own "
+			"counters over the sampled time against the trace's "
+			"events in that time: equal when the trace holds every "
+			"event KVM counted.</p>\n");
+}
+
 static void section_capture(FILE *o, const struct summary *s)
 {
 	int i;
@@ -123,6 +148,7 @@ static void section_capture(FILE *o, const struct summary *s)
 		fprintf(o, "</p>\n");
 	}
 	section_latency(o, &s->latency);
+	section_counters(o, s);
 	fprintf(o, "<details><summary>raw events (%d names)</summary>\n"
 		"<table><tr><th>event</th><th>count</th><th>table</th></tr>\n",
 		s->nraw);

@@ -112,6 +112,12 @@ if lab.get("stats_sampler"):
     check(got.get("pf_taken", {}).get("events", 0) > 100 and
           all(c["counter_delta"] == c["events"] for c in got.values()),
           "KVM counters equal the trace's events: %s" % got)
+    html = os.path.join(out, "report.html")
+    run([mmr, "report", db, "-o", html])
+    with open(html) as f:
+        row = "<tr><td>pf_taken / fault</td><td>{0:,}</td><td>{0:,}</td>" \
+            .format(got["pf_taken"]["events"])
+        check(row in f.read(), "the report shows the check: %s" % row)
 check(r.returncode == 0 and fid.get("ok") and
       fid["observed"]["faults"] > 0 and
       fid["predicted"]["leaf_zaps"] == fid["observed"]["leaf_zaps"],
