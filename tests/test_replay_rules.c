@@ -233,6 +233,34 @@ static void test_stock_mprotect_restriction(void)
 	replay_result_free(&p);
 }
 
+/* An exec fault splits the NX huge page at gfn: an L1 table of 4K leaves. */
+static void nx_split(uint64_t gfn)
+{
+	struct model_event *e;
+
+	spte(VCPU, 2, gfn, 0, NX_2M);
+	fault(gfn, MEV_PFERR_USER | MEV_PFERR_FETCH);
+	spte(VCPU, 2, gfn, NX_2M, REMOVED);
+	spte(VCPU, 2, gfn, 0, TABLE);
+	e = ev(MEV_SP_ALLOC, VCPU);
+	e->u.sp.gfn = gfn;
+	e->u.sp.role = 0x3781;
+	spte(VCPU, 1, gfn, 0, RW_4K);
+	entry();
+}
+
+/* The worker recovers the page split at gfn. */
+static void nx_recover(uint64_t gfn)
+{
+	struct model_event *e;
+
+	spte(WORKER, 2, gfn, TABLE, 0);
+	e = ev(MEV_SP_FREE, WORKER);
+	e->u.sp.gfn = gfn;
+	e->u.sp.role = 0x3781;
+	spte(WORKER, 1, gfn, RW_4K, REMOVED);
+}
+
 /* An NX split page recovered by the worker, then re-executed. */
 static void nx_scenario(uint64_t slot_flags, int lock_wait_ns)
 {
@@ -240,21 +268,9 @@ static void nx_scenario(uint64_t slot_flags, int lock_wait_ns)
 
 	nev = 0;
 	memslot(slot_flags);
-	spte(VCPU, 2, 0x200, 0, NX_2M);                 /* huge NX leaf */
-	fault(0x200, MEV_PFERR_USER | MEV_PFERR_FETCH); /* exec: split */
-	spte(VCPU, 2, 0x200, NX_2M, REMOVED);
-	spte(VCPU, 2, 0x200, 0, TABLE);
-	e = ev(MEV_SP_ALLOC, VCPU);                     /* the L1 table */
-	e->u.sp.gfn = 0x200;
-	e->u.sp.role = 0x3781;
-	spte(VCPU, 1, 0x200, 0, RW_4K);
-	entry();
+	nx_split(0x200);
 	/* Recovery: parent unlinked, SP freed, children removed. */
-	spte(WORKER, 2, 0x200, TABLE, 0);
-	e = ev(MEV_SP_FREE, WORKER);
-	e->u.sp.gfn = 0x200;
-	e->u.sp.role = 0x3781;                          /* level 1 */
-	spte(WORKER, 1, 0x200, RW_4K, REMOVED);
+	nx_recover(0x200);
 	if (lock_wait_ns) {
 		e = ev(MEV_LOCK_WAIT, VCPU);
 		e->u.lock.wait_ns = lock_wait_ns;
@@ -392,34 +408,6 @@ static void test_unreachable_leaf(void)
 	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
 	CHECK(b.faults_predicted == 1 && b.mismatches_total == 0);
 	replay_result_free(&b);
-}
-
-/* An exec fault splits the NX huge page at gfn: an L1 table of 4K leaves. */
-static void nx_split(uint64_t gfn)
-{
-	struct model_event *e;
-
-	spte(VCPU, 2, gfn, 0, NX_2M);
-	fault(gfn, MEV_PFERR_USER | MEV_PFERR_FETCH);
-	spte(VCPU, 2, gfn, NX_2M, REMOVED);
-	spte(VCPU, 2, gfn, 0, TABLE);
-	e = ev(MEV_SP_ALLOC, VCPU);
-	e->u.sp.gfn = gfn;
-	e->u.sp.role = 0x3781;
-	spte(VCPU, 1, gfn, 0, RW_4K);
-	entry();
-}
-
-/* The worker recovers the page split at gfn. */
-static void nx_recover(uint64_t gfn)
-{
-	struct model_event *e;
-
-	spte(WORKER, 2, gfn, TABLE, 0);
-	e = ev(MEV_SP_FREE, WORKER);
-	e->u.sp.gfn = gfn;
-	e->u.sp.role = 0x3781;
-	spte(WORKER, 1, gfn, RW_4K, REMOVED);
 }
 
 static void test_nx_period(void)
