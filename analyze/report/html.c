@@ -36,9 +36,10 @@ static void td_count(FILE *o, double v)
 	fprintf(o, "<td>%s</td>", report_fmt_count(b, sizeof(b), (int64_t)v));
 }
 
-static void latency_row(FILE *o, const char *name,
+static void latency_row(void *arg, const char *name,
 			const struct latency_dist *d)
 {
+	FILE *o = arg;
 	int k;
 
 	fprintf(o, "<tr><td>");
@@ -52,8 +53,7 @@ static void latency_row(FILE *o, const char *name,
 
 static void section_latency(FILE *o, const struct latency *l)
 {
-	char name[40];
-	int i, k;
+	int k;
 
 	if (!l->nprobes && !l->npf.n)
 		return;
@@ -61,13 +61,7 @@ static void section_latency(FILE *o, const struct latency *l)
 	for (k = 0; k < LAT_PCTS; k++)
 		fprintf(o, "<th>%s</th>", latency_pct_name[k]);
 	fprintf(o, "<th>max</th></tr>\n");
-	for (i = 0; i < l->nprobes; i++) {
-		snprintf(name, sizeof(name), "probe %lld",
-			 (long long)l->probe_id[i]);
-		latency_row(o, name, &l->probe[i]);
-	}
-	if (l->npf.n)
-		latency_row(o, "NPF exit -> entry", &l->npf);
+	report_latency_each(l, latency_row, o);
 	fprintf(o, "</table>\n<p class=\"note\">Nearest-rank percentiles of "
 		"the latency probe's samples (mmureplay:latency_sample) per "
 		"probe phase, and of the time from a vCPU's NPF exit to its "

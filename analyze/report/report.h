@@ -53,6 +53,13 @@ struct cJSON;
 void report_damage_text(FILE *out, const struct fidelity *f);
 void report_damage_json(struct cJSON *root, const struct fidelity *f);
 
+/* The rows of a latency table, named alike in every format: each probe
+ * phase ("probe N"), then the NPF service time when there is one. */
+void report_latency_each(const struct latency *l,
+			 void (*row)(void *arg, const char *name,
+				     const struct latency_dist *d),
+			 void *arg);
+
 /* "1,234,567" into buf; returns buf. */
 char *report_fmt_count(char *buf, size_t len, int64_t n);
 

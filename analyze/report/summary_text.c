@@ -11,9 +11,10 @@ static const char *nz(const char *s)
 }
 
 /* A latency row: count, nearest-rank percentiles and max, in us. */
-static void dist_row(FILE *out, const char *name,
+static void dist_row(void *arg, const char *name,
 		     const struct latency_dist *d)
 {
+	FILE *out = arg;
 	char a[32];
 	int k;
 
@@ -26,8 +27,7 @@ static void dist_row(FILE *out, const char *name,
 
 static void latency_text(FILE *out, const struct latency *l)
 {
-	char name[40];
-	int i, k;
+	int k;
 
 	if (!l->nprobes && !l->npf.n)
 		return;
@@ -39,13 +39,7 @@ static void latency_text(FILE *out, const struct latency *l)
 	for (k = 0; k <= LAT_PCTS; k++)
 		fprintf(out, " %9s", "---------");
 	fputc('\n', out);
-	for (i = 0; i < l->nprobes; i++) {
-		snprintf(name, sizeof(name), "probe %lld",
-			 (long long)l->probe_id[i]);
-		dist_row(out, name, &l->probe[i]);
-	}
-	if (l->npf.n)
-		dist_row(out, "NPF exit -> entry", &l->npf);
+	report_latency_each(l, dist_row, out);
 	fputc('\n', out);
 }
 

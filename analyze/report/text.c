@@ -1,5 +1,6 @@
 /*
- * Number formatting shared by the text tables (see report.h).
+ * Number formatting and latency row naming shared by the emitters (see
+ * report.h).
  */
 #include "report/report.h"
 
@@ -25,4 +26,21 @@ char *report_fmt_count(char *buf, size_t len, int64_t n)
 	}
 	buf[o] = '\0';
 	return buf;
+}
+
+void report_latency_each(const struct latency *l,
+			 void (*row)(void *arg, const char *name,
+				     const struct latency_dist *d),
+			 void *arg)
+{
+	char name[40];
+	int i;
+
+	for (i = 0; i < l->nprobes; i++) {
+		snprintf(name, sizeof(name), "probe %lld",
+			 (long long)l->probe_id[i]);
+		row(arg, name, &l->probe[i]);
+	}
+	if (l->npf.n)
+		row(arg, "NPF exit -> entry", &l->npf);
 }
