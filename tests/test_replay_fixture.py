@@ -52,6 +52,19 @@ for m in ("faults", "leaf_zaps"):
           fid["rel_error"][m] == 0, "%s: %s predicted exactly" % (name, m))
 check(fid["mismatches_total"] == 0 and fid["mismatches"] == [],
       "no mismatches")
+# Every metric says what kind of check it is; faults can only fail one
+# way; flush contexts restate the zaps where no flush event was traced.
+nflush = sum(1 for _, n, _ in events if n == "kvm_remote_tlb_flush")
+check(fid["check_kind"] == {
+    "faults": "one_sided", "leaf_zaps": "predicted",
+    "flush_contexts": "predicted" if nflush else "restated",
+    "nx_recovered": "predicted" if fid["observed_how"]["nx_recovered"] ==
+    "measured" else "unchecked"}, "check kinds %s" % fid["check_kind"])
+check(set(fid["exempt"]) == {"invalidation_window", "nx_recovery_batch",
+                             "set_memory_region"} and
+      fid["exempt_share"] == sum(fid["exempt"].values()) / max(nfaults, 1)
+      and fid["exempt_share"] <= 0.05 and all(fid["verdict"].values()),
+      "exemptions counted and bounded: %s" % fid["exempt"])
 
 # 2. What-if against the kernel's rules applied to the CLI's events.
 r = run([mmr, "replay", db, "--json"])
@@ -61,6 +74,16 @@ pol = rep["policies"]
 base = pol["baseline"]
 check(base["faults"] == nfaults and base["leaf_zaps"] == nzaps,
       "baseline what-if is the trace")
+rec = pol[rep["self_check"]["policy"]]
+check(rec["faults_avoided"] == 0 and rec["faults_added"] == 0,
+      "the recorded policy avoids and adds no fault (by construction)")
+check(all(p["verified"] for p in pol.values()) and not rep["withheld"] and
+      not any(k.startswith(("predicted.", "observed.", "exempt."))
+              for p in pol.values() for k in p),
+      "what-if figures verified, and apart from the self-check's")
+check(rep["self_check"]["observed"] == fid["observed"] and
+      rep["self_check"]["check_kind"] == fid["check_kind"],
+      "replay's self_check is fidelity's")
 check("retry" in pol["nx-readlock"].get("not_modelled", "") and
       "not_modelled" not in pol["perm-upgrade"],
       "what a policy's replay does not model is said with its figures")
@@ -336,4 +359,26 @@ check(r.returncode == 6 and not dfid["ok"] and dfid["mismatches"],
 r = run([mmr, "replay", bad])
 check(r.returncode == 6 and "withheld" in r.stdout,
       "damaged: what-if withheld")
+r = run([mmr, "replay", bad, "--json"])
+drep = json.loads(r.stdout)
+con = sqlite3.connect(bad)
+runs = con.execute("SELECT policy, self_check_ok FROM replay_run").fetchall()
+con.close()
+check(r.returncode == 6 and drep["withheld"] and drep["policies"] == {} and
+      not drep["self_check"]["ok"] and
+      runs == [(drep["self_check"]["policy"], 0)],
+      "damaged: JSON and DB withhold the what-if (%s)" % runs)
+r = run([mmr, "replay", bad, "--json", "--force"])
+drep = json.loads(r.stdout)
+con = sqlite3.connect(bad)
+runs = con.execute("SELECT count(*), max(self_check_ok) FROM replay_run"
+                   ).fetchone()
+con.close()
+check(r.returncode == 6 and not drep["withheld"] and
+      len(drep["policies"]) == 4 and
+      not any(p["verified"] for p in drep["policies"].values()) and
+      runs == (4, 0), "damaged: --force gives them unverified (%s)" % (runs,))
+r = run([mmr, "replay", bad, "--force"])
+check(r.returncode == 6 and "UNVERIFIED" in r.stdout,
+      "damaged: forced text says unverified")
 finish()

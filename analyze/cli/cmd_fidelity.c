@@ -42,9 +42,14 @@ const struct cli_command cli_cmd_fidelity = {
 	"compares what the model predicts (faults the state requires, leaves\n"
 	"each invalidation, recovery and teardown must zap, TLB flushes) with\n"
 	"what was traced, and, when the NX recovery ratio is known, the pages\n"
-	"each recovery batch takes (ceil(NX-split pages / ratio)).  Exit 0\n"
-	"when every metric is within its tolerance (exact for faults, leaf\n"
-	"zaps and recovered pages, 10% for flushes), 6 when not.\n",
+	"each recovery batch takes (ceil(NX-split pages / ratio)).  Each\n"
+	"metric says what kind of check it is: predicted (fails both ways),\n"
+	"one_sided (faults: an unrequired fault fails, a missing one cannot\n"
+	"be seen), restated (stock flush contexts come from the zaps),\n"
+	"unchecked.  Exit 0 when every metric is within its tolerance\n"
+	"(exact for faults, leaf zaps and recovered pages, 10% for\n"
+	"flushes), no context mismatched, and at most 5% of the faults\n"
+	"needed a race the kernel allows to be explained; 6 when not.\n",
 	.options = options,
 	.run = run,
 };

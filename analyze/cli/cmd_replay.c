@@ -19,7 +19,8 @@
 
 #define MAX_POLICIES 16
 
-enum { OPT_POLICY, OPT_JSON, OPT_OUTPUT, OPT_RATIO, OPT_PERIOD, OPT_N };
+enum { OPT_POLICY, OPT_JSON, OPT_OUTPUT, OPT_RATIO, OPT_PERIOD, OPT_FORCE,
+       OPT_N };
 
 static const struct cli_option options[] = {
 	[OPT_POLICY] = { "policy", 'p', "NAME",
@@ -32,6 +33,9 @@ static const struct cli_option options[] = {
 	[OPT_PERIOD] = { "nx-period", 0, "MS",
 			 "NX recovery period of the trace, ms (default: "
 			 "manifest)" },
+	[OPT_FORCE] = { "force", 0, NULL,
+			"after a failed self-check, give and store the "
+			"what-if anyway, marked unverified (exit 6 still)" },
 	[OPT_N] = { NULL, 0, NULL, NULL },
 };
 
@@ -48,7 +52,9 @@ const struct cli_command cli_cmd_replay = {
 	"leaf zaps by cause, refaults caused by zaps, TLB flushes, lock-wait\n"
 	"time, per-second series.  Results are stored in the DB (replay_run,\n"
 	"replay_metric, replay_series, replay_mismatch).  When the self-check\n"
-	"fails its tolerance the what-if figures are withheld (exit 6).\n"
+	"fails the what-if figures are withheld (exit 6): not printed, not in\n"
+	"the JSON, and the DB keeps only the failed self-check run; --force\n"
+	"gives and stores them marked unverified (JSON \"verified\": false).\n"
 	"The first replay of a DB adds a packed copy of its events (table\n"
 	"replay_stream, about 10-12 bytes an event) that later replays and\n"
 	"fidelity read several times faster than the tables.\n"
@@ -106,7 +112,7 @@ static int run(int argc, char **argv)
 	sqlite3 *db = NULL;
 	char *json = NULL;
 	double duration;
-	int npos, rc, n, i, done = 0;
+	int npos, rc, n, i, shown, done = 0;
 
 	memset(res, 0, sizeof(res));
 	rc = cli_parse(&cli_cmd_replay, argc, argv, v, &npos);
@@ -159,11 +165,21 @@ static int run(int argc, char **argv)
 		replay_metrics_compute(&res[i], duration, &met[i]);
 	fidelity_compute(&res[0], fidelity_default_tolerance, &fid);
 	cli_capture_damage(&ci, argv[0], &fid);
+	/* A failed self-check leaves only itself: the recorded policy's
+	 * run, no what-if, not even one an earlier replay stored. */
+	if (!fid.ok && !v[OPT_FORCE])
+		shown = 0;
+	else
+		shown = n;
 	/* All runs land together or not at all. */
 	rc = CLI_EXIT_OUTPUT;
 	if (db_exec(db, "BEGIN IMMEDIATE") != DB_OK)
 		goto end;
-	for (i = 0; i < n; i++)
+	if (!fid.ok && replay_metrics_clear(db) < 0) {
+		db_exec(db, "ROLLBACK");
+		goto end;
+	}
+	for (i = 0; i < (shown ? shown : 1); i++)
 		if (replay_metrics_store(db, &res[i], &met[i], fid.ok) < 0) {
 			db_exec(db, "ROLLBACK");
 			goto end;
@@ -173,14 +189,15 @@ static int run(int argc, char **argv)
 	if (outfile_open(&out, v[OPT_OUTPUT] ? v[OPT_OUTPUT] : "-") < 0)
 		goto end;
 	if (v[OPT_JSON]) {
-		json = report_replay_json(met, n, res, &fid, argv[0]);
+		json = report_replay_json(met, shown, res, &res[0], &fid,
+					  argv[0]);
 		if (!json) {
 			rc = CLI_EXIT_INTERNAL;
 			goto end;
 		}
 		fprintf(out.fp, "%s\n", json);
 	} else {
-		report_replay_text(out.fp, met, n, &fid, argv[0]);
+		report_replay_text(out.fp, met, shown, &fid, argv[0]);
 	}
 	if (outfile_commit(&out) < 0)
 		goto end;

@@ -1,10 +1,17 @@
 /*
- * Fidelity metrics from a replay result (see fidelity.h).
+ * Fidelity metrics and the verdict from a replay result (see
+ * fidelity.h).
  */
 #include "metrics/fidelity.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#define FIDELITY_CHECK_NAME(id, name) [id] = name,
+const char *const fidelity_check_kind_names[FID_CHECK_KINDS] = {
+	FIDELITY_CHECK_KINDS(FIDELITY_CHECK_NAME)
+};
+#undef FIDELITY_CHECK_NAME
 
 const double fidelity_default_tolerance[FID_METRICS] = {
 	0.0, 0.0, 0.10, 0.0,
@@ -12,7 +19,7 @@ const double fidelity_default_tolerance[FID_METRICS] = {
 
 static void metric(struct fidelity_metric *m, const char *name,
 		   int64_t observed, int64_t predicted, double tol,
-		   const char *how)
+		   const char *how, enum fidelity_check_kind check)
 {
 	int64_t d = llabs(predicted - observed);
 
@@ -22,8 +29,9 @@ static void metric(struct fidelity_metric *m, const char *name,
 	m->rel_error = observed ? (double)d / (double)observed :
 		(predicted ? 1.0 : 0.0);
 	m->tolerance = tol;
-	m->ok = m->rel_error <= tol;
+	m->ok = check == FID_CHECK_UNCHECKED || m->rel_error <= tol;
 	m->observed_how = how;
+	m->check = check;
 }
 
 void fidelity_compute(const struct replay_result *r,
@@ -34,17 +42,33 @@ void fidelity_compute(const struct replay_result *r,
 	memset(out, 0, sizeof(*out));
 	out->policy = r->policy;
 	metric(&out->m[FID_FAULTS], "faults", r->faults_observed,
-	       r->faults_predicted, tol[FID_FAULTS], "measured");
+	       r->faults_predicted, tol[FID_FAULTS], "measured",
+	       FID_CHECK_ONE_SIDED);
 	metric(&out->m[FID_LEAF_ZAPS], "leaf_zaps", r->zaps_observed,
-	       r->zaps_predicted, tol[FID_LEAF_ZAPS], "measured");
+	       r->zaps_predicted, tol[FID_LEAF_ZAPS], "measured",
+	       FID_CHECK_PREDICTED);
+	/* Without flush events the observed side is the contexts that
+	 * zapped: the zap check again, in other units. */
 	metric(&out->m[FID_TLB_FLUSHES], "flush_contexts", r->flushes_observed,
 	       r->flushes_predicted, tol[FID_TLB_FLUSHES],
-	       r->flushes_measured ? "measured" : "inferred");
+	       r->flushes_measured ? "measured" : "inferred",
+	       r->flushes_measured ? FID_CHECK_PREDICTED :
+	       FID_CHECK_RESTATED);
 	metric(&out->m[FID_NX_RECOVERED], "nx_recovered",
 	       r->nx_recovered_observed, r->nx_recovered_predicted,
 	       tol[FID_NX_RECOVERED], r->nx_ratio_known ? "measured" :
-	       "unchecked");
-	out->ok = 1;
+	       "unchecked", r->nx_ratio_known ? FID_CHECK_PREDICTED :
+	       FID_CHECK_UNCHECKED);
+	out->metrics_ok = 1;
 	for (i = 0; i < FID_METRICS; i++)
-		out->ok &= out->m[i].ok;
+		out->metrics_ok &= out->m[i].ok;
+	out->mismatches = r->mismatches_total;
+	for (i = 0; i < EXEMPT_REASONS; i++) {
+		out->exempt[i] = r->faults_exempt[i];
+		out->exempt_total += r->faults_exempt[i];
+	}
+	out->exempt_share = r->faults_observed ?
+		(double)out->exempt_total / (double)r->faults_observed : 0;
+	out->exempt_ok = out->exempt_share <= FIDELITY_MAX_EXEMPT_SHARE;
+	out->ok = out->metrics_ok && !out->mismatches && out->exempt_ok;
 }

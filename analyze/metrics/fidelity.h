@@ -1,8 +1,18 @@
 /*
  * Fidelity: the replay under the policy a trace was recorded with,
- * compared with what the trace shows.  A metric is ok when its relative
- * error is within its tolerance; the whole is ok when every metric is.
- * What-if results of other policies are only presented when it is.
+ * compared with what the trace shows.
+ *
+ * Each metric says what kind of check it is (enum fidelity_check_kind):
+ * a figure that can fail both ways, one that can fail only one way, one
+ * that restates another, or none.  The verdict holds when
+ *   - every checked metric is within its tolerance,
+ *   - no context mismatched (a zap count per invalidation, fault,
+ *     recovery or teardown, a zap outside its range or with no cause,
+ *     an unexplained fault, a recovery batch size): totals alone would
+ *     let mismatches of opposite sign cancel, and
+ *   - at most FIDELITY_MAX_EXEMPT_SHARE of the traced faults needed a
+ *     race the kernel allows (enum fault_exempt) to be explained.
+ * What-if results of other policies are only presented when it holds.
  */
 #ifndef MMUREPLAY_METRICS_FIDELITY_H
 #define MMUREPLAY_METRICS_FIDELITY_H
@@ -17,18 +27,55 @@ enum fidelity_metric_id {
 	FID_METRICS
 };
 
+/*
+ * What a metric's agreement proves (docs/design.md, "The self-check"):
+ *   PREDICTED   derived from causes and model state before the traced
+ *               change is applied: can fail both ways;
+ *   ONE_SIDED   can fail one way only (faults: a traced fault on a
+ *               present, permitting leaf fails; a fault the state
+ *               requires that never came cannot be seen: the guest's
+ *               accesses are not traced);
+ *   RESTATED    both sides derive from another metric (stock kernels:
+ *               flushing contexts are inferred from the zaps);
+ *   UNCHECKED   no prediction (the NX recovery ratio is unknown).
+ */
+#define FIDELITY_CHECK_KINDS(X) \
+	X(FID_CHECK_PREDICTED, "predicted") \
+	X(FID_CHECK_ONE_SIDED, "one_sided") \
+	X(FID_CHECK_RESTATED, "restated") \
+	X(FID_CHECK_UNCHECKED, "unchecked")
+
+#define FIDELITY_CHECK_ENUM(id, name) id,
+enum fidelity_check_kind {
+	FIDELITY_CHECK_KINDS(FIDELITY_CHECK_ENUM)
+	FID_CHECK_KINDS
+};
+#undef FIDELITY_CHECK_ENUM
+
+extern const char *const fidelity_check_kind_names[FID_CHECK_KINDS];
+
+/* The share of traced faults that may rest on an exemption. */
+#define FIDELITY_MAX_EXEMPT_SHARE 0.05
+
 struct fidelity_metric {
 	const char *name;
 	int64_t observed, predicted;
 	double rel_error, tolerance;
 	int ok;
 	const char *observed_how;       /* "measured" / "inferred" */
+	enum fidelity_check_kind check;
 };
 
 struct fidelity {
 	const char *policy;             /* the recorded policy replayed */
 	struct fidelity_metric m[FID_METRICS];
-	int ok;
+	int metrics_ok;                 /* every metric within tolerance */
+	int64_t mismatches;             /* per-context mismatches */
+	int64_t exempt[EXEMPT_REASONS]; /* faults explained by a race */
+	int64_t exempt_total;
+	double exempt_share;            /* of the traced faults */
+	int exempt_ok;
+	int ok;                         /* the verdict */
 	/* The capture's own damage (capture_info): the model misses what
 	 * lost events did, so mismatches after them are expected; said
 	 * beside the verdict, never hidden in it. */

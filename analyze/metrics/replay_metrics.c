@@ -39,6 +39,7 @@ void replay_metrics_compute(const struct replay_result *r,
 	put(out, "faults", (double)r->faults);
 	put(out, "faults_per_s", rate((double)r->faults, duration_s));
 	put(out, "faults_avoided", (double)r->faults_avoided);
+	put(out, "faults_added", (double)r->faults_added);
 	put(out, "leaf_zaps", (double)zaps);
 	put(out, "leaf_zaps_per_s", rate((double)zaps, duration_s));
 	for (i = 0; i < ZAP_CAUSES; i++) {
@@ -54,6 +55,9 @@ void replay_metrics_compute(const struct replay_result *r,
 	}
 	put(out, "tlb_flushes", (double)r->flushes);
 	put(out, "tlb_flushes_per_s", rate((double)r->flushes, duration_s));
+	/* Contexts that zap under the policy's rules: what the self-check
+	 * compares as flush contexts under the recorded one. */
+	put(out, "flush_contexts", (double)r->flushes_predicted);
 	put(out, "lock_wait_ms", (double)r->lock_wait_ns / 1e6);
 	put(out, "lock_waits", (double)r->lock_waits);
 	put(out, "lock_wait_removed_ms", (double)r->lock_wait_removed_ns / 1e6);
@@ -70,7 +74,45 @@ void replay_metrics_compute(const struct replay_result *r,
 	put(out, "observed.nx_recovered", (double)r->nx_recovered_observed);
 	put(out, "predicted.nx_recovered", (double)r->nx_recovered_predicted);
 	put(out, "mismatches", (double)r->mismatches_total);
+	for (i = 0; i < EXEMPT_REASONS; i++) {
+		snprintf(name, sizeof(name), "exempt.%s",
+			 fault_exempt_names[i]);
+		put(out, name, (double)r->faults_exempt[i]);
+	}
+	put(out, "flushes_measured", (double)r->flushes_measured);
 	put(out, "peak_tdp_entries", (double)r->peak_tdp_entries);
+}
+
+int replay_metric_is_self_check(const char *name)
+{
+	static const char *const prefix[] = {
+		"observed.", "predicted.", "exempt.",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
+		if (!strncmp(name, prefix[i], strlen(prefix[i])))
+			return 1;
+	return !strcmp(name, "mismatches") ||
+		!strcmp(name, "flushes_measured");
+}
+
+int replay_metrics_clear(sqlite3 *db)
+{
+	static const char *const del[] = {
+		"DELETE FROM replay_metric", "DELETE FROM replay_series",
+		"DELETE FROM replay_mismatch", "DELETE FROM replay_run",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(del) / sizeof(del[0]); i++)
+		if (sqlite3_exec(db, del[i], NULL, NULL, NULL) != SQLITE_OK) {
+			log_error("%s: cannot clear replay results: %s",
+				  sqlite3_db_filename(db, "main"),
+				  sqlite3_errmsg(db));
+			return -1;
+		}
+	return 0;
 }
 
 double replay_metrics_get(const struct replay_metrics *m, const char *name)

@@ -30,6 +30,10 @@ struct replay_metrics {
 /* Flatten a result into named figures (faults, faults_per_s, ...). */
 void replay_metrics_compute(const struct replay_result *r,
 			    double duration_s, struct replay_metrics *out);
+/* 1 for a figure of the self-check (observed.*, predicted.*, exempt.*,
+ * mismatches): stored with a run, but never shown among the what-if
+ * figures of a policy. */
+int replay_metric_is_self_check(const char *name);
 /* The value of a named figure (0 if absent). */
 double replay_metrics_get(const struct replay_metrics *m, const char *name);
 
@@ -46,6 +50,10 @@ struct stored_run {
 /* Load every stored run, baseline first; *runs is malloc'd. 0 or -1. */
 int replay_metrics_load(sqlite3 *db, struct stored_run **runs, int *n);
 void replay_metrics_free_runs(struct stored_run *runs, int n);
+
+/* Drop every stored run (a failed self-check withholds what-ifs that an
+ * earlier replay stored); the caller holds a transaction.  0 or -1. */
+int replay_metrics_clear(sqlite3 *db);
 
 /* Replace the stored run of r->policy; the caller holds a transaction. */
 int replay_metrics_store(sqlite3 *db, const struct replay_result *r,

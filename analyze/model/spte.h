@@ -65,6 +65,13 @@ static inline int spte_executable(const struct spte_format *f, uint64_t s)
 	return f->nx ? (s & f->nx) == 0 : (s & f->exec) != 0;
 }
 
+/* Set by the CPU on a write through the leaf (0 when A/D bits are off:
+ * then no write is ever seen). */
+static inline int spte_dirty(const struct spte_format *f, uint64_t s)
+{
+	return (s & f->dirty) != 0;
+}
+
 static inline uint64_t spte_pfn(const struct spte_format *f, uint64_t s)
 {
 	return (s & f->pfn_mask) >> 12;

@@ -30,6 +30,10 @@ const char *const zap_cause_names[ZAP_CAUSES] = {
 	"notifier", "nx_recovery", "fault_path", "teardown", "other",
 };
 
+const char *const fault_exempt_names[EXEMPT_REASONS] = {
+	"invalidation_window", "nx_recovery_batch", "set_memory_region",
+};
+
 const char *const mismatch_kind_names[] = {
 	"fault_not_required", "zap_count", "zap_outside_range",
 	"zap_unexplained", "recovery_batch",
@@ -94,6 +98,21 @@ struct batch {
 	int skipped;                    /* the policy's worker sleeps */
 };
 
+/*
+ * A fault on a leaf that permitted the access, waiting for the change
+ * that removed the permission to be traced (see enum fault_exempt): from
+ * the invalidation window w (its thread and the seq it opened at), a
+ * recovery worker while the batch opened at batch_seq runs, or a thread
+ * inside KVM_SET_USER_MEMORY_REGION.
+ */
+struct pending_fault {
+	uint64_t seq, gfn, err;
+	int64_t ts;
+	unsigned reasons;               /* 1 << enum fault_exempt */
+	const struct thread_ctx *w;
+	uint64_t w_seq, batch_seq;
+};
+
 struct nx_splits {
 	struct u64map m;                /* L1 SP gfn + 1 -> 1 while split */
 	int64_t count;
@@ -117,10 +136,14 @@ struct engine {
 	 * and as they would be under the policy. */
 	struct nx_splits nx, nx_policy;
 	int setregion_threads;          /* inside KVM_SET_USER_MEMORY_REGION */
+	struct pending_fault *pending;  /* faults not judged yet */
+	int npending, cappending;
 	struct thread_ctx *last_thread; /* thread_get()'s last answer */
 	int32_t last_tid;
 	int nomem;
 };
+
+static void pending_expire(struct engine *e, int all);
 
 static struct thread_ctx *thread_get(struct engine *e, int32_t tid)
 {
@@ -196,9 +219,10 @@ static int permits(const struct spte_format *f, uint64_t spte, uint64_t err)
 	return 1;
 }
 
-/* The leaf mapping gfn under the policy: a kept one, else the traced. */
-static int policy_leaf(struct engine *e, int as_id, uint64_t gfn,
-		       uint64_t *spte)
+/* The leaf the policy kept where the recorded kernel zapped it: its
+ * level, or 0 when the policy's state is the traced one there. */
+static int policy_kept_leaf(struct engine *e, int as_id, uint64_t gfn,
+			    uint64_t *spte)
 {
 	int level;
 
@@ -210,7 +234,7 @@ static int policy_leaf(struct engine *e, int as_id, uint64_t gfn,
 			return level;
 		}
 	}
-	return tdp_leaf(&e->obs, as_id, gfn, spte);
+	return 0;
 }
 
 static void policy_zap(struct engine *e, int64_t ts, enum zap_cause cause,
@@ -234,6 +258,32 @@ static void policy_flush(struct engine *e, int64_t ts)
 		s->flushes++;
 }
 
+static void policy_fault(struct engine *e, int64_t ts)
+{
+	struct replay_second *s = second_at(e, ts);
+
+	e->r->faults++;
+	if (s)
+		s->faults++;
+}
+
+/*
+ * The policy kept the leaf kept at (as, level, gfn) where the traced
+ * kernel has since mapped traced: when the guest wrote through the
+ * traced leaf (its dirty bit, set by the CPU) and the kept one is not
+ * writable, the policy took a write fault the trace does not have.
+ * Either way the kept leaf goes (the caller drops it from the overlay).
+ */
+static void kept_leaf_retire(struct engine *e, int64_t ts, uint64_t kept,
+			     uint64_t traced, int level)
+{
+	if (spte_present_leaf(e->f, traced, level) &&
+	    spte_dirty(e->f, traced) && !spte_writable(e->f, kept)) {
+		e->r->faults_added++;
+		policy_fault(e, ts);
+	}
+}
+
 struct leaf_walk {
 	struct engine *e;
 	int as_id;
@@ -254,12 +304,18 @@ static void count_leaf(void *arg, int level, uint64_t gfn, uint64_t spte)
 		w->n++;
 }
 
+/* A kept leaf where the traced kernel has none: the traced zap that
+ * removes it will not come, so the policy's zap is counted here (where
+ * the traced kernel has a leaf too, its traced zap counts for both). */
 static void zap_kept_leaf(void *arg, int level, uint64_t gfn, uint64_t spte)
 {
 	struct leaf_walk *w = arg;
 
 	(void)spte;
 	if (w->only_level && w->only_level != level)
+		return;
+	if (spte_present_leaf(w->e->f, tdp_get(&w->e->obs, w->as_id, level,
+					       gfn), level))
 		return;
 	w->n++;
 	tdp_set(&w->e->ovl, w->as_id, level, gfn, 0);
@@ -358,6 +414,8 @@ static void batch_close(struct engine *e)
 		      b->policy_pages : -1);
 	e->last_batch = *b;
 	memset(b, 0, sizeof(*b));
+	if (e->npending)
+		pending_expire(e, 0);
 }
 
 /*
@@ -474,7 +532,10 @@ static void ctx_close(struct engine *e, struct thread_ctx *t)
 	if (t->predicted != t->observed)
 		mismatch(e, MISMATCH_ZAP_COUNT, t->seq, t->ts, t->gfn,
 			 t->predicted, t->observed);
+	i = t->kind == CTX_WINDOW;
 	t->kind = CTX_NONE;
+	if (i && e->npending)
+		pending_expire(e, 0);
 }
 
 static void ctx_open(struct engine *e, struct thread_ctx *t,
@@ -597,59 +658,168 @@ static void window_install(struct engine *e, struct thread_ctx *self,
 	}
 }
 
+/* Is the exemption the fault p waits under still running? */
+static int pending_live(const struct engine *e, const struct pending_fault *p)
+{
+	if ((p->reasons & (1u << EXEMPT_WINDOW)) && p->w->kind == CTX_WINDOW &&
+	    p->w->seq == p->w_seq)
+		return 1;
+	if ((p->reasons & (1u << EXEMPT_NX_BATCH)) && e->batch.active &&
+	    e->batch.first_seq == p->batch_seq)
+		return 1;
+	return (p->reasons & (1u << EXEMPT_SET_REGION)) &&
+		e->setregion_threads > 0;
+}
+
+/* Faults whose exemption ended (all: the trace did) without the change
+ * that would have explained them: the state did not require them. */
+static void pending_expire(struct engine *e, int all)
+{
+	int i = 0;
+
+	while (i < e->npending) {
+		struct pending_fault *p = &e->pending[i];
+
+		if (!all && pending_live(e, p)) {
+			i++;
+			continue;
+		}
+		mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, p->seq, p->ts, p->gfn,
+			 0, 1);
+		*p = e->pending[--e->npending];
+	}
+}
+
+/* The exemption of p that thread t holds, or EXEMPT_REASONS. */
+static enum fault_exempt pending_holder(const struct engine *e,
+					const struct pending_fault *p,
+					const struct thread_ctx *t)
+{
+	if ((p->reasons & (1u << EXEMPT_WINDOW)) && t == p->w &&
+	    t->kind == CTX_WINDOW && t->seq == p->w_seq)
+		return EXEMPT_WINDOW;
+	if ((p->reasons & (1u << EXEMPT_NX_BATCH)) && t->is_worker &&
+	    e->batch.active && e->batch.first_seq == p->batch_seq)
+		return EXEMPT_NX_BATCH;
+	if ((p->reasons & (1u << EXEMPT_SET_REGION)) && t->in_setregion)
+		return EXEMPT_SET_REGION;
+	return EXEMPT_REASONS;
+}
+
+/*
+ * Thread t changed (as, level, gfn) from old to new: the pending faults
+ * on the pages it covers whose exemption t holds, and whose access old
+ * permitted and new does not, were taken on this change before it was
+ * traced: the state required them after all.
+ */
+static void pending_explain(struct engine *e, const struct thread_ctx *t,
+			    int as, int level, uint64_t gfn, uint64_t old,
+			    uint64_t new)
+{
+	uint64_t lo = tdp_align(gfn, level), hi = lo + tdp_level_pages(level);
+	int new_leaf = spte_present_leaf(e->f, new, level), i = 0;
+	enum fault_exempt why;
+
+	if (as != 0 || !spte_present(e->f, old))
+		return;
+	while (i < e->npending) {
+		struct pending_fault *p = &e->pending[i];
+
+		if (p->gfn < lo || p->gfn >= hi ||
+		    (new_leaf && permits(e->f, new, p->err)) ||
+		    (why = pending_holder(e, p, t)) == EXEMPT_REASONS) {
+			i++;
+			continue;
+		}
+		e->r->faults_predicted++;
+		e->r->faults_exempt[why]++;
+		*p = e->pending[--e->npending];
+	}
+}
+
+/*
+ * A fault on a leaf that permits the access: a mismatch, unless a change
+ * that removed the permission may still be traced (enum fault_exempt):
+ * then it waits for that change.
+ */
+static void fault_defer(struct engine *e, const struct model_event *ev,
+			uint64_t gfn, uint64_t err)
+{
+	struct pending_fault p = { ev->seq, gfn, err, ev->ts, 0, NULL, 0, 0 };
+	int i;
+
+	for (i = 0; i < e->nopen; i++)
+		if (window_covers(e->open_windows[i], 0, gfn)) {
+			p.reasons |= 1u << EXEMPT_WINDOW;
+			p.w = e->open_windows[i];
+			p.w_seq = p.w->seq;
+			break;
+		}
+	if (e->batch.active) {
+		p.reasons |= 1u << EXEMPT_NX_BATCH;
+		p.batch_seq = e->batch.first_seq;
+	}
+	if (e->setregion_threads)
+		p.reasons |= 1u << EXEMPT_SET_REGION;
+	if (!p.reasons) {
+		mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, ev->seq, ev->ts, gfn,
+			 0, 1);
+		return;
+	}
+	if (e->npending == e->cappending) {
+		int n = e->cappending ? e->cappending * 2 : 16;
+		struct pending_fault *g = realloc(e->pending, (size_t)n *
+						  sizeof(*g));
+
+		if (!g) {
+			e->nomem = 1;
+			return;
+		}
+		e->pending = g;
+		e->cappending = n;
+	}
+	e->pending[e->npending++] = p;
+}
+
 static void on_fault(struct engine *e, struct thread_ctx *t,
 		     const struct model_event *ev)
 {
 	struct replay_result *r = e->r;
 	uint64_t gfn = ev->u.fault.gpa >> 12, err = ev->u.fault.error_code;
 	uint64_t spte, pspte, mark = 0;
-	int level, plevel, allowed, in_window, avoided;
-	struct replay_second *s;
+	int level, allowed, in_window, avoided;
 
 	ctx_open(e, t, CTX_FAULT, ev, gfn);
 	t->fetch = (err & MEV_PFERR_FETCH) != 0;
 	r->faults_observed++;
 	in_window = in_open_window(e, 0, gfn);
+	/* Without begin/end events a batch is over once its worker has
+	 * been quiet for the gap: it exempts nothing after that. */
+	if (e->batch.active && !e->batch.measured &&
+	    ev->ts - e->batch.last > BATCH_GAP_NS)
+		batch_close(e);
 
 	/* Self-check: the traced state must require this fault. */
 	level = tdp_leaf(&e->obs, 0, gfn, &spte);
 	allowed = level && permits(e->f, spte, err);
-	/*
-	 * A zap writes the SPTE before its tracepoint fires, and a vCPU's
-	 * NPF is traced at the exit, before it takes mmu_lock: so during NX
-	 * recovery (under either lock; a preempted worker traces its zap
-	 * milliseconds late) and the collapse of 4K leaves when dirty
-	 * logging stops (zap_collapsible_sptes, inside
-	 * KVM_SET_USER_MEMORY_REGION), a vCPU can take its NPF on a page
-	 * whose zap is traced just after.  Meanwhile a fault on a mapped
-	 * page is not held against the model.
-	 */
-	if (!allowed || in_window || e->batch.active || e->setregion_threads)
+	if (!allowed)
 		r->faults_predicted++;
 	else
-		mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, ev->seq, ev->ts, gfn,
-			 0, 1);
+		fault_defer(e, ev, gfn, err);
 	/* A huge leaf that forbids the access is replaced (NX split). */
 	if (level > 1 && !allowed)
 		t->predicted = 1;
 
-	/* What-if: a leaf the policy kept may permit the access. */
-	if (tdp_size(&e->ovl)) {
-		plevel = policy_leaf(e, 0, gfn, &pspte);
-	} else {
-		plevel = level;
-		pspte = spte;
-	}
-	avoided = plevel && permits(e->f, pspte, err) && !in_window;
+	/* What-if: only a leaf the policy kept can spare a fault; where it
+	 * kept none its state is the traced one, which took this fault. */
+	avoided = tdp_size(&e->ovl) && !in_window &&
+		policy_kept_leaf(e, 0, gfn, &pspte) && permits(e->f, pspte, err);
 	t->keep = avoided;
 	if (avoided) {
 		r->faults_avoided++;
 		return;
 	}
-	r->faults++;
-	s = second_at(e, ev->ts);
-	if (s)
-		s->faults++;
+	policy_fault(e, ev->ts);
 	for (level = 1; level <= 3 && !mark && tdp_size(&e->zapmark); level++) {
 		mark = tdp_get(&e->zapmark, 0, level, gfn);
 		if (mark) {
@@ -747,9 +917,22 @@ static void on_spte(struct engine *e, struct thread_ctx *t,
 	uint64_t gfn = ev->u.spte.gfn;
 	int level = ev->u.spte.level, as = ev->u.spte.as_id;
 	enum zap_cause cause;
+	uint64_t kept = 0;
 
 	if (t->is_worker)
 		batch_touch(e, ev);
+	if (e->npending)
+		pending_explain(e, t, as, level, gfn, old, new);
+	/* The traced leaf changes under one the policy kept: was it
+	 * written meanwhile? */
+	if (tdp_size(&e->ovl) && spte_present_leaf(f, old, level) &&
+	    (kept = tdp_get(&e->ovl, as, level, gfn))) {
+		kept_leaf_retire(e, ev->ts, kept, old, level);
+		if (spte_dirty(f, old) && !spte_writable(f, kept)) {
+			tdp_set(&e->ovl, as, level, gfn, 0);
+			kept = 0;
+		}
+	}
 	if (spte_present_leaf(f, old, level) && !spte_present(f, new)) {
 		e->r->zaps_observed++;
 		cause = zap_cause_of(t);
@@ -764,16 +947,22 @@ static void on_spte(struct engine *e, struct thread_ctx *t,
 		}
 		if (t->keep) {
 			e->r->zaps_kept++;
-			if (tdp_set(&e->ovl, as, level, gfn, old) < 0)
+			/* The policy keeps its own leaf, if it has one. */
+			if (!kept && tdp_set(&e->ovl, as, level, gfn, old) < 0)
 				e->nomem = 1;
 		} else {
 			t->policy_zaps++;
 			policy_zap(e, ev->ts, cause, as, level, gfn);
+			if (kept)
+				tdp_set(&e->ovl, as, level, gfn, 0);
 		}
 	} else if (!spte_present_leaf(f, old, level) &&
 		   spte_present_leaf(f, new, level)) {
-		/* The traced kernel re-installed what the policy kept. */
-		if (tdp_get(&e->ovl, as, level, gfn))
+		/* The traced kernel re-installed what the policy kept,
+		 * unless in a fault the policy did not take: its leaf
+		 * stays. */
+		if (!(t->kind == CTX_FAULT && t->keep) &&
+		    tdp_get(&e->ovl, as, level, gfn))
 			tdp_set(&e->ovl, as, level, gfn, 0);
 		window_install(e, t, as, gfn);
 	}
@@ -902,7 +1091,8 @@ static void handle(struct engine *e, const struct model_event *ev)
 			e->setregion_threads++;
 		} else if (!ev->u.sys.entry && t->in_setregion) {
 			t->in_setregion = 0;
-			e->setregion_threads--;
+			if (!--e->setregion_threads && e->npending)
+				pending_expire(e, 0);
 		}
 		break;
 	case MEV_TLB_FLUSH:
@@ -1039,10 +1229,12 @@ enum replay_status replay_run_scanned(struct source *src,
 	}
 	ptrmap_each(&e.threads, close_each, &e);
 	batch_close(&e);
+	pending_expire(&e, 1);
 	st = e.nomem ? REPLAY_ERR_NOMEM : REPLAY_OK;
 end:
 	ptrmap_free_values(&e.threads);
 	free(e.open_windows);
+	free(e.pending);
 	tdp_free(&e.obs);
 	tdp_free(&e.ovl);
 	tdp_free(&e.zapmark);

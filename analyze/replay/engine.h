@@ -41,6 +41,23 @@ extern const char *const zap_cause_names[ZAP_CAUSES];
 /* "measured" / "inferred" / "unknown". */
 const char *replay_source_name(enum replay_source s);
 
+/*
+ * Why a fault on a leaf that permitted the access was not failed at
+ * once: a change that removed the permission is traced after the fault
+ * (the SPTE is written before its tracepoint fires, and a vCPU's NPF is
+ * traced at the exit, before it takes mmu_lock).  The fault waits for
+ * that change from the thread that holds the exemption; when the
+ * exemption ends without it, the fault is a mismatch.
+ */
+enum fault_exempt {
+	EXEMPT_WINDOW = 0,      /* an invalidation covering the page is open */
+	EXEMPT_NX_BATCH,        /* an NX recovery batch holds mmu_lock */
+	EXEMPT_SET_REGION,      /* KVM_SET_USER_MEMORY_REGION (collapse) */
+	EXEMPT_REASONS
+};
+
+extern const char *const fault_exempt_names[EXEMPT_REASONS];
+
 enum mismatch_kind {
 	MISMATCH_FAULT_NOT_REQUIRED = 0,  /* a leaf permitted the access */
 	MISMATCH_ZAP_COUNT,               /* context zapped != model held */
@@ -91,8 +108,13 @@ struct replay_result {
 	int flushes_measured;
 	int64_t flushes_other, flushes_teardown;
 
-	/* Model predictions under the recorded rules (self-check). */
+	/* Model predictions under the recorded rules (self-check).
+	 * faults_predicted: traced faults the state required, including
+	 * those exempt[] explained by a change traced after them.  The
+	 * fault check is one-sided: a fault the state requires that was
+	 * never traced cannot be seen. */
 	int64_t faults_predicted;
+	int64_t faults_exempt[EXEMPT_REASONS];
 	int64_t zaps_predicted;
 	int64_t flushes_predicted;
 	struct mismatch mismatches[REPLAY_MAX_MISMATCHES];
@@ -101,7 +123,13 @@ struct replay_result {
 
 	/* Under the policy (what-if). */
 	int64_t faults;
+	/* Traced faults the policy does not take (a leaf it kept permits
+	 * the access: 0 under the recorded policy by construction), and
+	 * faults it takes that the trace has not (a write through a leaf
+	 * the policy kept read-only, seen in the dirty bit of the traced
+	 * leaf that replaced it). */
 	int64_t faults_avoided;
+	int64_t faults_added;
 	int64_t zaps[ZAP_CAUSES];
 	int64_t zaps_kept;              /* traced zaps the policy skips */
 	int64_t refaults[ZAP_CAUSES];   /* faults on a gfn zapped by cause */

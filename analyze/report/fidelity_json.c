@@ -1,24 +1,20 @@
 /*
- * Fidelity as JSON: keys observed / predicted / rel_error per metric and
- * ok, plus the first mismatches with their time and gfn.
+ * Fidelity as JSON: keys observed / predicted / rel_error / check_kind
+ * per metric, the faults exempt[] explained by a race, the parts of the
+ * verdict and ok, plus the first mismatches with their time and gfn.
  */
 #include "report/report.h"
 
 #include <cjson/cJSON.h>
 
-char *report_fidelity_json(const struct fidelity *f,
-			   const struct replay_result *r, const char *db_path)
+void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
+			      const struct replay_result *r)
 {
-	cJSON *root = cJSON_CreateObject(), *o, *a, *t;
-	char *out;
+	cJSON *o, *a, *t;
 	int i;
 
-	if (!root)
-		return NULL;
-	cJSON_AddStringToObject(root, "database", db_path);
 	cJSON_AddStringToObject(root, "policy", f->policy);
 	cJSON_AddBoolToObject(root, "ok", f->ok);
-	report_damage_json(root, f);
 	o = cJSON_AddObjectToObject(root, "observed");
 	for (i = 0; i < FID_METRICS; i++)
 		cJSON_AddNumberToObject(o, f->m[i].name,
@@ -39,6 +35,21 @@ char *report_fidelity_json(const struct fidelity *f,
 	o = cJSON_AddObjectToObject(root, "observed_how");
 	for (i = 0; i < FID_METRICS; i++)
 		cJSON_AddStringToObject(o, f->m[i].name, f->m[i].observed_how);
+	o = cJSON_AddObjectToObject(root, "check_kind");
+	for (i = 0; i < FID_METRICS; i++)
+		cJSON_AddStringToObject(o, f->m[i].name,
+					fidelity_check_kind_names[f->m[i].check]);
+	o = cJSON_AddObjectToObject(root, "exempt");
+	for (i = 0; i < EXEMPT_REASONS; i++)
+		cJSON_AddNumberToObject(o, fault_exempt_names[i],
+					(double)f->exempt[i]);
+	cJSON_AddNumberToObject(root, "exempt_share", f->exempt_share);
+	cJSON_AddNumberToObject(root, "exempt_max_share",
+				FIDELITY_MAX_EXEMPT_SHARE);
+	o = cJSON_AddObjectToObject(root, "verdict");
+	cJSON_AddBoolToObject(o, "metrics_ok", f->metrics_ok);
+	cJSON_AddBoolToObject(o, "no_mismatch", !f->mismatches);
+	cJSON_AddBoolToObject(o, "exempt_ok", f->exempt_ok);
 	o = cJSON_AddObjectToObject(root, "knowledge");
 	cJSON_AddStringToObject(o, "memslots", replay_source_name(r->slots_src));
 	cJSON_AddStringToObject(o, "perm_upgrade",
@@ -63,6 +74,19 @@ char *report_fidelity_json(const struct fidelity *f,
 		cJSON_AddNumberToObject(t, "observed", (double)m->observed);
 		cJSON_AddItemToArray(a, t);
 	}
+}
+
+char *report_fidelity_json(const struct fidelity *f,
+			   const struct replay_result *r, const char *db_path)
+{
+	cJSON *root = cJSON_CreateObject();
+	char *out;
+
+	if (!root)
+		return NULL;
+	cJSON_AddStringToObject(root, "database", db_path);
+	report_damage_json(root, f);
+	report_fidelity_json_add(root, f, r);
 	out = cJSON_Print(root);
 	cJSON_Delete(root);
 	return out;

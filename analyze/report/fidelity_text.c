@@ -1,5 +1,7 @@
 /*
- * Fidelity as a text table for a mail (see report.h).
+ * Fidelity as a text table for a mail (see report.h): one row per
+ * metric with the kind of check it is, then the faults a race explained,
+ * then the mismatches; the first line gives the verdict and what failed.
  */
 #include "report/report.h"
 
@@ -9,28 +11,48 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 			  const struct replay_result *r, const char *db_path)
 {
 	char a[32], b[32];
+	const char *sep;
 	int i;
 
 	fprintf(out, "Fidelity of %s: replay under %s against the trace: "
-		"%s\n\n", db_path, f->policy, f->ok ? "OK" : "FAILED");
+		"%s\n", db_path, f->policy, f->ok ? "OK" : "FAILED");
+	if (!f->ok)
+		fprintf(out, "  failed on:%s%s%s\n",
+			f->metrics_ok ? "" : " a metric off its tolerance;",
+			f->mismatches ? " per-context mismatches;" : "",
+			f->exempt_ok ? "" : " too many faults exempt;");
+	fprintf(out, "\n");
 	report_damage_text(out, f);
-	fprintf(out, "  %-26s %12s %12s %9s %9s\n", "metric", "observed",
-		"predicted", "rel.err", "tolerance");
-	fprintf(out, "  %-26s %12s %12s %9s %9s\n", "--------------------------",
-		"------------", "------------", "---------", "---------");
+	fprintf(out, "  %-16s %10s %10s %8s %8s  %s\n", "metric", "observed",
+		"predicted", "rel.err", "tol.", "check");
+	fprintf(out, "  %-16s %10s %10s %8s %8s  %s\n", "----------------",
+		"----------", "----------", "--------", "--------",
+		"---------");
 	for (i = 0; i < FID_METRICS; i++) {
-		char name[40];
-
-		if (f->m[i].observed_how[0] == 'u')
-			continue;       /* unchecked: not shown */
-		snprintf(name, sizeof(name), "%s%s", f->m[i].name,
-			 f->m[i].observed_how[0] == 'i' ? " (inferred)" : "");
-		fprintf(out, "  %-26s %12s %12s %8.2f%% %8.2f%%%s\n", name,
+		if (f->m[i].check == FID_CHECK_UNCHECKED)
+			continue;       /* no prediction: not shown */
+		fprintf(out, "  %-16s %10s %10s %7.2f%% %7.2f%%  %s%s\n",
+			f->m[i].name,
 			report_fmt_count(a, sizeof(a), f->m[i].observed),
 			report_fmt_count(b, sizeof(b), f->m[i].predicted),
 			100.0 * f->m[i].rel_error, 100.0 * f->m[i].tolerance,
+			fidelity_check_kind_names[f->m[i].check],
 			f->m[i].ok ? "" : "  <-");
 	}
+	fprintf(out, "\n  one_sided: a fault the state did not require fails; "
+		"a missing fault\n  cannot be seen.  restated: both sides "
+		"come from the zaps.\n");
+	fprintf(out, "\n  faults explained by a change traced after them: "
+		"%s (%.2f%% of faults,\n  at most %.0f%%)", report_fmt_count(
+			a, sizeof(a), f->exempt_total), 100.0 * f->exempt_share,
+		100.0 * FIDELITY_MAX_EXEMPT_SHARE);
+	for (i = 0, sep = ":"; i < EXEMPT_REASONS; i++)
+		if (f->exempt[i]) {
+			fprintf(out, "%s %s %" PRId64, sep,
+				fault_exempt_names[i], f->exempt[i]);
+			sep = ",";
+		}
+	fprintf(out, "%s\n", f->exempt_ok ? "" : "  <-");
 	fprintf(out, "\n  memslots %s, permission upgrades %s, dirty logging "
 		"%s, lock waits %s\n", replay_source_name(r->slots_src),
 		replay_source_name(r->upgrade_src),

@@ -162,14 +162,23 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 {
 	static const char *const m[] = { "faults", "leaf_zaps",
 					 "flush_contexts" };
+	const char *kind[3] = {
+		fidelity_check_kind_names[FID_CHECK_ONE_SIDED],
+		fidelity_check_kind_names[FID_CHECK_PREDICTED],
+		fidelity_check_kind_names[
+			replay_metrics_get(&b->m, "flushes_measured") ?
+			FID_CHECK_PREDICTED : FID_CHECK_RESTATED],
+	};
+	double exempt = 0, faults;
 	char key[48];
 	int i;
 
 	fprintf(o, "<h2>Self-check: replay under %s</h2>\n<p class=\"%s\">"
 		"%s</p>\n<table><tr><th>metric</th><th>observed</th>"
-		"<th>predicted</th></tr>\n", b->policy,
+		"<th>predicted</th><th>check</th></tr>\n", b->policy,
 		b->self_check_ok ? "ok" : "bad", b->self_check_ok ?
-		"The model reproduces the trace within tolerance." :
+		"The model reproduces the trace: every metric within "
+		"tolerance, no context mismatched." :
 		"The model does NOT reproduce the trace: what-if figures are "
 		"withheld.");
 	for (i = 0; i < 3; i++) {
@@ -178,9 +187,25 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 		td_count(o, replay_metrics_get(&b->m, key));
 		snprintf(key, sizeof(key), "predicted.%s", m[i]);
 		td_count(o, replay_metrics_get(&b->m, key));
-		fprintf(o, "</tr>\n");
+		fprintf(o, "<td>%s</td></tr>\n", kind[i]);
 	}
-	fprintf(o, "</table>\n<p class=\"note\">Memslots %s; permission "
+	for (i = 0; i < EXEMPT_REASONS; i++) {
+		snprintf(key, sizeof(key), "exempt.%s", fault_exempt_names[i]);
+		exempt += replay_metrics_get(&b->m, key);
+	}
+	faults = replay_metrics_get(&b->m, "observed.faults");
+	fprintf(o, "</table>\n<p class=\"note\">one_sided: a fault the "
+		"model's state did not require fails the check; a fault the "
+		"guest should have taken but did not cannot be seen (its "
+		"accesses are not traced).  predicted: can fail both ways.  "
+		"restated: without flush events both sides come from the "
+		"zaps.  Faults explained by a change traced after them (a "
+		"race the kernel allows): %.0f, %.2f%% of faults (at most "
+		"%.0f%%); per-context mismatches: %.0f.</p>\n", exempt,
+		faults > 0 ? 100.0 * exempt / faults : 0.0,
+		100.0 * FIDELITY_MAX_EXEMPT_SHARE,
+		replay_metrics_get(&b->m, "mismatches"));
+	fprintf(o, "<p class=\"note\">Memslots %s; permission "
 		"upgrades %s; dirty logging %s; lock waits %s.  Inferred facts "
 		"come from stock events (see the README).</p>\n",
 		b->knowledge[0], b->knowledge[1], b->knowledge[2],

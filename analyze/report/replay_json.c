@@ -1,14 +1,17 @@
 /*
- * What-if results as JSON: per policy every named figure, the self-check
- * they rest on, and per-second series of the first policy's run.
+ * What-if results as JSON: per policy its what-if figures (never the
+ * self-check's: those are under "self_check", once) and its per-second
+ * series, each policy marked verified or not by the self-check they rest
+ * on; none at all ("withheld") after a failed self-check unless forced.
  */
 #include "report/report.h"
 
 #include <cjson/cJSON.h>
 
 char *report_replay_json(const struct replay_metrics *m, int n,
-			 const struct replay_result *r, const struct fidelity *f,
-			 const char *db_path)
+			 const struct replay_result *r,
+			 const struct replay_result *self_check,
+			 const struct fidelity *f, const char *db_path)
 {
 	cJSON *root = cJSON_CreateObject(), *pols, *p, *o, *a, *t;
 	char *out;
@@ -18,19 +21,21 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 		return NULL;
 	cJSON_AddStringToObject(root, "database", db_path);
 	o = cJSON_AddObjectToObject(root, "self_check");
-	cJSON_AddStringToObject(o, "policy", f->policy);
-	cJSON_AddBoolToObject(o, "ok", f->ok);
+	report_fidelity_json_add(o, f, self_check);
 	report_damage_json(root, f);
+	cJSON_AddBoolToObject(root, "withheld", !f->ok && n == 0);
 	pols = cJSON_AddObjectToObject(root, "policies");
 	for (i = 0; i < n; i++) {
 		p = cJSON_AddObjectToObject(pols, m[i].policy);
+		cJSON_AddBoolToObject(p, "verified", f->ok);
 		cJSON_AddNumberToObject(p, "duration_s", m[i].duration_s);
 		if (m[i].limits)
 			cJSON_AddStringToObject(p, "not_modelled",
 						m[i].limits);
 		for (j = 0; j < m[i].n; j++)
-			cJSON_AddNumberToObject(p, m[i].m[j].name,
-						m[i].m[j].value);
+			if (!replay_metric_is_self_check(m[i].m[j].name))
+				cJSON_AddNumberToObject(p, m[i].m[j].name,
+							m[i].m[j].value);
 		a = cJSON_AddArrayToObject(p, "series");
 		for (j = 0; j < r[i].nseconds; j++) {
 			const struct replay_second *s = &r[i].series[j];
@@ -50,16 +55,14 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 		}
 	}
 	o = cJSON_AddObjectToObject(root, "knowledge");
-	if (n) {
-		cJSON_AddStringToObject(o, "memslots",
-					replay_source_name(r[0].slots_src));
-		cJSON_AddStringToObject(o, "perm_upgrade",
-					replay_source_name(r[0].upgrade_src));
-		cJSON_AddStringToObject(o, "dirty_logging",
-					replay_source_name(r[0].dirty_src));
-		cJSON_AddStringToObject(o, "lock_waits",
-					replay_source_name(r[0].lock_src));
-	}
+	cJSON_AddStringToObject(o, "memslots",
+				replay_source_name(self_check->slots_src));
+	cJSON_AddStringToObject(o, "perm_upgrade",
+				replay_source_name(self_check->upgrade_src));
+	cJSON_AddStringToObject(o, "dirty_logging",
+				replay_source_name(self_check->dirty_src));
+	cJSON_AddStringToObject(o, "lock_waits",
+				replay_source_name(self_check->lock_src));
 	out = cJSON_Print(root);
 	cJSON_Delete(root);
 	return out;

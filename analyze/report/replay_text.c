@@ -55,12 +55,17 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 		n ? m[0].duration_s : 0.0);
 	fputc('\n', out);
 	report_damage_text(out, f);
-	if (!f->ok) {
-		fprintf(out, "  The self-check under %s is off its tolerance "
-			"(see 'mmureplay fidelity'):\n  what-if figures are "
+	if (!f->ok && !n) {
+		fprintf(out, "  The self-check under %s failed (see "
+			"'mmureplay fidelity'):\n  what-if figures are "
 			"withheld.\n", f->policy);
 		return;
 	}
+	if (!f->ok)
+		fprintf(out, "  UNVERIFIED: the self-check under %s failed "
+			"(see 'mmureplay fidelity');\n  these figures were "
+			"forced (--force) and rest on a model that does\n  "
+			"not reproduce this trace.\n\n", f->policy);
 	fprintf(out, "  %-16s", "policy");
 	for (c = 0; c < NCOLS; c++)
 		fprintf(out, " %11s", cols[c].head);

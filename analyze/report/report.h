@@ -29,10 +29,19 @@ char *report_fidelity_json(const struct fidelity *f,
 void report_fidelity_text(FILE *out, const struct fidelity *f,
 			  const struct replay_result *r, const char *db_path);
 
-/* What-if results of several policies side by side. */
+/* The self-check's figures, verdict and mismatches into a JSON object
+ * (fidelity's document, and replay's "self_check"). */
+struct cJSON;
+void report_fidelity_json_add(struct cJSON *o, const struct fidelity *f,
+			      const struct replay_result *r);
+
+/* What-if results of several policies side by side; each policy marked
+ * verified when the self-check (f) holds.  n == 0 after a failed
+ * self-check: the what-if is withheld and said so. */
 char *report_replay_json(const struct replay_metrics *m, int n,
-			 const struct replay_result *r, const struct fidelity *f,
-			 const char *db_path);
+			 const struct replay_result *r,
+			 const struct replay_result *self_check,
+			 const struct fidelity *f, const char *db_path);
 void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 			const struct fidelity *f, const char *db_path);
 
@@ -49,7 +58,6 @@ char *report_spikes_json(const struct spikes *s, const char *db_path);
 
 /* The capture's damage (lost events, truncation), when there is any: a
  * paragraph of text / a "capture_damage" object in root. */
-struct cJSON;
 void report_damage_text(FILE *out, const struct fidelity *f);
 void report_damage_json(struct cJSON *root, const struct fidelity *f);
 

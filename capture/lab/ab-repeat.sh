@@ -324,7 +324,7 @@ for d in dirs:
             r["pred"] = {"faults": p["faults"], "leaf_zaps": p["leaf_zaps"],
                          "tlb_flushes": p["tlb_flushes"],
                          "faults_avoided": p["faults_avoided"],
-                         "flush_contexts": p.get("predicted.flush_contexts")}
+                         "flush_contexts": p.get("flush_contexts")}
             r["replay_self_check_ok"] = rep.get("self_check", {}).get("ok")
         except (OSError, ValueError, KeyError):
             r["pred"] = None
