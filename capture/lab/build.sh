@@ -8,7 +8,7 @@
 #   --kernel stock    Debian 12 rootfs + Debian's own kernel (linux-image-amd64
 #                     from bookworm-security, same version as the host's
 #                     linux-source-6.1) + lttng-modules built against it.
-#   --kernel patched  the rootfs, plus the colleague's patched kernel from
+#   --kernel patched  the rootfs, plus the patched kernel built in
 #                     $MMUREPLAY_CACHE/ks/build (kernel-series/check.sh --full):
 #                     bzImage, its modules and its lttng-modules, staged for
 #                     run.sh (booted with -kernel, no initrd, modules on a
@@ -352,7 +352,7 @@ if [ "$build_patched" -eq 1 ]; then
 	cp "$KB/arch/x86/boot/bzImage" "$P.tmp/bzImage"
 	echo "$PREL" >"$P.tmp/kernel.release"
 	# Copy (read-only) the modules of the build tree; no make in the
-	# colleague's tree, it may be building.
+	# check.sh build tree, it may be building.
 	(cd "$KB" && find . -name '*.ko' -not -path './source/*' -printf '%P\n') |
 		while read -r ko; do
 			mkdir -p "$M/kernel/$(dirname "$ko")"
