@@ -114,6 +114,18 @@ for pair, policy in PAIRS:
               and q(b, "SELECT count(*) FROM nx_recovery WHERE action = 1")
               > 0, "nx-skip-dirty: B skips dirty-logged pages, A none")
 
+    if policy == "perm-upgrade":
+        # The stock rule (every zapped leaf refaulted identical) scored
+        # against the patched kernel's measured perm-upgrade flag, on the
+        # windows that zapped: 4,141 upgrades and 1 restriction in A.
+        ui = json.loads(run([mmr, "fidelity", a, "--json"]).stdout)[
+            "upgrade_inference"]
+        n = sum(ui[k] for k in ("true_positive", "false_positive",
+                                "false_negative", "true_negative"))
+        check(n > 4000 and ui["true_negative"] >= 1 and
+              ui["precision"] == 1.0 and ui["recall"] >= 0.99,
+              "stock upgrade inference vs the measured flag: %s" % ui)
+
     # 2. Self-check under the recorded policy (from the manifests' knobs).
     for db, want in ((a, "baseline"), (b, policy)):
         r = run([mmr, "fidelity", db, "--json"])

@@ -1206,6 +1206,8 @@ enum replay_status replay_run_scanned(struct source *src,
 	res->slots_src = e.scan->slots.measured ? REPLAY_SRC_MEASURED :
 		e.scan->slots.n ? REPLAY_SRC_INFERRED : REPLAY_SRC_NONE;
 	res->upgrade_src = e.scan->upgrade_src;
+	memcpy(res->upgrade_infer, e.scan->upgrade_infer,
+	       sizeof(res->upgrade_infer));
 	res->dirty_src = e.scan->dirty_src;
 	if (source_rewind(src) != SOURCE_OK) {
 		st = REPLAY_ERR_SOURCE;

@@ -140,6 +140,7 @@ struct replay_result {
 	/* How the facts were known. */
 	enum replay_source slots_src, upgrade_src, dirty_src, lock_src;
 	int64_t upgrade_windows;        /* invalidations judged upgrades */
+	int64_t upgrade_infer[2][2];    /* scan.h: [inferred][measured] */
 	int64_t recovery_batches;
 	int64_t recovery_batches_run;   /* of those, run under the policy */
 	/* NX huge pages recovered by the worker: traced, and as the ratio

@@ -28,6 +28,7 @@ struct scan_window {
 	int measured, measured_upgrade;
 	int by_syscall, syscall_upgrade;
 	int64_t same, differ;           /* refaults identical / not */
+	int64_t zapped;                 /* leaves it zapped */
 };
 
 struct scan_pass {
@@ -117,6 +118,7 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 		if (!t->w_zaps || gfn + tdp_level_pages(level) - 1 > t->gmax)
 			t->gmax = gfn + tdp_level_pages(level) - 1;
 		t->w_zaps++;
+		p->windows[t->w_idx].zapped++;
 		if (tdp_set(&p->pending, as, level, gfn,
 			    spte_identity(f, old)) < 0 ||
 		    tdp_set(&p->pending_win, as, level, gfn, t->w_idx + 1) < 0)
@@ -258,11 +260,14 @@ static int finish(struct scan_pass *p, uint64_t last_seq)
 	}
 	for (i = 0; i < p->nwindows; i++) {
 		const struct scan_window *w = &p->windows[i];
-		int up = w->measured ? w->measured_upgrade :
-			w->by_syscall ? w->syscall_upgrade :
+		int inferred = w->by_syscall ? w->syscall_upgrade :
 			(w->same > 0 && w->differ == 0);
+		int up = w->measured ? w->measured_upgrade : inferred;
 
 		measured |= w->measured;
+		/* Only where the decision changes a figure: it zapped. */
+		if (w->measured && w->zapped)
+			sc->upgrade_infer[inferred][w->measured_upgrade != 0]++;
 		if (!up)
 			continue;
 		sc->upgrade_seqs = grow(sc->upgrade_seqs, &sc->capupgrades,

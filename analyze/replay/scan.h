@@ -36,6 +36,11 @@ struct scan {
 	uint64_t *upgrade_seqs;         /* sorted notifier seqs */
 	size_t nupgrades, capupgrades;
 	enum replay_source upgrade_src;
+	/* Where the upgrade flag is measured, the stock inference (the
+	 * mprotect, or identical refaults) held against it, per window that
+	 * zapped (where the decision changes a figure): [inferred][measured]
+	 * counts. */
+	int64_t upgrade_infer[2][2];
 	struct scan_interval *dirty;    /* dirty logging on (stock) */
 	size_t ndirty, capdirty;
 	enum replay_source dirty_src;

@@ -7,6 +7,33 @@
 
 #include <cjson/cJSON.h>
 
+/*
+ * Where the patched kernel measured which invalidations were pure
+ * permission upgrades, how the stock inference would have judged them:
+ * the same rule a stock capture relies on, scored against the truth.
+ */
+static void report_upgrade_inference_json(cJSON *root,
+					  const struct replay_result *r)
+{
+	int64_t tp = r->upgrade_infer[1][1], fp = r->upgrade_infer[1][0];
+	int64_t fn = r->upgrade_infer[0][1], tn = r->upgrade_infer[0][0];
+	cJSON *o;
+
+	if (!(tp + fp + fn + tn))
+		return;
+	o = cJSON_AddObjectToObject(root, "upgrade_inference");
+	cJSON_AddNumberToObject(o, "true_positive", (double)tp);
+	cJSON_AddNumberToObject(o, "false_positive", (double)fp);
+	cJSON_AddNumberToObject(o, "false_negative", (double)fn);
+	cJSON_AddNumberToObject(o, "true_negative", (double)tn);
+	if (tp + fp)
+		cJSON_AddNumberToObject(o, "precision",
+					(double)tp / (double)(tp + fp));
+	if (tp + fn)
+		cJSON_AddNumberToObject(o, "recall",
+					(double)tp / (double)(tp + fn));
+}
+
 void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
 			      const struct replay_result *r)
 {
@@ -58,6 +85,7 @@ void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
 				replay_source_name(r->dirty_src));
 	cJSON_AddStringToObject(o, "lock_waits",
 				replay_source_name(r->lock_src));
+	report_upgrade_inference_json(root, r);
 	cJSON_AddNumberToObject(root, "mismatches_total",
 				(double)r->mismatches_total);
 	a = cJSON_AddArrayToObject(root, "mismatches");

@@ -7,6 +7,24 @@
 
 #include <inttypes.h>
 
+/* The stock upgrade inference scored against the measured flag (see
+ * fidelity_json.c), when the capture has both. */
+static void report_upgrade_inference_text(FILE *out,
+					  const struct replay_result *r)
+{
+	int64_t tp = r->upgrade_infer[1][1], fp = r->upgrade_infer[1][0];
+	int64_t fn = r->upgrade_infer[0][1], tn = r->upgrade_infer[0][0];
+	char n[32];
+
+	if (!(tp + fp + fn + tn))
+		return;
+	fprintf(out, "  stock upgrade inference against the measured flag, "
+		"%s windows that\n  zapped: precision %.3f, recall %.3f\n",
+		report_fmt_count(n, sizeof(n), tp + fp + fn + tn),
+		tp + fp ? (double)tp / (double)(tp + fp) : 1.0,
+		tp + fn ? (double)tp / (double)(tp + fn) : 1.0);
+}
+
 void report_fidelity_text(FILE *out, const struct fidelity *f,
 			  const struct replay_result *r, const char *db_path)
 {
@@ -58,6 +76,7 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 		replay_source_name(r->upgrade_src),
 		replay_source_name(r->dirty_src),
 		replay_source_name(r->lock_src));
+	report_upgrade_inference_text(out, r);
 	fprintf(out, "  mismatches: %" PRId64 "\n", r->mismatches_total);
 	for (i = 0; i < r->nmismatches && i < 10; i++) {
 		const struct mismatch *m = &r->mismatches[i];
