@@ -8,7 +8,8 @@
  */
 #include "model/tdp.h"
 
-#include <assert.h>
+#include "util/assert.h"
+
 #include <stdlib.h>
 
 struct tdp_table {
@@ -110,7 +111,7 @@ int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn, uint64_t spte)
 	struct tdp_table *tb;
 	size_t i;
 
-	assert(level >= 1 && level <= TDP_MAX_LEVEL);
+	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
 	tb = table_find(t, as_id, level, gfn);
 	if (!tb && !(tb = table_create(t, as_id, level, gfn)))
 		return -1;
@@ -125,8 +126,10 @@ int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn, uint64_t spte)
 
 uint64_t tdp_get(const struct tdp *t, int as_id, int level, uint64_t gfn)
 {
-	const struct tdp_table *tb = table_find(t, as_id, level, gfn);
+	const struct tdp_table *tb;
 
+	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
+	tb = table_find(t, as_id, level, gfn);
 	return tb ? tb->spte[entry_index(level, gfn)] : 0;
 }
 
@@ -224,7 +227,7 @@ void tdp_for_each_leaf(const struct tdp *t, int as_id, uint64_t start,
 	size_t i, lo, hi;
 	int level;
 
-	assert(start <= end);
+	MR_ASSERT(start <= end);
 	if (start == end)
 		return;
 	for (level = 1; level <= 3; level++) {

@@ -12,17 +12,22 @@
  *     kernel's state); ovl holds, for entries where the policy diverges,
  *     the leaf the policy kept (present), else 0;
  *   - predicted counts come only from obs before the traced change is
- *     applied, never from the traced changes themselves.
+ *     applied, never from the traced changes themselves;
+ *   - open_windows holds exactly the threads whose context is a window;
+ *   - every traced fault is counted once under the policy: as a fault
+ *     or as avoided.
+ * The checks (util/assert.h) cover the last two and the bookkeeping;
+ * the first two hold by how the code is arranged, not by a check.
  */
 #include "replay/engine.h"
 
 #include "model/slots.h"
 #include "model/tdp.h"
 #include "replay/scan.h"
+#include "util/assert.h"
 #include "util/log.h"
 #include "util/ptrmap.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,6 +185,7 @@ static void mismatch(struct engine *e, enum mismatch_kind kind,
 	if (!e->o->self_check)
 		return;
 	r->mismatches_total++;
+	MR_ASSERT_DBG(r->nmismatches <= REPLAY_MAX_MISMATCHES);
 	if (r->nmismatches == REPLAY_MAX_MISMATCHES)
 		return;
 	r->mismatches[r->nmismatches++] = (struct mismatch){
@@ -218,6 +224,7 @@ static void policy_zap(struct engine *e, int64_t ts, enum zap_cause cause,
 {
 	struct replay_second *s = second_at(e, ts);
 
+	MR_ASSERT_DBG((unsigned)cause < ZAP_CAUSES);
 	e->r->zaps[cause]++;
 	if (s)
 		s->zaps++;
@@ -299,6 +306,8 @@ static void open_window_remove(struct engine *e, struct thread_ctx *t)
 			e->open_windows[i] = e->open_windows[--e->nopen];
 			return;
 		}
+	/* Every window context was added when it opened. */
+	MR_UNREACHABLE();
 }
 
 /*
@@ -427,6 +436,7 @@ static void nx_set(struct engine *e, struct nx_splits *l, uint64_t gfn,
 	if (u64map_put(&l->m, key, (uint64_t)split) < 0)
 		e->nomem = 1;
 	l->count += split ? 1 : -1;
+	MR_ASSERT_DBG(l->count >= 0);
 }
 
 /* An L1 table made by an exec fault outside dirty logging is an NX
@@ -482,6 +492,7 @@ static void ctx_open(struct engine *e, struct thread_ctx *t,
 		     uint64_t gfn)
 {
 	ctx_close(e, t);
+	MR_ASSERT_DBG(t->kind == CTX_NONE);
 	t->kind = kind;
 	t->seq = ev->seq;
 	t->ts = ev->ts;
@@ -653,6 +664,7 @@ static void on_fault(struct engine *e, struct thread_ctx *t,
 	for (level = 1; level <= 3 && !mark && tdp_size(&e->zapmark); level++) {
 		mark = tdp_get(&e->zapmark, 0, level, gfn);
 		if (mark) {
+			MR_ASSERT_DBG(mark <= ZAP_CAUSES);
 			r->refaults[mark - 1]++;
 			tdp_set(&e->zapmark, 0, level, gfn, 0);
 		}
@@ -903,6 +915,7 @@ static void handle(struct engine *e, const struct model_event *ev)
 		} else if (!ev->u.sys.entry && t->in_setregion) {
 			t->in_setregion = 0;
 			e->setregion_threads--;
+			MR_ASSERT_DBG(e->setregion_threads >= 0);
 		}
 		break;
 	case MEV_TLB_FLUSH:
@@ -1039,6 +1052,9 @@ enum replay_status replay_run_scanned(struct source *src,
 	}
 	ptrmap_each(&e.threads, close_each, &e);
 	batch_close(&e);
+	MR_ASSERT(e.nopen == 0);
+	MR_ASSERT(res->faults + res->faults_avoided == res->faults_observed);
+	MR_ASSERT(res->recovery_batches_run <= res->recovery_batches);
 	st = e.nomem ? REPLAY_ERR_NOMEM : REPLAY_OK;
 end:
 	ptrmap_free_values(&e.threads);

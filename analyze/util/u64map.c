@@ -3,7 +3,8 @@
  */
 #include "util/u64map.h"
 
-#include <assert.h>
+#include "util/assert.h"
+
 #include <stdlib.h>
 
 static size_t slot_of(uint64_t key, size_t cap)
@@ -75,7 +76,7 @@ int u64map_put(struct u64map *m, uint64_t key, uint64_t val)
 	struct u64map_slot *s = u64map_find(m, key);
 	size_t i;
 
-	assert(key != 0);
+	MR_ASSERT_DBG(key != 0);
 	if (s) {
 		s->val = val;
 		return 0;
@@ -88,5 +89,6 @@ int u64map_put(struct u64map *m, uint64_t key, uint64_t val)
 	m->slots[i].key = key;
 	m->slots[i].val = val;
 	m->len++;
+	MR_ASSERT_DBG(m->len * 2 <= m->cap);
 	return 0;
 }
