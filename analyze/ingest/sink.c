@@ -58,10 +58,33 @@ struct sink_class {
 	int64_t procname_member;
 };
 
+/*
+ * The CTF environment entries a trace row keeps: X(index, CTF key,
+ * column of table trace).  The array, the lookups and the INSERT are
+ * generated from this list.
+ */
+#define TRACE_ENV_LIST(X) \
+	X(TRACE_ENV_HOSTNAME, "hostname", "hostname") \
+	X(TRACE_ENV_DOMAIN, "domain", "domain") \
+	X(TRACE_ENV_SYSNAME, "sysname", "sysname") \
+	X(TRACE_ENV_KERNEL_RELEASE, "kernel_release", "kernel_release") \
+	X(TRACE_ENV_KERNEL_VERSION, "kernel_version", "kernel_version") \
+	X(TRACE_ENV_TRACER_NAME, "tracer_name", "tracer_name") \
+	/* LTTng writes it as tracer_major/minor/patchlevel */ \
+	X(TRACE_ENV_TRACER_VERSION, "tracer_version", "tracer_version") \
+	X(TRACE_ENV_TRACE_NAME, "trace_name", "trace_name") \
+	X(TRACE_ENV_CREATION, "trace_creation_datetime", "creation_datetime")
+
+#define TRACE_ENV_ENUM(e, key, col) e,
+enum trace_env {
+	TRACE_ENV_LIST(TRACE_ENV_ENUM)
+	TRACE_ENVS
+};
+
 struct sink_trace {
 	int64_t id;
 	char *path;
-	char *env[10];
+	char *env[TRACE_ENVS];
 };
 
 struct sink_stream {
@@ -84,10 +107,9 @@ struct sink_thread {
 	const char *procname;
 };
 
-static const char *const env_keys[10] = {
-	"hostname", "domain", "sysname", "kernel_release", "kernel_version",
-	"tracer_name", "tracer_version", "trace_name",
-	"trace_creation_datetime", NULL,
+#define TRACE_ENV_KEY(e, key, col) [e] = key,
+static const char *const env_keys[TRACE_ENVS] = {
+	TRACE_ENV_LIST(TRACE_ENV_KEY)
 };
 
 struct ingest_sink {
@@ -175,7 +197,7 @@ void sink_destroy(struct ingest_sink *s)
 	}
 	for (i = 0; i < s->ntraces; i++) {
 		free(s->trace_list[i]->path);
-		for (j = 0; j < 10; j++)
+		for (j = 0; j < TRACE_ENVS; j++)
 			free(s->trace_list[i]->env[j]);
 		free(s->trace_list[i]);
 	}
@@ -406,7 +428,7 @@ static struct sink_trace *trace_register(struct ingest_sink *s,
 	s->trace_list = grown;
 	tr->id = (int64_t)s->ntraces + 1;
 	tr->path = strdup(bt_trace_get_name(t) ? bt_trace_get_name(t) : "");
-	for (i = 0; env_keys[i]; i++) {
+	for (i = 0; i < TRACE_ENVS; i++) {
 		const bt_value *v = env_get(t, env_keys[i]);
 
 		if (v)
@@ -427,8 +449,8 @@ static struct sink_trace *trace_register(struct ingest_sink *s,
 			snprintf(buf, sizeof(buf), "%" PRId64 ".%" PRId64,
 				 bt_value_integer_signed_get(maj),
 				 bt_value_integer_signed_get(min));
-		free(tr->env[6]);
-		tr->env[6] = strdup(buf);
+		free(tr->env[TRACE_ENV_TRACER_VERSION]);
+		tr->env[TRACE_ENV_TRACER_VERSION] = strdup(buf);
 	}
 	s->trace_list[s->ntraces++] = tr;
 	if (ptrmap_put(&s->traces, (uintptr_t)t, tr) < 0)
@@ -785,18 +807,19 @@ enum sink_status sink_store_tables(struct ingest_sink *s, sqlite3 *db)
 	size_t i;
 	int j;
 
-	if (sqlite3_prepare_v2(db, "INSERT INTO trace (id, path, hostname, "
-			       "domain, sysname, kernel_release, kernel_version, "
-			       "tracer_name, tracer_version, trace_name, "
-			       "creation_datetime) VALUES "
-			       "(?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL))
+#define TRACE_ENV_COL(e, key, col) ", " col
+#define TRACE_ENV_PARAM(e, key, col) ",?"
+	if (sqlite3_prepare_v2(db, "INSERT INTO trace (id, path"
+			       TRACE_ENV_LIST(TRACE_ENV_COL) ") VALUES (?,?"
+			       TRACE_ENV_LIST(TRACE_ENV_PARAM) ")", -1, &st,
+			       NULL))
 		goto end;
 	for (i = 0; i < s->ntraces; i++) {
 		struct sink_trace *t = s->trace_list[i];
 
 		sqlite3_bind_int64(st, 1, t->id);
 		store_bind_text(st, 2, t->path);
-		for (j = 0; j < 9; j++)
+		for (j = 0; j < TRACE_ENVS; j++)
 			store_bind_text(st, 3 + j, t->env[j]);
 		if (store_step(st) < 0)
 			goto end;

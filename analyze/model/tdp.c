@@ -169,7 +169,7 @@ int tdp_leaf(const struct tdp *t, int as_id, uint64_t gfn, uint64_t *spte)
 	uint64_t v;
 	int level;
 
-	for (level = 1; level <= 3; level++) {
+	for (level = 1; level <= TDP_MAX_LEAF_LEVEL; level++) {
 		v = tdp_get(t, as_id, level, gfn);
 		if (spte_present_leaf(t->fmt, v, level) &&
 		    tdp_reachable(t, as_id, gfn, level)) {
@@ -230,7 +230,7 @@ void tdp_for_each_leaf(const struct tdp *t, int as_id, uint64_t start,
 	MR_ASSERT(start <= end);
 	if (start == end)
 		return;
-	for (level = 1; level <= 3; level++) {
+	for (level = 1; level <= TDP_MAX_LEAF_LEVEL; level++) {
 		span = table_span(level);
 		/* Leaves that start before start but cover it count too. */
 		first = tdp_align(start, level);

@@ -31,25 +31,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define NAME_ENTRY(e, name) [e] = name,
+
 const char *const zap_cause_names[ZAP_CAUSES] = {
-	"notifier", "nx_recovery", "fault_path", "teardown", "other",
+	ZAP_CAUSE_LIST(NAME_ENTRY)
 };
 
-const char *const mismatch_kind_names[] = {
-	"fault_not_required", "zap_count", "zap_outside_range",
-	"zap_unexplained", "recovery_batch",
+const char *const mismatch_kind_names[MISMATCH_KINDS] = {
+	MISMATCH_KIND_LIST(NAME_ENTRY)
+};
+
+static const char *const replay_source_names[REPLAY_SOURCES] = {
+	REPLAY_SOURCE_LIST(NAME_ENTRY)
 };
 
 const char *replay_source_name(enum replay_source s)
 {
-	return s == REPLAY_SRC_MEASURED ? "measured" :
-		s == REPLAY_SRC_INFERRED ? "inferred" : "unknown";
+	return (unsigned)s < REPLAY_SOURCES ? replay_source_names[s] :
+		"unknown";
 }
 
 #define NS_PER_S 1000000000LL
 /* Worker events further apart than this start a new recovery batch. */
 #define BATCH_GAP_NS 50000000LL
 #define MAX_RANGES 8
+/* Shadow pages the model follows: 4-level TDP, the root is level 4. */
+#define SP_MAX_LEVEL 4
 
 enum ctx_kind {
 	CTX_NONE = 0,
@@ -208,7 +215,7 @@ static int policy_leaf(struct engine *e, int as_id, uint64_t gfn,
 {
 	int level;
 
-	for (level = 1; level <= 3; level++) {
+	for (level = 1; level <= TDP_MAX_LEAF_LEVEL; level++) {
 		uint64_t v = tdp_get(&e->ovl, as_id, level, gfn);
 
 		if (v && spte_present_leaf(e->f, v, level)) {
@@ -428,7 +435,7 @@ static int dirty_logged_at(struct engine *e, uint64_t gfn, uint64_t seq)
 static void nx_set(struct engine *e, struct nx_splits *l, uint64_t gfn,
 		   int split)
 {
-	uint64_t key = tdp_align(gfn, 2) + 1;
+	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1) + 1;
 	int was = u64map_get(&l->m, key) != 0;
 
 	if (was == split)
@@ -444,7 +451,8 @@ static void nx_set(struct engine *e, struct nx_splits *l, uint64_t gfn,
 static void on_sp_alloc(struct engine *e, struct thread_ctx *t,
 			const struct model_event *ev)
 {
-	if ((ev->u.sp.role & 0xf) != 1 || t->kind != CTX_FAULT || !t->fetch ||
+	if (mev_role_level(ev->u.sp.role) != TDP_LEVEL_4K ||
+	    t->kind != CTX_FAULT || !t->fetch ||
 	    dirty_logged_at(e, ev->u.sp.gfn, ev->seq))
 		return;
 	nx_set(e, &e->nx, ev->u.sp.gfn, 1);
@@ -519,13 +527,13 @@ static void on_notifier(struct engine *e, struct thread_ctx *t,
 
 	/* The stock and the patched start event of one invalidation (see
 	 * scan.c): the window is already open. */
-	if (ev->u.notifier.phase == 0 && t->kind == CTX_WINDOW &&
+	if (ev->u.notifier.phase == MEV_PHASE_START && t->kind == CTX_WINDOW &&
 	    !t->observed && t->hva_start == ev->u.notifier.hva_start &&
 	    t->hva_end == ev->u.notifier.hva_end) {
 		t->measured |= ev->u.notifier.has_event;
 		return;
 	}
-	if (ev->u.notifier.phase != 0) {
+	if (ev->u.notifier.phase != MEV_PHASE_START) {
 		ctx_close(e, t);
 		return;
 	}
@@ -612,7 +620,7 @@ static void on_fault(struct engine *e, struct thread_ctx *t,
 		     const struct model_event *ev)
 {
 	struct replay_result *r = e->r;
-	uint64_t gfn = ev->u.fault.gpa >> 12, err = ev->u.fault.error_code;
+	uint64_t gfn = mev_gpa_to_gfn(ev->u.fault.gpa), err = ev->u.fault.error_code;
 	uint64_t spte, pspte, mark = 0;
 	int level, plevel, allowed, in_window, avoided;
 	struct replay_second *s;
@@ -661,7 +669,8 @@ static void on_fault(struct engine *e, struct thread_ctx *t,
 	s = second_at(e, ev->ts);
 	if (s)
 		s->faults++;
-	for (level = 1; level <= 3 && !mark && tdp_size(&e->zapmark); level++) {
+	for (level = 1; level <= TDP_MAX_LEAF_LEVEL && !mark &&
+	     tdp_size(&e->zapmark); level++) {
 		mark = tdp_get(&e->zapmark, 0, level, gfn);
 		if (mark) {
 			MR_ASSERT_DBG(mark <= ZAP_CAUSES);
@@ -690,7 +699,7 @@ static int recovery_keep(struct engine *e, const struct replay_recovery *rec,
 	if (b->skipped)
 		return 1;
 	/* The recorded policy's batches are the traced ones. */
-	if (level != 1 || e->o->self_check)
+	if (level != TDP_LEVEL_4K || e->o->self_check)
 		return skip;
 	if (e->o->nx_ratio > 0 && b->policy_taken >= b->policy_quota)
 		return 1;
@@ -702,7 +711,7 @@ static int recovery_keep(struct engine *e, const struct replay_recovery *rec,
 static void on_sp_free(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev)
 {
-	int level = (int)(ev->u.sp.role & 0xf);
+	int level = mev_role_level(ev->u.sp.role);
 	uint64_t gfn = ev->u.sp.gfn;
 	struct replay_recovery rec;
 	enum ctx_kind kind;
@@ -710,24 +719,24 @@ static void on_sp_free(struct engine *e, struct thread_ctx *t,
 	/* Freed inside an invalidation or a fault: part of that context. */
 	if (t->kind == CTX_WINDOW || t->kind == CTX_FAULT)
 		return;
-	if (level < 1 || level > 4)
+	if (level < 1 || level > SP_MAX_LEVEL)
 		return;
 	kind = t->is_worker ? CTX_RECOVERY : CTX_TEARDOWN;
 	ctx_open(e, t, kind, ev, gfn);
 	t->sp_level = level;
 	if (kind == CTX_RECOVERY) {
 		batch_touch(e, ev);
-		e->batch.sps += level == 1;
+		e->batch.sps += level == TDP_LEVEL_4K;
 		rec.gfn = gfn;
 		rec.dirty_logged = dirty_logged_at(e, gfn, ev->seq);
 		rec.dirty_src = e->slots.measured ? REPLAY_SRC_MEASURED :
 			e->scan->dirty_src;
 		t->keep = recovery_keep(e, &rec, level);
-		e->batch.policy_pages += level == 1 && !t->keep;
-	} else if (level == 1) {
+		e->batch.policy_pages += level == TDP_LEVEL_4K && !t->keep;
+	} else if (level == TDP_LEVEL_4K) {
 		nx_set(e, &e->nx_policy, gfn, 0);
 	}
-	if (level == 1)
+	if (level == TDP_LEVEL_4K)
 		nx_set(e, &e->nx, gfn, 0);
 	t->predicted = context_open_range(e, t, 0, gfn, gfn +
 					  tdp_level_pages(level + 1), level,
@@ -796,7 +805,7 @@ static void on_spte(struct engine *e, struct thread_ctx *t,
 /* The fast path fixes a leaf in place without a spte_changed event. */
 static void on_fast_fault(struct engine *e, const struct model_event *ev)
 {
-	uint64_t gfn = ev->u.fault.gpa >> 12, spte;
+	uint64_t gfn = mev_gpa_to_gfn(ev->u.fault.gpa), spte;
 	int level = tdp_leaf(&e->obs, 0, gfn, &spte);
 
 	if (level && spte == ev->fast_old)
@@ -933,19 +942,20 @@ static void handle(struct engine *e, const struct model_event *ev)
 		break;
 	case MEV_NX_RECOVERY:
 		ctx_close(e, t);
-		if (ev->u.nx.phase == 0)
+		if (ev->u.nx.phase == MEV_NX_BEGIN)
 			batch_close(e);         /* a begin without its end */
 		batch_touch(e, ev);
-		e->batch.measured |= ev->u.nx.phase == 0;
-		e->batch.read_lock = ev->u.nx.lock_mode == 1;
+		e->batch.measured |= ev->u.nx.phase == MEV_NX_BEGIN;
+		e->batch.read_lock = ev->u.nx.lock_mode == MEV_LOCK_READ;
 		/* Patched: a page the recorded kernel skipped (dirty-logged)
 		 * uses up the batch and leaves the list, without an SP free. */
-		if (ev->u.nx.phase == 2 && ev->u.nx.action == 1) {
+		if (ev->u.nx.phase == MEV_NX_PAGE &&
+		    ev->u.nx.action == MEV_NX_SKIPPED_DIRTY) {
 			e->batch.sps++;
 			nx_set(e, &e->nx, ev->u.nx.gfn, 0);
 			nx_set(e, &e->nx_policy, ev->u.nx.gfn, 0);
 		}
-		if (ev->u.nx.phase == 1)
+		if (ev->u.nx.phase == MEV_NX_END)
 			batch_close(e);
 		break;
 	case MEV_LOCK_WAIT:
@@ -955,7 +965,7 @@ static void handle(struct engine *e, const struct model_event *ev)
 	case MEV_LOCK_CONTENTION:
 		if (t->is_worker || e->r->lock_src != REPLAY_SRC_MEASURED)
 			break;
-		if (ev->u.contention.phase == 0) {
+		if (ev->u.contention.phase == MEV_PHASE_START) {
 			t->contention_ts = ev->ts;
 		} else if (t->contention_ts) {
 			lock_wait(e, ev->ts, ev->ts - t->contention_ts,

@@ -28,28 +28,46 @@
 
 #include <stdint.h>
 
+/*
+ * Named values with their names in reports, each from one list: the
+ * enum and the name table are generated from it, so neither can miss an
+ * entry.  X(enumerator, "name").
+ */
+#define ZAP_CAUSE_LIST(X) \
+	X(ZAP_NOTIFIER, "notifier")       /* mmu_notifier invalidation */ \
+	X(ZAP_NX_RECOVERY, "nx_recovery") /* the NX recovery worker */ \
+	X(ZAP_FAULT_PATH, "fault_path")   /* a fault replacing a leaf */ \
+	X(ZAP_TEARDOWN, "teardown")       /* SP freed (memslot/VM gone) */ \
+	X(ZAP_OTHER, "other")             /* no cause the model knows */
+
+#define MISMATCH_KIND_LIST(X) \
+	/* a leaf permitted the access */ \
+	X(MISMATCH_FAULT_NOT_REQUIRED, "fault_not_required") \
+	/* context zapped != model held */ \
+	X(MISMATCH_ZAP_COUNT, "zap_count") \
+	/* zap outside the mapped range */ \
+	X(MISMATCH_ZAP_OUTSIDE, "zap_outside_range") \
+	/* zap with no cause */ \
+	X(MISMATCH_ZAP_UNEXPLAINED, "zap_unexplained") \
+	/* batch size != ceil(split/ratio) */ \
+	X(MISMATCH_RECOVERY_BATCH, "recovery_batch")
+
+#define REPLAY_ENUM_ENTRY(e, name) e,
+
 enum zap_cause {
-	ZAP_NOTIFIER = 0,       /* mmu_notifier invalidation */
-	ZAP_NX_RECOVERY,        /* the NX recovery worker */
-	ZAP_FAULT_PATH,         /* a fault replacing a leaf (NX split) */
-	ZAP_TEARDOWN,           /* a shadow page freed (memslot/VM gone) */
-	ZAP_OTHER,              /* no cause the model knows */
+	ZAP_CAUSE_LIST(REPLAY_ENUM_ENTRY)
 	ZAP_CAUSES
 };
 
-extern const char *const zap_cause_names[ZAP_CAUSES];
-/* "measured" / "inferred" / "unknown". */
-const char *replay_source_name(enum replay_source s);
-
 enum mismatch_kind {
-	MISMATCH_FAULT_NOT_REQUIRED = 0,  /* a leaf permitted the access */
-	MISMATCH_ZAP_COUNT,               /* context zapped != model held */
-	MISMATCH_ZAP_OUTSIDE,             /* zap outside the mapped range */
-	MISMATCH_ZAP_UNEXPLAINED,         /* zap with no cause */
-	MISMATCH_RECOVERY_BATCH,          /* batch size != ceil(split/ratio) */
+	MISMATCH_KIND_LIST(REPLAY_ENUM_ENTRY)
+	MISMATCH_KINDS
 };
 
-extern const char *const mismatch_kind_names[];
+extern const char *const zap_cause_names[ZAP_CAUSES];
+extern const char *const mismatch_kind_names[MISMATCH_KINDS];
+/* "measured" / "inferred" / "unknown". */
+const char *replay_source_name(enum replay_source s);
 
 struct mismatch {
 	enum mismatch_kind kind;

@@ -148,7 +148,7 @@ static int on_notifier(struct scan_pass *p, struct scan_thread *t,
 	 * kvm_invalidate_range_start for the same invalidation, back to back
 	 * (either order): one window, measured if either event is.
 	 */
-	if (e->u.notifier.phase == 0 && t->in_window && !t->w_zaps &&
+	if (e->u.notifier.phase == MEV_PHASE_START && t->in_window && !t->w_zaps &&
 	    t->hs == e->u.notifier.hva_start &&
 	    t->he == e->u.notifier.hva_end) {
 		w = &p->windows[t->w_idx];
@@ -161,7 +161,7 @@ static int on_notifier(struct scan_pass *p, struct scan_thread *t,
 		return 0;
 	}
 	window_close(p, t);
-	if (e->u.notifier.phase != 0)
+	if (e->u.notifier.phase != MEV_PHASE_START)
 		return 0;
 	p->windows = grow(p->windows, &p->capwindows, p->nwindows + 1,
 			  sizeof(*p->windows));
