@@ -15,6 +15,7 @@
 #include "ingest/sink.h"
 
 #include "db/db.h"
+#include "util/alloc.h"
 #include "util/assert.h"
 #include "util/log.h"
 #include "util/ptrmap.h"
@@ -121,8 +122,8 @@ struct ingest_sink {
 	struct ptrmap classes;          /* bt_event_class * -> sink_class */
 	struct ptrmap streams;          /* bt_stream * -> sink_stream */
 	struct ptrmap traces;           /* bt_trace * -> sink_trace */
-	struct ptrmap threads;          /* tid + 1 -> sink_thread */
-	struct ptrmap raw_by_name;      /* interned name -> raw index + 1 */
+	struct ptrmap threads;          /* tid -> sink_thread */
+	struct u64map raw_by_name;      /* interned name -> raw index */
 
 	struct sink_raw *raws;
 	size_t nraws, capraws;
@@ -146,22 +147,6 @@ struct ingest_sink {
 	int failed;                     /* out of memory: stop the graph */
 };
 
-static void *grow_array(void *arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *n;
-
-	if (need <= *cap)
-		return arr;
-	ncap = *cap ? *cap * 2 : 16;
-	while (ncap < need)
-		ncap *= 2;
-	n = realloc(arr, ncap * elem);
-	if (n)
-		*cap = ncap;
-	return n;
-}
-
 struct ingest_sink *sink_create(const struct catalog *cat, struct writer *w)
 {
 	struct ingest_sink *s = calloc(1, sizeof(*s));
@@ -175,7 +160,7 @@ struct ingest_sink *sink_create(const struct catalog *cat, struct writer *w)
 	ptrmap_init(&s->streams);
 	ptrmap_init(&s->traces);
 	ptrmap_init(&s->threads);
-	ptrmap_init(&s->raw_by_name);
+	u64map_init(&s->raw_by_name);
 	return s;
 }
 
@@ -190,7 +175,7 @@ void sink_destroy(struct ingest_sink *s)
 	ptrmap_free_values(&s->threads);
 	ptrmap_free(&s->streams);
 	ptrmap_free(&s->traces);
-	ptrmap_free(&s->raw_by_name);
+	u64map_free(&s->raw_by_name);
 	for (i = 0; i < s->nstreams; i++) {
 		free(s->stream_list[i]->name);
 		free(s->stream_list[i]);
@@ -225,23 +210,17 @@ uint64_t sink_lost_count(const struct ingest_sink *s)
 static int64_t raw_lookup(struct ingest_sink *s, const char *name)
 {
 	const char *iname = strpool_intern(&s->strings, name);
-	uintptr_t idx;
-	void *grown;
+	const struct u64map_slot *known;
 
 	if (!iname)
 		return -1;
-	idx = (uintptr_t)ptrmap_get(&s->raw_by_name, (uintptr_t)iname);
-	if (idx)
-		return (int64_t)idx - 1;
-	grown = grow_array(s->raws, &s->capraws, s->nraws + 1,
-			   sizeof(*s->raws));
-	if (!grown)
+	known = u64map_find(&s->raw_by_name, (uintptr_t)iname);
+	if (known)
+		return (int64_t)known->val;
+	if (ALLOC_GROW(s->raws, s->nraws + 1, s->capraws))
 		return -1;
-	s->raws = grown;
-	memset(&s->raws[s->nraws], 0, sizeof(*s->raws));
 	s->raws[s->nraws].name = iname;
-	if (ptrmap_put(&s->raw_by_name, (uintptr_t)iname,
-		       (void *)(uintptr_t)(s->nraws + 1)) < 0)
+	if (u64map_put(&s->raw_by_name, (uintptr_t)iname, s->nraws) < 0)
 		return -1;
 	return (int64_t)s->nraws++;
 }
@@ -412,20 +391,16 @@ static struct sink_trace *trace_register(struct ingest_sink *s,
 {
 	struct sink_trace *tr = ptrmap_get(&s->traces, (uintptr_t)t);
 	const bt_value *maj, *min, *pl;
-	void *grown;
 	char buf[64];
 	int i;
 
 	if (tr)
 		return tr;
 	tr = calloc(1, sizeof(*tr));
-	grown = grow_array(s->trace_list, &s->captraces,
-			   s->ntraces + 1, sizeof(*s->trace_list));
-	if (!tr || !grown) {
+	if (!tr || ALLOC_GROW(s->trace_list, s->ntraces + 1, s->captraces)) {
 		free(tr);
 		return NULL;
 	}
-	s->trace_list = grown;
 	tr->id = (int64_t)s->ntraces + 1;
 	tr->path = strdup(bt_trace_get_name(t) ? bt_trace_get_name(t) : "");
 	for (i = 0; i < TRACE_ENVS; i++) {
@@ -462,18 +437,15 @@ static struct sink_stream *stream_register(struct ingest_sink *s,
 					   const bt_stream *st)
 {
 	struct sink_stream *ss = ptrmap_get(&s->streams, (uintptr_t)st);
-	void *grown;
 
 	if (ss)
 		return ss;
 	ss = calloc(1, sizeof(*ss));
-	grown = grow_array(s->stream_list, &s->capstreams,
-			   s->nstreams + 1, sizeof(*s->stream_list));
-	if (!ss || !grown) {
+	if (!ss ||
+	    ALLOC_GROW(s->stream_list, s->nstreams + 1, s->capstreams)) {
 		free(ss);
 		return NULL;
 	}
-	s->stream_list = grown;
 	ss->trace = trace_register(s, bt_stream_borrow_trace_const(st));
 	if (!ss->trace) {
 		free(ss);
@@ -538,7 +510,7 @@ void sink_flush(struct ingest_sink *s)
 static int thread_note(struct ingest_sink *s, int64_t tid, const char *name,
 		       uint64_t seq)
 {
-	struct sink_thread *t = ptrmap_get(&s->threads, (uint64_t)tid + 1);
+	struct sink_thread *t = ptrmap_get(&s->threads, (uint64_t)tid);
 	struct ingest_row *r;
 	const char *iname;
 
@@ -549,7 +521,7 @@ static int thread_note(struct ingest_sink *s, int64_t tid, const char *name,
 		return -1;
 	if (!t) {
 		t = calloc(1, sizeof(*t));
-		if (!t || ptrmap_put(&s->threads, (uint64_t)tid + 1, t) < 0) {
+		if (!t || ptrmap_put(&s->threads, (uint64_t)tid, t) < 0) {
 			free(t);
 			return -1;
 		}
@@ -561,7 +533,7 @@ static int thread_note(struct ingest_sink *s, int64_t tid, const char *name,
 	r->tid = tid;
 	r->seq = (int64_t)seq;
 	r->textmask = 1;
-	r->v[0] = (int64_t)(intptr_t)iname;
+	r->v[0].text = iname;
 	row_commit(s);
 	return 0;
 }
@@ -645,7 +617,7 @@ static int handle_event(struct ingest_sink *s, const bt_message *msg)
 			break;
 		case COL_CONST:
 		case COL_RAW_ID:
-			r->v[i] = c->col[i].cval;
+			r->v[i].i = c->col[i].cval;
 			break;
 		case COL_STRING:
 			text = NULL;
@@ -653,12 +625,12 @@ static int handle_event(struct ingest_sink *s, const bt_message *msg)
 			text = strpool_intern(&s->strings, text ? text : "");
 			if (!text)
 				return -1;
-			r->v[i] = (int64_t)(intptr_t)text;
+			r->v[i].text = text;
 			r->textmask |= 1u << i;
 			break;
 		default:
-			r->v[i] = field_int(payload, c->col[i].member,
-					    c->col[i].src, &text);
+			r->v[i].i = field_int(payload, c->col[i].member,
+					      c->col[i].src, &text);
 		}
 	}
 	r->nullmask = nullmask;
@@ -682,17 +654,10 @@ static int handle_discarded(struct ingest_sink *s, const bt_message *msg,
 	struct sink_stream *ss = stream_register(s, st);
 	struct sink_lost *l;
 	bt_property_availability avail;
-	void *grown;
 
-	if (!ss)
+	if (!ss || ALLOC_GROW(s->lost, s->nlost + 1, s->caplost))
 		return -1;
-	grown = grow_array(s->lost, &s->caplost, s->nlost + 1,
-			   sizeof(*s->lost));
-	if (!grown)
-		return -1;
-	s->lost = grown;
 	l = &s->lost[s->nlost++];
-	memset(l, 0, sizeof(*l));
 	l->stream_id = ss->id;
 	l->is_packets = is_packets;
 	if (is_packets) {

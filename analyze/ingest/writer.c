@@ -132,10 +132,10 @@ static int row_bind(struct writer *w, sqlite3_stmt *s, int p,
 		if (r->nullmask & (1u << i))
 			sqlite3_bind_null(s, p);
 		else if (r->textmask & (1u << i))
-			sqlite3_bind_text(s, p, (const char *)(intptr_t)r->v[i],
-					  -1, SQLITE_STATIC);
+			sqlite3_bind_text(s, p, r->v[i].text, -1,
+					  SQLITE_STATIC);
 		else
-			sqlite3_bind_int64(s, p, r->v[i]);
+			sqlite3_bind_int64(s, p, r->v[i].i);
 	}
 	return p;
 }

@@ -3,11 +3,11 @@
  *
  * A level-L table holds the level-L entries of one level-(L+1) span:
  * entry i maps gfn base + i * 512^(L-1).  The table key packs (as_id,
- * level, gfn >> 9L) with bit 63 set, so it is never 0 (the u64 map's
- * empty key).
+ * level, gfn >> 9L).
  */
 #include "model/tdp.h"
 
+#include "util/alloc.h"
 #include "util/assert.h"
 
 #include <stdlib.h>
@@ -26,7 +26,7 @@ static unsigned level_shift(int level)
 
 static uint64_t table_key(int as_id, int level, uint64_t gfn)
 {
-	return (1ULL << 63) | ((uint64_t)(as_id & 3) << 60) |
+	return ((uint64_t)(as_id & 3) << 60) |
 		((uint64_t)(level & 15) << 56) |
 		((gfn >> (level_shift(level) + 9)) & ((1ULL << 56) - 1));
 }
@@ -81,15 +81,8 @@ static struct tdp_table *table_create(struct tdp *t, int as_id, int level,
 {
 	struct tdp_table *tb;
 
-	if (t->nlist[level] == t->caplist[level]) {
-		size_t n = t->caplist[level] ? t->caplist[level] * 2 : 16;
-		struct tdp_table **g = realloc(t->list[level], n * sizeof(*g));
-
-		if (!g)
-			return NULL;
-		t->list[level] = g;
-		t->caplist[level] = n;
-	}
+	if (ALLOC_GROW(t->list[level], t->nlist[level] + 1, t->caplist[level]))
+		return NULL;
 	tb = calloc(1, sizeof(*tb));
 	if (!tb)
 		return NULL;

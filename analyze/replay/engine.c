@@ -5,6 +5,7 @@
  */
 #include "replay/engine_int.h"
 
+#include "util/alloc.h"
 #include "util/assert.h"
 #include "util/log.h"
 
@@ -39,14 +40,14 @@ static struct thread_ctx *thread_get(struct engine *e, int32_t tid)
 	/* Runs of events come from one thread: ask the map once a run. */
 	if (e->last_thread && e->last_tid == tid)
 		return e->last_thread;
-	t = ptrmap_get(&e->threads, (uint64_t)tid + 1);
+	t = ptrmap_get(&e->threads, (uint64_t)tid);
 	if (t) {
 		e->last_tid = tid;
 		e->last_thread = t;
 		return t;
 	}
 	t = calloc(1, sizeof(*t));
-	if (!t || ptrmap_put(&e->threads, (uint64_t)tid + 1, t) < 0) {
+	if (!t || ptrmap_put(&e->threads, (uint64_t)tid, t) < 0) {
 		free(t);
 		e->nomem = 1;
 		return NULL;
@@ -63,18 +64,13 @@ struct replay_second *engine_second_at(struct engine *e, int64_t ts)
 	struct replay_result *r = e->res;
 
 	if (s >= r->nseconds) {
-		int64_t n = s + 1 + 16;
-		struct replay_second *g = realloc(r->series, (size_t)n *
-						  sizeof(*g));
-
-		if (!g) {
+		/* New room reads 0; the series ends 16 s past the last
+		 * second written to so far. */
+		if (ALLOC_GROW(r->series, (size_t)s + 1 + 16, e->capseries)) {
 			e->nomem = 1;
 			return NULL;
 		}
-		memset(g + r->nseconds, 0, (size_t)(n - r->nseconds) *
-		       sizeof(*g));
-		r->series = g;
-		r->nseconds = n;
+		r->nseconds = s + 1 + 16;
 	}
 	return &r->series[s];
 }

@@ -117,7 +117,7 @@ struct batch {
 
 /* NX-split pages KVM tracks for recovery (nx_lpage_splits). */
 struct nx_splits {
-	struct u64map split_map;        /* 2M-aligned gfn + 1 -> 1 if split */
+	struct u64map split_map;        /* 2M-aligned gfn -> 1 if split */
 	int64_t nsplit;
 };
 
@@ -130,11 +130,12 @@ struct engine {
 	struct tdp tdp_obs;             /* the traced state */
 	struct tdp tdp_ovl;             /* leaves the policy kept */
 	struct tdp tdp_zapmark;         /* zap cause + 1 of leaves zapped */
-	struct ptrmap threads;          /* tid + 1 -> struct thread_ctx */
+	struct ptrmap threads;          /* tid -> struct thread_ctx */
 	struct thread_ctx *last_thread; /* thread_get()'s last answer */
 	int32_t last_tid;
 	struct thread_ctx **open_windows;
-	int nopen_windows, capopen_windows;
+	size_t nopen_windows, capopen_windows;
+	size_t capseries;               /* of res->series (util/alloc.h) */
 	struct batch batch, last_batch;
 	int64_t period_factor;          /* recorded wake-ups per policy's */
 	int64_t batches_seen;

@@ -18,7 +18,7 @@
 /* The list is keyed by the 2M page the split L1 table maps. */
 void nx_set(struct engine *e, struct nx_splits *l, uint64_t gfn, int split)
 {
-	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1) + 1;
+	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1);
 	int was = u64map_get(&l->split_map, key) != 0;
 
 	if (was == split)

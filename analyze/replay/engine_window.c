@@ -11,9 +11,8 @@
  */
 #include "replay/engine_int.h"
 
+#include "util/alloc.h"
 #include "util/assert.h"
-
-#include <stdlib.h>
 
 static void window_add_range(void *arg, int as_id, uint64_t gs,
 			     uint64_t ge)
@@ -27,24 +26,17 @@ static void window_add_range(void *arg, int as_id, uint64_t gs,
 
 static void window_list_add(struct engine *e, struct thread_ctx *t)
 {
-	if (e->nopen_windows == e->capopen_windows) {
-		int n = e->capopen_windows ? e->capopen_windows * 2 : 8;
-		struct thread_ctx **g = realloc(e->open_windows,
-						(size_t)n * sizeof(*g));
-
-		if (!g) {
-			e->nomem = 1;
-			return;
-		}
-		e->open_windows = g;
-		e->capopen_windows = n;
+	if (ALLOC_GROW(e->open_windows, e->nopen_windows + 1,
+		       e->capopen_windows)) {
+		e->nomem = 1;
+		return;
 	}
 	e->open_windows[e->nopen_windows++] = t;
 }
 
 static void window_list_remove(struct engine *e, struct thread_ctx *t)
 {
-	int i;
+	size_t i;
 
 	for (i = 0; i < e->nopen_windows; i++)
 		if (e->open_windows[i] == t) {
@@ -121,7 +113,7 @@ int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn)
 
 int window_any_covers(struct engine *e, int as_id, uint64_t gfn)
 {
-	int i;
+	size_t i;
 
 	for (i = 0; i < e->nopen_windows; i++)
 		if (window_covers(e->open_windows[i], as_id, gfn))
@@ -141,7 +133,7 @@ void window_install(struct engine *e, struct thread_ctx *self, int as_id,
 		    uint64_t gfn)
 {
 	struct thread_ctx *win;
-	int i;
+	size_t i;
 
 	for (i = 0; i < e->nopen_windows; i++) {
 		win = e->open_windows[i];
