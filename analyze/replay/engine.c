@@ -105,16 +105,16 @@ void engine_ctx_close(struct engine *e, struct thread_ctx *t)
 	case CTX_NONE:
 		return;
 	case CTX_WINDOW:
-		window_close(e, t);
+		window_ctx_close(e, t);
 		break;
 	case CTX_FAULT:
-		fault_close(e, t);
+		fault_ctx_close(e, t);
 		break;
 	case CTX_TEARDOWN:
-		teardown_close(e, t);
+		teardown_ctx_close(e, t);
 		break;
 	case CTX_RECOVERY:
-		nx_recovery_close(e, t);
+		nx_recovery_ctx_close(e, t);
 		break;
 	}
 	e->res->zaps_predicted += t->ctx_predicted;

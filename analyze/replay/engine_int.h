@@ -182,7 +182,7 @@ void overlay_refault(struct engine *e, uint64_t gfn);
 /* engine_window.c */
 void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 			const struct model_event *ev);
-void window_close(struct engine *e, struct thread_ctx *t);
+void window_ctx_close(struct engine *e, struct thread_ctx *t);
 int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn);
 int window_any_covers(struct engine *e, int as_id, uint64_t gfn);
 void window_install(struct engine *e, struct thread_ctx *self, int as_id,
@@ -194,7 +194,7 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 void engine_on_fast_fault(struct engine *e, const struct model_event *ev);
 void engine_on_vcpu_exit(struct engine *e, struct thread_ctx *t,
 			 const struct model_event *ev);
-void fault_close(struct engine *e, struct thread_ctx *t);
+void fault_ctx_close(struct engine *e, struct thread_ctx *t);
 
 /* engine_nx.c */
 void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
@@ -204,14 +204,14 @@ void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 void nx_set(struct engine *e, struct nx_splits *l, uint64_t gfn, int split);
 void nx_batch_touch(struct engine *e, const struct model_event *ev);
 void nx_batch_close(struct engine *e);
-void nx_recovery_open(struct engine *e, struct thread_ctx *t,
-		      const struct model_event *ev, int level);
-void nx_recovery_close(struct engine *e, struct thread_ctx *t);
+void nx_recovery_ctx_open(struct engine *e, struct thread_ctx *t,
+			  const struct model_event *ev, int level);
+void nx_recovery_ctx_close(struct engine *e, struct thread_ctx *t);
 
 /* engine_teardown.c */
 void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev);
-void teardown_close(struct engine *e, struct thread_ctx *t);
+void teardown_ctx_close(struct engine *e, struct thread_ctx *t);
 
 /* engine_lock.c */
 void engine_on_lock_wait(struct engine *e, const struct model_event *ev);

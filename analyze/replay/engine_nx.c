@@ -155,8 +155,8 @@ static int recovery_keep(struct engine *e, const struct replay_recovery *rec,
 
 /* The worker freed a shadow page (its context just opened): one page of
  * the current batch, kept or recovered under the policy. */
-void nx_recovery_open(struct engine *e, struct thread_ctx *t,
-		      const struct model_event *ev, int level)
+void nx_recovery_ctx_open(struct engine *e, struct thread_ctx *t,
+			  const struct model_event *ev, int level)
 {
 	struct replay_recovery rec;
 	uint64_t gfn = ev->u.sp.gfn;
@@ -172,7 +172,7 @@ void nx_recovery_open(struct engine *e, struct thread_ctx *t,
 }
 
 /* A recovery context's zaps and flushes count with its batch. */
-void nx_recovery_close(struct engine *e, struct thread_ctx *t)
+void nx_recovery_ctx_close(struct engine *e, struct thread_ctx *t)
 {
 	e->batch.zaps_predicted += t->ctx_predicted;
 	e->batch.zaps_observed += t->ctx_observed;

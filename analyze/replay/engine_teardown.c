@@ -25,7 +25,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	engine_ctx_open(e, t, kind, ev, gfn);
 	t->sp_level = level;
 	if (kind == CTX_RECOVERY)
-		nx_recovery_open(e, t, ev, level);
+		nx_recovery_ctx_open(e, t, ev, level);
 	else if (level == TDP_LEVEL_4K)
 		nx_set(e, &e->nx_policy, gfn, 0);
 	if (level == TDP_LEVEL_4K)
@@ -37,7 +37,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 				      ZAP_TEARDOWN);
 }
 
-void teardown_close(struct engine *e, struct thread_ctx *t)
+void teardown_ctx_close(struct engine *e, struct thread_ctx *t)
 {
 	int64_t i;
 

@@ -6,7 +6,7 @@
  * closes it.
  *
  * Invariant: open_windows holds exactly the threads whose context is
- * CTX_WINDOW (window_close() finds each one; engine.c checks the list is
+ * CTX_WINDOW (window_ctx_close() finds each one; engine.c checks the list is
  * empty at the end).
  */
 #include "replay/engine_int.h"
@@ -91,7 +91,7 @@ void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 	window_list_add(e, t);
 }
 
-void window_close(struct engine *e, struct thread_ctx *t)
+void window_ctx_close(struct engine *e, struct thread_ctx *t)
 {
 	window_list_remove(e, t);
 	overlay_flush_account(e, t->ctx_ts, t->ctx_predicted, t->ctx_observed,
