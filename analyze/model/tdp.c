@@ -112,6 +112,8 @@ int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn, uint64_t spte)
 	if (!(tb->seen[i / 64] & (1ULL << (i % 64)))) {
 		tb->seen[i / 64] |= 1ULL << (i % 64);
 		t->entries++;
+		/* Distinct entries: at most a full table each. */
+		MR_ASSERT_DBG(t->entries <= t->ntables * TDP_TABLE_ENTRIES);
 	}
 	tb->spte[i] = spte;
 	return 0;

@@ -16,6 +16,9 @@
  *
  * Memory grows with the guest pages touched (the TDP map and overlay)
  * and the threads seen, not with the number of events.
+ *
+ * The engine's files, one per concern, share engine_int.h (which lists
+ * them and where a new input or policy decision goes).
  */
 #ifndef MMUREPLAY_REPLAY_ENGINE_H
 #define MMUREPLAY_REPLAY_ENGINE_H
