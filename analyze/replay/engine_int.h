@@ -110,7 +110,7 @@ struct batch {
 	int64_t zaps_predicted, zaps_observed, zaps_policy;
 	/* NX-split pages recovered: traced, predicted from the ratio. */
 	int64_t sps_observed, sps_predicted;
-	int64_t flushes_measured;
+	int64_t flushes_traced;         /* traced flush events (patched) */
 	/* The policy's batch: pages it may take, has taken, recovers. */
 	int64_t policy_quota, policy_taken, policy_pages;
 };

@@ -64,7 +64,7 @@ void nx_batch_close(struct engine *e)
 	 * lock hold. */
 	overlay_flush_account(e, b->batch_last_ts, b->zaps_predicted,
 			      b->zaps_observed, b->zaps_policy,
-			      b->flushes_measured,
+			      b->flushes_traced,
 			      e->opts->policy->recovery_read_lock &&
 			      !b->batch_read_lock ? b->policy_pages : -1);
 	e->last_batch = *b;

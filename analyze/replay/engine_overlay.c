@@ -179,7 +179,7 @@ void engine_on_tlb_flush(struct engine *e, struct thread_ctx *t,
 			 const struct model_event *ev)
 {
 	if (t->is_worker && e->batch.batch_active) {
-		e->batch.flushes_measured++;
+		e->batch.flushes_traced++;
 	} else if (t->ctx_kind != CTX_NONE) {
 		t->ctx_flushes++;
 	} else {
