@@ -11,11 +11,12 @@ cd "$top"
 sh scripts/setup.sh
 
 dir=build
-flags=""
+# The hot-path invariant checks stay on in every test build.
+flags="-DMMUREPLAY_ASSERT_DBG=ON"
 skip="lab"
 if [ "${1:-}" = "--sanitize" ]; then
 	dir=build-asan
-	flags="-DMMUREPLAY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
+	flags="$flags -DMMUREPLAY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
 	# The kernel series is checked once, in the regular run.
 	skip="lab|kernel"
 	# Leaks inside libbabeltrace2's plugin loader, a CTF source that fails

@@ -13,6 +13,7 @@
 #include "model/tdp.h"
 #include "report/report.h"
 #include "util/ptrmap.h"
+#include "util/u64map.h"
 #include "util/strpool.h"
 
 #include <stdio.h>
@@ -38,6 +39,38 @@ static void test_ptrmap(void)
 	CHECK(ptrmap_put(&m, 8, (void *)7) == 0 && m.m.len == 10000);
 	CHECK(ptrmap_get(&m, 8) == (void *)7);
 	ptrmap_free(&m);
+}
+
+static void count_val(void *arg, uint64_t val)
+{
+	*(uint64_t *)arg += val;
+}
+
+/* Keys 0 (tid 0, the idle task; gfn 0) and UINT64_MAX are keys like
+ * any other: no caller offsets them. */
+static void test_u64map_edge_keys(void)
+{
+	struct u64map m;
+	uint64_t sum = 0, i;
+
+	u64map_init(&m);
+	CHECK(u64map_find(&m, 0) == NULL && u64map_find(&m, UINT64_MAX) ==
+	      NULL);
+	CHECK(u64map_put(&m, 0, 5) == 0);
+	CHECK(u64map_find(&m, 0) != NULL && u64map_get(&m, 0) == 5);
+	CHECK(u64map_find(&m, 1) == NULL);
+	CHECK(u64map_find(&m, UINT64_MAX) == NULL);
+	CHECK(u64map_put(&m, UINT64_MAX, 7) == 0);
+	CHECK(u64map_get(&m, UINT64_MAX) == 7 && u64map_get(&m, 0) == 5);
+	/* A value of 0 is stored, not absent. */
+	CHECK(u64map_put(&m, 3, 0) == 0 && u64map_find(&m, 3) != NULL);
+	for (i = 1; i <= 1000; i++)
+		CHECK(u64map_put(&m, i + 3, i) == 0);
+	CHECK(u64map_get(&m, 0) == 5 && u64map_get(&m, UINT64_MAX) == 7);
+	CHECK(u64map_put(&m, 0, 6) == 0 && u64map_get(&m, 0) == 6);
+	u64map_each(&m, count_val, &sum);
+	CHECK(sum == 6 + 7 + 0 + 1000 * 1001 / 2);
+	u64map_free(&m);
 }
 
 static void test_strpool(void)
@@ -330,6 +363,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	test_ptrmap();
+	test_u64map_edge_keys();
 	test_strpool();
 	test_spte();
 	test_tdp();

@@ -5,9 +5,9 @@
  */
 #include "db/db.h"
 
+#include "util/assert.h"
 #include "util/log.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +86,7 @@ enum db_status db_out_publish(struct db_out *out)
 {
 	enum db_status st = DB_ERR_IO;
 
-	assert(out->db);
+	MR_ASSERT(out->db);
 	if (db_meta_set_int(out->db, "complete", 1) != DB_OK)
 		goto end;
 	if (db_exec(out->db, "COMMIT") != DB_OK)

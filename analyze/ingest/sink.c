@@ -15,11 +15,12 @@
 #include "ingest/sink.h"
 
 #include "db/db.h"
+#include "util/alloc.h"
+#include "util/assert.h"
 #include "util/log.h"
 #include "util/ptrmap.h"
 #include "util/strpool.h"
 
-#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,10 +59,33 @@ struct sink_class {
 	int64_t procname_member;
 };
 
+/*
+ * The CTF environment entries a trace row keeps: X(index, CTF key,
+ * column of table trace).  The array, the lookups and the INSERT are
+ * generated from this list.
+ */
+#define TRACE_ENV_LIST(X) \
+	X(TRACE_ENV_HOSTNAME, "hostname", "hostname") \
+	X(TRACE_ENV_DOMAIN, "domain", "domain") \
+	X(TRACE_ENV_SYSNAME, "sysname", "sysname") \
+	X(TRACE_ENV_KERNEL_RELEASE, "kernel_release", "kernel_release") \
+	X(TRACE_ENV_KERNEL_VERSION, "kernel_version", "kernel_version") \
+	X(TRACE_ENV_TRACER_NAME, "tracer_name", "tracer_name") \
+	/* LTTng writes it as tracer_major/minor/patchlevel */ \
+	X(TRACE_ENV_TRACER_VERSION, "tracer_version", "tracer_version") \
+	X(TRACE_ENV_TRACE_NAME, "trace_name", "trace_name") \
+	X(TRACE_ENV_CREATION, "trace_creation_datetime", "creation_datetime")
+
+#define TRACE_ENV_ENUM(e, key, col) e,
+enum trace_env {
+	TRACE_ENV_LIST(TRACE_ENV_ENUM)
+	TRACE_ENVS
+};
+
 struct sink_trace {
 	int64_t id;
 	char *path;
-	char *env[10];
+	char *env[TRACE_ENVS];
 };
 
 struct sink_stream {
@@ -84,10 +108,9 @@ struct sink_thread {
 	const char *procname;
 };
 
-static const char *const env_keys[10] = {
-	"hostname", "domain", "sysname", "kernel_release", "kernel_version",
-	"tracer_name", "tracer_version", "trace_name",
-	"trace_creation_datetime", NULL,
+#define TRACE_ENV_KEY(e, key, col) [e] = key,
+static const char *const env_keys[TRACE_ENVS] = {
+	TRACE_ENV_LIST(TRACE_ENV_KEY)
 };
 
 struct ingest_sink {
@@ -99,8 +122,8 @@ struct ingest_sink {
 	struct ptrmap classes;          /* bt_event_class * -> sink_class */
 	struct ptrmap streams;          /* bt_stream * -> sink_stream */
 	struct ptrmap traces;           /* bt_trace * -> sink_trace */
-	struct ptrmap threads;          /* tid + 1 -> sink_thread */
-	struct ptrmap raw_by_name;      /* interned name -> raw index + 1 */
+	struct ptrmap threads;          /* tid -> sink_thread */
+	struct u64map raw_by_name;      /* interned name -> raw index */
 
 	struct sink_raw *raws;
 	size_t nraws, capraws;
@@ -124,22 +147,6 @@ struct ingest_sink {
 	int failed;                     /* out of memory: stop the graph */
 };
 
-static void *grow_array(void *arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *n;
-
-	if (need <= *cap)
-		return arr;
-	ncap = *cap ? *cap * 2 : 16;
-	while (ncap < need)
-		ncap *= 2;
-	n = realloc(arr, ncap * elem);
-	if (n)
-		*cap = ncap;
-	return n;
-}
-
 struct ingest_sink *sink_create(const struct catalog *cat, struct writer *w)
 {
 	struct ingest_sink *s = calloc(1, sizeof(*s));
@@ -153,7 +160,7 @@ struct ingest_sink *sink_create(const struct catalog *cat, struct writer *w)
 	ptrmap_init(&s->streams);
 	ptrmap_init(&s->traces);
 	ptrmap_init(&s->threads);
-	ptrmap_init(&s->raw_by_name);
+	u64map_init(&s->raw_by_name);
 	return s;
 }
 
@@ -168,14 +175,14 @@ void sink_destroy(struct ingest_sink *s)
 	ptrmap_free_values(&s->threads);
 	ptrmap_free(&s->streams);
 	ptrmap_free(&s->traces);
-	ptrmap_free(&s->raw_by_name);
+	u64map_free(&s->raw_by_name);
 	for (i = 0; i < s->nstreams; i++) {
 		free(s->stream_list[i]->name);
 		free(s->stream_list[i]);
 	}
 	for (i = 0; i < s->ntraces; i++) {
 		free(s->trace_list[i]->path);
-		for (j = 0; j < 10; j++)
+		for (j = 0; j < TRACE_ENVS; j++)
 			free(s->trace_list[i]->env[j]);
 		free(s->trace_list[i]);
 	}
@@ -203,23 +210,17 @@ uint64_t sink_lost_count(const struct ingest_sink *s)
 static int64_t raw_lookup(struct ingest_sink *s, const char *name)
 {
 	const char *iname = strpool_intern(&s->strings, name);
-	uintptr_t idx;
-	void *grown;
+	const struct u64map_slot *known;
 
 	if (!iname)
 		return -1;
-	idx = (uintptr_t)ptrmap_get(&s->raw_by_name, (uintptr_t)iname);
-	if (idx)
-		return (int64_t)idx - 1;
-	grown = grow_array(s->raws, &s->capraws, s->nraws + 1,
-			   sizeof(*s->raws));
-	if (!grown)
+	known = u64map_find(&s->raw_by_name, (uintptr_t)iname);
+	if (known)
+		return (int64_t)known->val;
+	if (ALLOC_GROW(s->raws, s->nraws + 1, s->capraws))
 		return -1;
-	s->raws = grown;
-	memset(&s->raws[s->nraws], 0, sizeof(*s->raws));
 	s->raws[s->nraws].name = iname;
-	if (ptrmap_put(&s->raw_by_name, (uintptr_t)iname,
-		       (void *)(uintptr_t)(s->nraws + 1)) < 0)
+	if (u64map_put(&s->raw_by_name, (uintptr_t)iname, s->nraws) < 0)
 		return -1;
 	return (int64_t)s->nraws++;
 }
@@ -390,23 +391,19 @@ static struct sink_trace *trace_register(struct ingest_sink *s,
 {
 	struct sink_trace *tr = ptrmap_get(&s->traces, (uintptr_t)t);
 	const bt_value *maj, *min, *pl;
-	void *grown;
 	char buf[64];
 	int i;
 
 	if (tr)
 		return tr;
 	tr = calloc(1, sizeof(*tr));
-	grown = grow_array(s->trace_list, &s->captraces,
-			   s->ntraces + 1, sizeof(*s->trace_list));
-	if (!tr || !grown) {
+	if (!tr || ALLOC_GROW(s->trace_list, s->ntraces + 1, s->captraces)) {
 		free(tr);
 		return NULL;
 	}
-	s->trace_list = grown;
 	tr->id = (int64_t)s->ntraces + 1;
 	tr->path = strdup(bt_trace_get_name(t) ? bt_trace_get_name(t) : "");
-	for (i = 0; env_keys[i]; i++) {
+	for (i = 0; i < TRACE_ENVS; i++) {
 		const bt_value *v = env_get(t, env_keys[i]);
 
 		if (v)
@@ -427,8 +424,8 @@ static struct sink_trace *trace_register(struct ingest_sink *s,
 			snprintf(buf, sizeof(buf), "%" PRId64 ".%" PRId64,
 				 bt_value_integer_signed_get(maj),
 				 bt_value_integer_signed_get(min));
-		free(tr->env[6]);
-		tr->env[6] = strdup(buf);
+		free(tr->env[TRACE_ENV_TRACER_VERSION]);
+		tr->env[TRACE_ENV_TRACER_VERSION] = strdup(buf);
 	}
 	s->trace_list[s->ntraces++] = tr;
 	if (ptrmap_put(&s->traces, (uintptr_t)t, tr) < 0)
@@ -440,18 +437,15 @@ static struct sink_stream *stream_register(struct ingest_sink *s,
 					   const bt_stream *st)
 {
 	struct sink_stream *ss = ptrmap_get(&s->streams, (uintptr_t)st);
-	void *grown;
 
 	if (ss)
 		return ss;
 	ss = calloc(1, sizeof(*ss));
-	grown = grow_array(s->stream_list, &s->capstreams,
-			   s->nstreams + 1, sizeof(*s->stream_list));
-	if (!ss || !grown) {
+	if (!ss ||
+	    ALLOC_GROW(s->stream_list, s->nstreams + 1, s->capstreams)) {
 		free(ss);
 		return NULL;
 	}
-	s->stream_list = grown;
 	ss->trace = trace_register(s, bt_stream_borrow_trace_const(st));
 	if (!ss->trace) {
 		free(ss);
@@ -485,8 +479,8 @@ static int64_t field_int(const bt_field *st, uint64_t member,
 		*text = bt_field_string_get_value(f);
 		return 0;
 	default:
-		assert(0);
-		return 0;
+		/* Only the sources above read a payload field. */
+		MR_UNREACHABLE();
 	}
 }
 
@@ -516,7 +510,7 @@ void sink_flush(struct ingest_sink *s)
 static int thread_note(struct ingest_sink *s, int64_t tid, const char *name,
 		       uint64_t seq)
 {
-	struct sink_thread *t = ptrmap_get(&s->threads, (uint64_t)tid + 1);
+	struct sink_thread *t = ptrmap_get(&s->threads, (uint64_t)tid);
 	struct ingest_row *r;
 	const char *iname;
 
@@ -527,7 +521,7 @@ static int thread_note(struct ingest_sink *s, int64_t tid, const char *name,
 		return -1;
 	if (!t) {
 		t = calloc(1, sizeof(*t));
-		if (!t || ptrmap_put(&s->threads, (uint64_t)tid + 1, t) < 0) {
+		if (!t || ptrmap_put(&s->threads, (uint64_t)tid, t) < 0) {
 			free(t);
 			return -1;
 		}
@@ -539,7 +533,7 @@ static int thread_note(struct ingest_sink *s, int64_t tid, const char *name,
 	r->tid = tid;
 	r->seq = (int64_t)seq;
 	r->textmask = 1;
-	r->v[0] = (int64_t)(intptr_t)iname;
+	r->v[0].text = iname;
 	row_commit(s);
 	return 0;
 }
@@ -623,7 +617,7 @@ static int handle_event(struct ingest_sink *s, const bt_message *msg)
 			break;
 		case COL_CONST:
 		case COL_RAW_ID:
-			r->v[i] = c->col[i].cval;
+			r->v[i].i = c->col[i].cval;
 			break;
 		case COL_STRING:
 			text = NULL;
@@ -631,12 +625,12 @@ static int handle_event(struct ingest_sink *s, const bt_message *msg)
 			text = strpool_intern(&s->strings, text ? text : "");
 			if (!text)
 				return -1;
-			r->v[i] = (int64_t)(intptr_t)text;
+			r->v[i].text = text;
 			r->textmask |= 1u << i;
 			break;
 		default:
-			r->v[i] = field_int(payload, c->col[i].member,
-					    c->col[i].src, &text);
+			r->v[i].i = field_int(payload, c->col[i].member,
+					      c->col[i].src, &text);
 		}
 	}
 	r->nullmask = nullmask;
@@ -660,17 +654,10 @@ static int handle_discarded(struct ingest_sink *s, const bt_message *msg,
 	struct sink_stream *ss = stream_register(s, st);
 	struct sink_lost *l;
 	bt_property_availability avail;
-	void *grown;
 
-	if (!ss)
+	if (!ss || ALLOC_GROW(s->lost, s->nlost + 1, s->caplost))
 		return -1;
-	grown = grow_array(s->lost, &s->caplost, s->nlost + 1,
-			   sizeof(*s->lost));
-	if (!grown)
-		return -1;
-	s->lost = grown;
 	l = &s->lost[s->nlost++];
-	memset(l, 0, sizeof(*l));
 	l->stream_id = ss->id;
 	l->is_packets = is_packets;
 	if (is_packets) {
@@ -785,18 +772,19 @@ enum sink_status sink_store_tables(struct ingest_sink *s, sqlite3 *db)
 	size_t i;
 	int j;
 
-	if (sqlite3_prepare_v2(db, "INSERT INTO trace (id, path, hostname, "
-			       "domain, sysname, kernel_release, kernel_version, "
-			       "tracer_name, tracer_version, trace_name, "
-			       "creation_datetime) VALUES "
-			       "(?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL))
+#define TRACE_ENV_COL(e, key, col) ", " col
+#define TRACE_ENV_PARAM(e, key, col) ",?"
+	if (sqlite3_prepare_v2(db, "INSERT INTO trace (id, path"
+			       TRACE_ENV_LIST(TRACE_ENV_COL) ") VALUES (?,?"
+			       TRACE_ENV_LIST(TRACE_ENV_PARAM) ")", -1, &st,
+			       NULL))
 		goto end;
 	for (i = 0; i < s->ntraces; i++) {
 		struct sink_trace *t = s->trace_list[i];
 
 		sqlite3_bind_int64(st, 1, t->id);
 		store_bind_text(st, 2, t->path);
-		for (j = 0; j < 9; j++)
+		for (j = 0; j < TRACE_ENVS; j++)
 			store_bind_text(st, 3 + j, t->env[j]);
 		if (store_step(st) < 0)
 			goto end;

@@ -6,6 +6,7 @@
 #include "ingest/tracedirs.h"
 
 #include "ingest/salvage.h"
+#include "util/alloc.h"
 #include "util/log.h"
 
 #include <dirent.h>
@@ -21,15 +22,8 @@ static int add(struct tracedirs *td, const char *path, const char *arg)
 	size_t alen = strlen(arg);
 	const char *rel;
 
-	if (td->n == td->cap) {
-		int ncap = td->cap ? td->cap * 2 : 8;
-		void *g = realloc(td->dirs, ncap * sizeof(*td->dirs));
-
-		if (!g)
-			return -1;
-		td->dirs = g;
-		td->cap = ncap;
-	}
+	if (ALLOC_GROW(td->dirs, (size_t)td->n + 1, td->cap))
+		return -1;
 	d = &td->dirs[td->n];
 	rel = strncmp(path, arg, alen) == 0 ? path + alen : path;
 	while (*rel == '/')

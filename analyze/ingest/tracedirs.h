@@ -9,6 +9,8 @@
 #ifndef MMUREPLAY_INGEST_TRACEDIRS_H
 #define MMUREPLAY_INGEST_TRACEDIRS_H
 
+#include <stddef.h>
+
 struct tracedir {
 	char *path;     /* as found, for opening */
 	char *label;    /* path relative to the argument it came from */
@@ -19,7 +21,8 @@ struct tracedir {
 
 struct tracedirs {
 	struct tracedir *dirs;
-	int n, cap;
+	int n;
+	size_t cap;
 };
 
 enum tracedirs_status {

@@ -7,9 +7,9 @@
  */
 #include "ingest/writer.h"
 
+#include "util/assert.h"
 #include "util/log.h"
 
-#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -132,10 +132,10 @@ static int row_bind(struct writer *w, sqlite3_stmt *s, int p,
 		if (r->nullmask & (1u << i))
 			sqlite3_bind_null(s, p);
 		else if (r->textmask & (1u << i))
-			sqlite3_bind_text(s, p, (const char *)(intptr_t)r->v[i],
-					  -1, SQLITE_STATIC);
+			sqlite3_bind_text(s, p, r->v[i].text, -1,
+					  SQLITE_STATIC);
 		else
-			sqlite3_bind_int64(s, p, r->v[i]);
+			sqlite3_bind_int64(s, p, r->v[i].i);
 	}
 	return p;
 }
@@ -294,14 +294,14 @@ struct ingest_chunk *writer_chunk_get(struct writer *w)
 		pthread_cond_wait(&w->cond, &w->lock);
 	c = w->free_list[--w->nfree];
 	pthread_mutex_unlock(&w->lock);
-	assert(c->n == 0);
+	MR_ASSERT(c->n == 0);
 	return c;
 }
 
 void writer_chunk_submit(struct writer *w, struct ingest_chunk *c)
 {
 	pthread_mutex_lock(&w->lock);
-	assert(w->qlen < POOL_CHUNKS);
+	MR_ASSERT(w->qlen < POOL_CHUNKS);
 	w->queue[(w->qhead + w->qlen) % POOL_CHUNKS] = c;
 	w->qlen++;
 	pthread_cond_broadcast(&w->cond);

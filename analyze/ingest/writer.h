@@ -25,12 +25,19 @@
 #define ROW_NULL_CPU (1u << 30)
 #define ROW_NULL_TID (1u << 31)
 
+/* One column value: an integer, or (textmask) an interned string that
+ * outlives the insert. */
+union ingest_val {
+	int64_t i;
+	const char *text;
+};
+
 struct ingest_row {
 	uint32_t kind;          /* catalogue entry index, or ROW_KIND_* */
 	uint32_t nullmask;      /* bit i: v[i] is NULL; ROW_NULL_* */
-	uint32_t textmask;      /* bit i: v[i] is a const char * */
+	uint32_t textmask;      /* bit i: v[i].text, else v[i].i */
 	int64_t seq, ts, cpu, tid;
-	int64_t v[ROW_MAX_VALS];
+	union ingest_val v[ROW_MAX_VALS];
 };
 
 struct ingest_chunk {

@@ -3,6 +3,7 @@
  */
 #include "metrics/replay_metrics.h"
 
+#include "util/alloc.h"
 #include "util/log.h"
 
 #include <stdio.h>
@@ -245,6 +246,7 @@ static void copy_text(char *dst, size_t len, const unsigned char *src)
 static int load_run(sqlite3 *db, int64_t id, struct stored_run *r)
 {
 	sqlite3_stmt *st = NULL;
+	size_t capseries = 0;
 	int rc = -1;
 
 	if (sqlite3_prepare_v2(db, "SELECT name, value FROM replay_metric "
@@ -263,17 +265,13 @@ static int load_run(sqlite3 *db, int64_t id, struct stored_run *r)
 	sqlite3_bind_int64(st, 1, id);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t sec = sqlite3_column_int64(st, 0);
-		struct replay_second *g;
 
 		if (sec < 0 || sec > 10000000)
 			continue;
 		if (sec >= r->nseconds) {
-			g = realloc(r->series, (size_t)(sec + 1) * sizeof(*g));
-			if (!g)
+			/* New room is zeroed: seconds not stored read 0. */
+			if (ALLOC_GROW(r->series, (size_t)sec + 1, capseries))
 				goto end;
-			memset(g + r->nseconds, 0, (size_t)(sec + 1 -
-			       r->nseconds) * sizeof(*g));
-			r->series = g;
 			r->nseconds = sec + 1;
 		}
 		r->series[sec].faults = sqlite3_column_int64(st, 1);
@@ -290,7 +288,8 @@ end:
 int replay_metrics_load(sqlite3 *db, struct stored_run **runs, int *n)
 {
 	sqlite3_stmt *st = NULL;
-	struct stored_run *r = NULL, *g;
+	struct stored_run *r = NULL;
+	size_t cap = 0;
 	int rc = -1, k;
 
 	*runs = NULL;
@@ -302,11 +301,8 @@ int replay_metrics_load(sqlite3 *db, struct stored_run **runs, int *n)
 			       NULL) != SQLITE_OK)
 		goto end;
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		g = realloc(r, (size_t)(*n + 1) * sizeof(*r));
-		if (!g)
+		if (ALLOC_GROW(r, (size_t)*n + 1, cap))
 			goto end;
-		r = g;
-		memset(&r[*n], 0, sizeof(r[0]));
 		copy_text(r[*n].policy, sizeof(r[0].policy),
 			  sqlite3_column_text(st, 1));
 		r[*n].m.policy = r[*n].policy;

@@ -8,6 +8,7 @@
 #include "db/db.h"
 #include "model/event.h"
 #include "model/spte.h"
+#include "util/alloc.h"
 #include "util/log.h"
 
 #include <stdio.h>
@@ -68,22 +69,15 @@ static int64_t query_int(sqlite3 *db, const char *sql, int64_t dflt)
 	return v;
 }
 
-/* Grow *arr by one element of size elem; the new one is zeroed. */
-static void *push(void **arr, int *n, size_t elem)
-{
-	char *g = realloc(*arr, (size_t)(*n + 1) * elem);
-
-	if (!g)
-		return NULL;
-	*arr = g;
-	memset(g + (size_t)*n * elem, 0, elem);
-	return g + (size_t)(*n)++ * elem;
-}
+/* Append a zeroed element to arr (n elements, capacity cap): its
+ * address, or NULL when out of memory. */
+#define PUSH(arr, n, cap) \
+	(ALLOC_GROW(arr, (size_t)(n) + 1, cap) ? NULL : &(arr)[(n)++])
 
 static int raw_row(sqlite3_stmt *st, void *arg)
 {
 	struct summary *s = arg;
-	struct summary_raw *r = push((void **)&s->raw, &s->nraw, sizeof(*r));
+	struct summary_raw *r = PUSH(s->raw, s->nraw, s->capraw);
 
 	if (!r)
 		return -1;
@@ -97,8 +91,8 @@ static int raw_row(sqlite3_stmt *st, void *arg)
 static int trace_row(sqlite3_stmt *st, void *arg)
 {
 	struct summary *s = arg;
-	struct summary_trace *t = push((void **)&s->traces, &s->ntraces,
-				       sizeof(*t));
+	struct summary_trace *t = PUSH(s->traces, s->ntraces,
+					    s->captraces);
 
 	if (!t)
 		return -1;
@@ -117,8 +111,7 @@ static int trace_row(sqlite3_stmt *st, void *arg)
 static int lost_row(sqlite3_stmt *st, void *arg)
 {
 	struct summary *s = arg;
-	struct summary_lost *l = push((void **)&s->lost, &s->nlost,
-				      sizeof(*l));
+	struct summary_lost *l = PUSH(s->lost, s->nlost, s->caplost);
 
 	if (!l)
 		return -1;
@@ -140,8 +133,7 @@ static int lost_row(sqlite3_stmt *st, void *arg)
 static int vcpu_row(sqlite3_stmt *st, void *arg)
 {
 	struct summary *s = arg;
-	struct summary_vcpu *v = push((void **)&s->vcpus, &s->nvcpus,
-				      sizeof(*v));
+	struct summary_vcpu *v = PUSH(s->vcpus, s->nvcpus, s->capvcpus);
 
 	if (!v)
 		return -1;
@@ -271,8 +263,8 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 	s->truncated = db_meta_get_int(db, "truncated", 0) != 0;
 	s->truncated_reason = db_meta_get_text(db, "truncated_reason");
 	for (i = 0; summary_canonical_tables[i]; i++) {
-		struct summary_count *c = push((void **)&s->canon, &s->ncanon,
-					       sizeof(*c));
+		struct summary_count *c = PUSH(s->canon, s->ncanon,
+					    s->capcanon);
 
 		if (!c) {
 			st = SUMMARY_ERR_NOMEM;

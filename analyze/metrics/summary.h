@@ -11,6 +11,7 @@
 #include "metrics/latency.h"
 
 #include <sqlite3.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct summary_raw {
@@ -76,6 +77,8 @@ struct summary {
 	int64_t lost_events, lost_packets;
 	struct summary_vcpu *vcpus;
 	int nvcpus;
+	/* Capacities of the arrays above (util/alloc.h). */
+	size_t capraw, capcanon, captraces, caplost, capvcpus;
 
 	/* From mmureplay:stats_sample (KVM's own counters), when sampled:
 	 * increase of pf_taken / remote_tlb_flush over the sampled time,

@@ -38,6 +38,51 @@ enum model_syscall {
 	MSYS_KINDS
 };
 
+/*
+ * Traced values with a meaning (schemas/capture.sql documents the same
+ * numbers).  The event fields stay int, as the stream encodes them
+ * (replay/stream.c); compare them with these names, never with numbers.
+ */
+enum mev_phase {                /* notifier, lock contention */
+	MEV_PHASE_START = 0,
+	MEV_PHASE_END = 1,
+};
+
+enum mev_nx_phase {             /* NX recovery (patched) */
+	MEV_NX_BEGIN = 0,
+	MEV_NX_END = 1,
+	MEV_NX_PAGE = 2,        /* one page, see enum mev_nx_action */
+};
+
+enum mev_nx_action {            /* what recovery did with one page */
+	MEV_NX_ZAPPED = 0,
+	MEV_NX_SKIPPED_DIRTY = 1,       /* its slot logs dirty pages */
+	MEV_NX_RACED = 2,
+};
+
+enum mev_lock_mode {            /* how mmu_lock was held */
+	MEV_LOCK_WRITE = 0,
+	MEV_LOCK_READ = 1,
+};
+
+enum mev_unmap_decision {       /* kvm_unmap_gfn_range() (patched) */
+	MEV_UNMAP_ZAPPED = 0,
+	MEV_UNMAP_SKIPPED = 1,  /* a pure permission upgrade */
+};
+
+#define MEV_PAGE_SHIFT 12
+
+/* The level of a shadow page: kvm_mmu_page_role.level, bits 0-3. */
+static inline int mev_role_level(uint64_t role)
+{
+	return (int)(role & 0xf);
+}
+
+static inline uint64_t mev_gpa_to_gfn(uint64_t gpa)
+{
+	return gpa >> MEV_PAGE_SHIFT;
+}
+
 /* MMU notifier event types (enum mmu_notifier_event, Linux 6.1). */
 #define MEV_MMU_NOTIFY_PROTECTION_VMA 2
 
@@ -68,7 +113,7 @@ struct model_event {
 			uint64_t gpa, error_code;
 		} fault;                /* also MEV_FAST_FAULT (+ old/new) */
 		struct {
-			int phase;      /* 0 start, 1 end */
+			int phase;      /* enum mev_phase */
 			uint64_t hva_start, hva_end;
 			int has_event;  /* patched kernel: the rest is valid */
 			int64_t event, flags;
@@ -87,7 +132,7 @@ struct model_event {
 		} sys;
 		struct {
 			int as_id, slot, event, perm_upgrade, flush;
-			int decision;   /* 0 zapped, 1 skipped (upgrade) */
+			int decision;   /* enum mev_unmap_decision */
 			uint64_t gfn_start, gfn_end;
 		} unmap;
 		struct {
@@ -95,20 +140,21 @@ struct model_event {
 			uint64_t gfn_start, pages;      /* pages 0: all */
 		} flush;
 		struct {
-			int phase;      /* 0 begin, 1 end, 2 page */
-			int lock_mode;  /* 0 write, 1 read */
+			int phase;      /* enum mev_nx_phase */
+			int lock_mode;  /* enum mev_lock_mode */
 			int64_t pages, to_zap, ratio, zapped, skipped_dirty;
 			int64_t raced;
 			uint64_t gfn;
-			int level, action;
+			int level;
+			int action;     /* enum mev_nx_action */
 		} nx;
 		struct {
 			int64_t vcpu, wait_ns;
 			uint64_t gfn, error_code;
-			int lock_mode;
+			int lock_mode;  /* enum mev_lock_mode */
 		} lock;
 		struct {
-			int phase;
+			int phase;      /* enum mev_phase */
 			uint64_t lock_addr;
 		} contention;
 		struct {

@@ -3,12 +3,13 @@
  *
  * A level-L table holds the level-L entries of one level-(L+1) span:
  * entry i maps gfn base + i * 512^(L-1).  The table key packs (as_id,
- * level, gfn >> 9L) with bit 63 set, so it is never 0 (the u64 map's
- * empty key).
+ * level, gfn >> 9L).
  */
 #include "model/tdp.h"
 
-#include <assert.h>
+#include "util/alloc.h"
+#include "util/assert.h"
+
 #include <stdlib.h>
 
 struct tdp_table {
@@ -25,7 +26,7 @@ static unsigned level_shift(int level)
 
 static uint64_t table_key(int as_id, int level, uint64_t gfn)
 {
-	return (1ULL << 63) | ((uint64_t)(as_id & 3) << 60) |
+	return ((uint64_t)(as_id & 3) << 60) |
 		((uint64_t)(level & 15) << 56) |
 		((gfn >> (level_shift(level) + 9)) & ((1ULL << 56) - 1));
 }
@@ -80,15 +81,8 @@ static struct tdp_table *table_create(struct tdp *t, int as_id, int level,
 {
 	struct tdp_table *tb;
 
-	if (t->nlist[level] == t->caplist[level]) {
-		size_t n = t->caplist[level] ? t->caplist[level] * 2 : 16;
-		struct tdp_table **g = realloc(t->list[level], n * sizeof(*g));
-
-		if (!g)
-			return NULL;
-		t->list[level] = g;
-		t->caplist[level] = n;
-	}
+	if (ALLOC_GROW(t->list[level], t->nlist[level] + 1, t->caplist[level]))
+		return NULL;
 	tb = calloc(1, sizeof(*tb));
 	if (!tb)
 		return NULL;
@@ -110,7 +104,7 @@ int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn, uint64_t spte)
 	struct tdp_table *tb;
 	size_t i;
 
-	assert(level >= 1 && level <= TDP_MAX_LEVEL);
+	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
 	tb = table_find(t, as_id, level, gfn);
 	if (!tb && !(tb = table_create(t, as_id, level, gfn)))
 		return -1;
@@ -118,6 +112,8 @@ int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn, uint64_t spte)
 	if (!(tb->seen[i / 64] & (1ULL << (i % 64)))) {
 		tb->seen[i / 64] |= 1ULL << (i % 64);
 		t->entries++;
+		/* Distinct entries: at most a full table each. */
+		MR_ASSERT_DBG(t->entries <= t->ntables * TDP_TABLE_ENTRIES);
 	}
 	tb->spte[i] = spte;
 	return 0;
@@ -125,8 +121,10 @@ int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn, uint64_t spte)
 
 uint64_t tdp_get(const struct tdp *t, int as_id, int level, uint64_t gfn)
 {
-	const struct tdp_table *tb = table_find(t, as_id, level, gfn);
+	const struct tdp_table *tb;
 
+	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
+	tb = table_find(t, as_id, level, gfn);
 	return tb ? tb->spte[entry_index(level, gfn)] : 0;
 }
 
@@ -166,7 +164,7 @@ int tdp_leaf(const struct tdp *t, int as_id, uint64_t gfn, uint64_t *spte)
 	uint64_t v;
 	int level;
 
-	for (level = 1; level <= 3; level++) {
+	for (level = 1; level <= TDP_MAX_LEAF_LEVEL; level++) {
 		v = tdp_get(t, as_id, level, gfn);
 		if (spte_present_leaf(t->fmt, v, level) &&
 		    tdp_reachable(t, as_id, gfn, level)) {
@@ -224,10 +222,10 @@ void tdp_for_each_leaf(const struct tdp *t, int as_id, uint64_t start,
 	size_t i, lo, hi;
 	int level;
 
-	assert(start <= end);
+	MR_ASSERT(start <= end);
 	if (start == end)
 		return;
-	for (level = 1; level <= 3; level++) {
+	for (level = 1; level <= TDP_MAX_LEAF_LEVEL; level++) {
 		span = table_span(level);
 		/* Leaves that start before start but cover it count too. */
 		first = tdp_align(start, level);

@@ -27,6 +27,9 @@
 
 #define TDP_MAX_LEVEL 5
 #define TDP_TABLE_ENTRIES 512
+/* Leaves are 4K, 2M or 1G: levels 1 to 3. */
+#define TDP_LEVEL_4K 1
+#define TDP_MAX_LEAF_LEVEL 3
 
 struct tdp_table;
 

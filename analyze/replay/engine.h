@@ -16,6 +16,9 @@
  *
  * Memory grows with the guest pages touched (the TDP map and overlay)
  * and the threads seen, not with the number of events.
+ *
+ * The engine's files, one per concern, share engine_int.h (which lists
+ * them and where a new input or policy decision goes).
  */
 #ifndef MMUREPLAY_REPLAY_ENGINE_H
 #define MMUREPLAY_REPLAY_ENGINE_H
@@ -28,18 +31,29 @@
 
 #include <stdint.h>
 
-enum zap_cause {
-	ZAP_NOTIFIER = 0,       /* mmu_notifier invalidation */
-	ZAP_NX_RECOVERY,        /* the NX recovery worker */
-	ZAP_FAULT_PATH,         /* a fault replacing a leaf (NX split) */
-	ZAP_TEARDOWN,           /* a shadow page freed (memslot/VM gone) */
-	ZAP_OTHER,              /* no cause the model knows */
-	ZAP_CAUSES
-};
+/*
+ * Named values with their names in reports, each from one list: the
+ * enum and the name table are generated from it, so neither can miss an
+ * entry.  X(enumerator, "name").
+ */
+#define ZAP_CAUSE_LIST(X) \
+	X(ZAP_NOTIFIER, "notifier")       /* mmu_notifier invalidation */ \
+	X(ZAP_NX_RECOVERY, "nx_recovery") /* the NX recovery worker */ \
+	X(ZAP_FAULT_PATH, "fault_path")   /* a fault replacing a leaf */ \
+	X(ZAP_TEARDOWN, "teardown")       /* SP freed (memslot/VM gone) */ \
+	X(ZAP_OTHER, "other")             /* no cause the model knows */
 
-extern const char *const zap_cause_names[ZAP_CAUSES];
-/* "measured" / "inferred" / "unknown". */
-const char *replay_source_name(enum replay_source s);
+#define MISMATCH_KIND_LIST(X) \
+	/* a leaf permitted the access */ \
+	X(MISMATCH_FAULT_NOT_REQUIRED, "fault_not_required") \
+	/* context zapped != model held */ \
+	X(MISMATCH_ZAP_COUNT, "zap_count") \
+	/* zap outside the mapped range */ \
+	X(MISMATCH_ZAP_OUTSIDE, "zap_outside_range") \
+	/* zap with no cause */ \
+	X(MISMATCH_ZAP_UNEXPLAINED, "zap_unexplained") \
+	/* batch size != ceil(split/ratio) */ \
+	X(MISMATCH_RECOVERY_BATCH, "recovery_batch")
 
 /*
  * Why a fault on a leaf that permitted the access was not failed at
@@ -49,24 +63,36 @@ const char *replay_source_name(enum replay_source s);
  * that change from the thread that holds the exemption; when the
  * exemption ends without it, the fault is a mismatch.
  */
+#define FAULT_EXEMPT_LIST(X) \
+	/* an invalidation covering the page is open */ \
+	X(EXEMPT_WINDOW, "invalidation_window") \
+	/* an NX recovery batch holds mmu_lock */ \
+	X(EXEMPT_NX_BATCH, "nx_recovery_batch") \
+	/* KVM_SET_USER_MEMORY_REGION (huge page collapse) */ \
+	X(EXEMPT_SET_REGION, "set_memory_region")
+
+#define REPLAY_ENUM_ENTRY(e, name) e,
+
+enum zap_cause {
+	ZAP_CAUSE_LIST(REPLAY_ENUM_ENTRY)
+	ZAP_CAUSES
+};
+
+enum mismatch_kind {
+	MISMATCH_KIND_LIST(REPLAY_ENUM_ENTRY)
+	MISMATCH_KINDS
+};
+
 enum fault_exempt {
-	EXEMPT_WINDOW = 0,      /* an invalidation covering the page is open */
-	EXEMPT_NX_BATCH,        /* an NX recovery batch holds mmu_lock */
-	EXEMPT_SET_REGION,      /* KVM_SET_USER_MEMORY_REGION (collapse) */
+	FAULT_EXEMPT_LIST(REPLAY_ENUM_ENTRY)
 	EXEMPT_REASONS
 };
 
+extern const char *const zap_cause_names[ZAP_CAUSES];
+extern const char *const mismatch_kind_names[MISMATCH_KINDS];
 extern const char *const fault_exempt_names[EXEMPT_REASONS];
-
-enum mismatch_kind {
-	MISMATCH_FAULT_NOT_REQUIRED = 0,  /* a leaf permitted the access */
-	MISMATCH_ZAP_COUNT,               /* context zapped != model held */
-	MISMATCH_ZAP_OUTSIDE,             /* zap outside the mapped range */
-	MISMATCH_ZAP_UNEXPLAINED,         /* zap with no cause */
-	MISMATCH_RECOVERY_BATCH,          /* batch size != ceil(split/ratio) */
-};
-
-extern const char *const mismatch_kind_names[];
+/* "measured" / "inferred" / "unknown". */
+const char *replay_source_name(enum replay_source s);
 
 struct mismatch {
 	enum mismatch_kind kind;
@@ -110,9 +136,9 @@ struct replay_result {
 
 	/* Model predictions under the recorded rules (self-check).
 	 * faults_predicted: traced faults the state required, including
-	 * those exempt[] explained by a change traced after them.  The
-	 * fault check is one-sided: a fault the state requires that was
-	 * never traced cannot be seen. */
+	 * those faults_exempt[] explained by a change traced after them.
+	 * The fault check is one-sided: a fault the state requires that
+	 * was never traced cannot be seen. */
 	int64_t faults_predicted;
 	int64_t faults_exempt[EXEMPT_REASONS];
 	int64_t zaps_predicted;

@@ -21,12 +21,24 @@
 
 #include <stdint.h>
 
-/* How a fact about the trace is known. */
+/*
+ * How a fact about the trace is known; X(enumerator, name in reports),
+ * the enum and replay_source_name() generated from the one list.
+ */
+#define REPLAY_SOURCE_LIST(X) \
+	/* not known: the decision never applies */ \
+	X(REPLAY_SRC_NONE, "unknown") \
+	/* derived from stock events (see DESIGN) */ \
+	X(REPLAY_SRC_INFERRED, "inferred") \
+	/* traced by the patched kernel */ \
+	X(REPLAY_SRC_MEASURED, "measured")
+
+#define REPLAY_SOURCE_ENTRY(e, name) e,
 enum replay_source {
-	REPLAY_SRC_NONE = 0,    /* not known: the decision never applies */
-	REPLAY_SRC_INFERRED,    /* derived from stock events (see DESIGN) */
-	REPLAY_SRC_MEASURED,    /* traced by the patched kernel */
+	REPLAY_SOURCE_LIST(REPLAY_SOURCE_ENTRY)
+	REPLAY_SOURCES
 };
+#undef REPLAY_SOURCE_ENTRY
 
 struct replay_invalidation {
 	uint64_t seq;

@@ -4,6 +4,7 @@
 #include "replay/scan.h"
 
 #include "model/tdp.h"
+#include "util/alloc.h"
 #include "util/ptrmap.h"
 
 #include <stdlib.h>
@@ -45,21 +46,6 @@ struct scan_pass {
 	int32_t last_tid;
 };
 
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	size_t n;
-	void *q;
-
-	if (need <= *cap)
-		return p;
-	n = *cap ? *cap * 2 : 64;
-	while (n < need)
-		n *= 2;
-	q = realloc(p, n * elem);
-	if (q)
-		*cap = n;
-	return q;
-}
 
 static struct scan_thread *thread_get(struct scan_pass *p, int32_t tid)
 {
@@ -68,14 +54,14 @@ static struct scan_thread *thread_get(struct scan_pass *p, int32_t tid)
 	/* Runs of events come from one thread: ask the map once a run. */
 	if (p->last_thread && p->last_tid == tid)
 		return p->last_thread;
-	t = ptrmap_get(&p->threads, (uint64_t)tid + 1);
+	t = ptrmap_get(&p->threads, (uint64_t)tid);
 	if (t) {
 		p->last_tid = tid;
 		p->last_thread = t;
 		return t;
 	}
 	t = calloc(1, sizeof(*t));
-	if (t && ptrmap_put(&p->threads, (uint64_t)tid + 1, t) < 0) {
+	if (t && ptrmap_put(&p->threads, (uint64_t)tid, t) < 0) {
 		free(t);
 		t = NULL;
 	}
@@ -150,7 +136,7 @@ static int on_notifier(struct scan_pass *p, struct scan_thread *t,
 	 * kvm_invalidate_range_start for the same invalidation, back to back
 	 * (either order): one window, measured if either event is.
 	 */
-	if (e->u.notifier.phase == 0 && t->in_window && !t->w_zaps &&
+	if (e->u.notifier.phase == MEV_PHASE_START && t->in_window && !t->w_zaps &&
 	    t->hs == e->u.notifier.hva_start &&
 	    t->he == e->u.notifier.hva_end) {
 		w = &p->windows[t->w_idx];
@@ -163,14 +149,11 @@ static int on_notifier(struct scan_pass *p, struct scan_thread *t,
 		return 0;
 	}
 	window_close(p, t);
-	if (e->u.notifier.phase != 0)
+	if (e->u.notifier.phase != MEV_PHASE_START)
 		return 0;
-	p->windows = grow(p->windows, &p->capwindows, p->nwindows + 1,
-			  sizeof(*p->windows));
-	if (!p->windows)
+	if (ALLOC_GROW(p->windows, p->nwindows + 1, p->capwindows))
 		return -1;
 	w = &p->windows[p->nwindows];
-	memset(w, 0, sizeof(*w));
 	w->seq = e->seq;
 	if (t->in_mprotect) {
 		/*
@@ -229,9 +212,7 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 	} else if (p->dirty_on) {
 		struct scan *sc = p->out;
 
-		sc->dirty = grow(sc->dirty, &sc->capdirty, sc->ndirty + 1,
-				 sizeof(*sc->dirty));
-		if (sc->dirty) {
+		if (!ALLOC_GROW(sc->dirty, sc->ndirty + 1, sc->capdirty)) {
 			sc->dirty[sc->ndirty].from_seq = p->dirty_from;
 			sc->dirty[sc->ndirty++].to_seq = t->setregion_seq;
 		}
@@ -251,9 +232,7 @@ static int finish(struct scan_pass *p, uint64_t last_seq)
 	int measured = 0;
 
 	if (p->dirty_on) {
-		sc->dirty = grow(sc->dirty, &sc->capdirty, sc->ndirty + 1,
-				 sizeof(*sc->dirty));
-		if (!sc->dirty)
+		if (ALLOC_GROW(sc->dirty, sc->ndirty + 1, sc->capdirty))
 			return -1;
 		sc->dirty[sc->ndirty].from_seq = p->dirty_from;
 		sc->dirty[sc->ndirty++].to_seq = last_seq + 1;
@@ -270,10 +249,8 @@ static int finish(struct scan_pass *p, uint64_t last_seq)
 			sc->upgrade_infer[inferred][w->measured_upgrade != 0]++;
 		if (!up)
 			continue;
-		sc->upgrade_seqs = grow(sc->upgrade_seqs, &sc->capupgrades,
-					sc->nupgrades + 1,
-					sizeof(*sc->upgrade_seqs));
-		if (!sc->upgrade_seqs)
+		if (ALLOC_GROW(sc->upgrade_seqs, sc->nupgrades + 1,
+			       sc->capupgrades))
 			return -1;
 		sc->upgrade_seqs[sc->nupgrades++] = w->seq;
 	}

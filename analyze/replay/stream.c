@@ -26,9 +26,9 @@
 #include "replay/stream.h"
 
 #include "db/db.h"
+#include "util/assert.h"
 #include "util/log.h"
 
-#include <assert.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,7 +225,7 @@ static unsigned char *event_encode(unsigned char *p, struct delta *d,
 	unsigned fi = 0;
 
 	/* seq increases along the stream (the first may be 0). */
-	assert((unsigned)ev->kind < MEV_KINDS && ev->seq >= d->seq);
+	MR_ASSERT_DBG((unsigned)ev->kind < MEV_KINDS && ev->seq >= d->seq);
 	*p++ = (unsigned char)(ev->kind | (same ? SAME_CTX : 0));
 	p = put_varint(p, ev->seq - d->seq);
 	p = put_varint(p, zigzag(ev->ts - d->ts));
@@ -524,6 +524,8 @@ enum stream_status stream_writer_add(struct stream_writer *w,
 {
 	if (!w->chunk_events)
 		w->first_seq = ev->seq;
+	/* A chunk is flushed once it reaches CHUNK_BYTES: room for one. */
+	MR_ASSERT_DBG(w->len < CHUNK_BYTES);
 	w->len = (size_t)(event_encode(w->buf + w->len, &w->d, ev) - w->buf);
 	w->chunk_events++;
 	w->events++;

@@ -5,14 +5,24 @@
 
 #include <stdlib.h>
 
+struct each_call {
+	void (*fn)(void *arg, void *val);
+	void *arg;
+};
+
+static void each_one(void *arg, uint64_t val)
+{
+	const struct each_call *c = arg;
+
+	c->fn(c->arg, (void *)(uintptr_t)val);
+}
+
 void ptrmap_each(const struct ptrmap *p, void (*fn)(void *arg, void *val),
 		 void *arg)
 {
-	size_t i;
+	struct each_call c = { fn, arg };
 
-	for (i = 0; i < p->m.cap; i++)
-		if (p->m.slots[i].key)
-			fn(arg, (void *)(uintptr_t)p->m.slots[i].val);
+	u64map_each(&p->m, each_one, &c);
 }
 
 static void free_one(void *arg, void *val)

@@ -1,7 +1,7 @@
 /*
- * A map from a pointer (or any non-zero 64-bit key) to a pointer: the
- * u64 map with pointer values, for descriptors that babeltrace2 objects
- * or thread ids lead to.
+ * A map from a pointer (or any 64-bit key, a thread id) to a pointer:
+ * the u64 map with pointer values, for descriptors that babeltrace2
+ * objects or thread ids lead to.  A NULL value reads as absent.
  */
 #ifndef MMUREPLAY_UTIL_PTRMAP_H
 #define MMUREPLAY_UTIL_PTRMAP_H
@@ -36,7 +36,7 @@ static inline int ptrmap_put(struct ptrmap *p, uint64_t key, void *val)
 	return u64map_put(&p->m, key, (uint64_t)(uintptr_t)val);
 }
 
-/* Call fn on every value. */
+/* Call fn on every value (u64map_each()'s order). */
 void ptrmap_each(const struct ptrmap *p, void (*fn)(void *arg, void *val),
 		 void *arg);
 /* free(3) every value, then the map. */

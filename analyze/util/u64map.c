@@ -3,16 +3,17 @@
  */
 #include "util/u64map.h"
 
-#include <assert.h>
+#include "util/assert.h"
+
 #include <stdlib.h>
 
-static size_t slot_of(uint64_t key, size_t cap)
+static size_t slot_of(uint64_t stored, size_t cap)
 {
 	/* Keys are pointers (aligned) or packed fields: mix all bits. */
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdULL;
-	key ^= key >> 33;
-	return (size_t)key & (cap - 1);
+	stored ^= stored >> 33;
+	stored *= 0xff51afd7ed558ccdULL;
+	stored ^= stored >> 33;
+	return (size_t)stored & (cap - 1);
 }
 
 void u64map_init(struct u64map *m)
@@ -20,6 +21,8 @@ void u64map_init(struct u64map *m)
 	m->slots = NULL;
 	m->cap = 0;
 	m->len = 0;
+	m->max_slot.stored_key = 0;
+	m->max_slot.val = 0;
 }
 
 void u64map_free(struct u64map *m)
@@ -30,14 +33,18 @@ void u64map_free(struct u64map *m)
 
 struct u64map_slot *u64map_find(const struct u64map *m, uint64_t key)
 {
+	uint64_t stored = key + 1;
 	size_t i;
 
+	if (stored == 0)
+		return m->max_slot.stored_key ?
+			(struct u64map_slot *)&m->max_slot : NULL;
 	if (m->cap == 0)
 		return NULL;
-	for (i = slot_of(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
-		if (m->slots[i].key == key)
+	for (i = slot_of(stored, m->cap);; i = (i + 1) & (m->cap - 1)) {
+		if (m->slots[i].stored_key == stored)
 			return &m->slots[i];
-		if (m->slots[i].key == 0)
+		if (m->slots[i].stored_key == 0)
 			return NULL;
 	}
 }
@@ -57,10 +64,10 @@ static int grow(struct u64map *m)
 	if (!ns)
 		return -1;
 	for (i = 0; i < m->cap; i++) {
-		if (!m->slots[i].key)
+		if (!m->slots[i].stored_key)
 			continue;
-		for (j = slot_of(m->slots[i].key, ncap); ns[j].key;
-		     j = (j + 1) & (ncap - 1))
+		for (j = slot_of(m->slots[i].stored_key, ncap);
+		     ns[j].stored_key; j = (j + 1) & (ncap - 1))
 			;
 		ns[j] = m->slots[i];
 	}
@@ -73,20 +80,39 @@ static int grow(struct u64map *m)
 int u64map_put(struct u64map *m, uint64_t key, uint64_t val)
 {
 	struct u64map_slot *s = u64map_find(m, key);
+	uint64_t stored = key + 1;
 	size_t i;
 
-	assert(key != 0);
 	if (s) {
 		s->val = val;
 		return 0;
 	}
+	if (stored == 0) {
+		/* Any non-zero mark: the slot is outside slots[]. */
+		m->max_slot.stored_key = 1;
+		m->max_slot.val = val;
+		return 0;
+	}
 	if ((m->len + 1) * 2 > m->cap && grow(m) < 0)
 		return -1;
-	for (i = slot_of(key, m->cap); m->slots[i].key;
+	for (i = slot_of(stored, m->cap); m->slots[i].stored_key;
 	     i = (i + 1) & (m->cap - 1))
 		;
-	m->slots[i].key = key;
+	m->slots[i].stored_key = stored;
 	m->slots[i].val = val;
 	m->len++;
+	MR_ASSERT_DBG(m->len * 2 <= m->cap);
 	return 0;
+}
+
+void u64map_each(const struct u64map *m, void (*fn)(void *arg, uint64_t val),
+		 void *arg)
+{
+	size_t i;
+
+	for (i = 0; i < m->cap; i++)
+		if (m->slots[i].stored_key)
+			fn(arg, m->slots[i].val);
+	if (m->max_slot.stored_key)
+		fn(arg, m->max_slot.val);
 }

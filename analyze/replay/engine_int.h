@@ -1,0 +1,223 @@
+/*
+ * The replay engine's internal header: the state every engine_*.c file
+ * shares, and the functions they call across files.  Only the engine's
+ * own files include it; the rest of mmureplay sees engine.h.
+ *
+ * The engine is split by concern, one file each:
+ *   engine.c           the core loop: replay_run*(), the event switch,
+ *                      threads and their contexts, mismatches, the
+ *                      per-second series, memslot and syscall events;
+ *   engine_overlay.c   the policy overlay: SPTE changes, the leaves the
+ *                      policy kept, its zaps, flushes and refaults;
+ *   engine_window.c    mmu_notifier invalidation windows;
+ *   engine_fault.c     vCPU faults (slow and fast path);
+ *   engine_nx.c        NX huge page recovery: the split list, batches,
+ *                      the worker's wake-ups;
+ *   engine_teardown.c  shadow pages freed (teardown, or recovery);
+ *   engine_lock.c      vCPU waits for mmu_lock.
+ * Adding an input: a handler engine_on_<kind>() in the file of its
+ * concern, declared here, and a one-line case in handle() (engine.c).
+ *
+ * Each thread has one open context at a time: an invalidation window, a
+ * fault being handled, a shadow page being torn down or recovered.  An
+ * SPTE change is attributed to the context of the thread that made it;
+ * any other event of that thread closes the context, and closing is where
+ * the model's prediction for the context meets what was traced.
+ *
+ * Invariants:
+ *   - tdp_obs holds the last traced SPTE of every entry (the recorded
+ *     kernel's state); tdp_ovl holds, for entries where the policy
+ *     diverges, the leaf the policy kept (present), else 0;
+ *   - predicted counts come only from tdp_obs before the traced change is
+ *     applied, never from the traced changes themselves;
+ *   - open_windows holds exactly the threads whose context is a window;
+ *   - every traced fault is counted once under the policy: as a fault
+ *     or as avoided.
+ * The checks (util/assert.h) cover the last two and the bookkeeping;
+ * the first two hold by how the code is arranged, not by a check.
+ */
+#ifndef MMUREPLAY_REPLAY_ENGINE_INT_H
+#define MMUREPLAY_REPLAY_ENGINE_INT_H
+
+#include "replay/engine.h"
+
+#include "model/slots.h"
+#include "model/tdp.h"
+#include "replay/scan.h"
+#include "util/ptrmap.h"
+#include "util/u64map.h"
+
+#include <stdint.h>
+
+#define NS_PER_S 1000000000LL
+/* Worker events further apart than this start a new recovery batch. */
+#define BATCH_GAP_NS 50000000LL
+/* gfn ranges one invalidation window maps to (one per memslot hit). */
+#define WINDOW_MAX_RANGES 8
+/* Shadow pages the model follows: 4-level TDP, the root is level 4. */
+#define SP_MAX_LEVEL 4
+
+enum ctx_kind {
+	CTX_NONE = 0,
+	CTX_WINDOW,
+	CTX_FAULT,
+	CTX_RECOVERY,
+	CTX_TEARDOWN,
+};
+
+struct gfn_range {
+	int as_id;
+	uint64_t start, end;
+};
+
+/* One thread: its open context (ctx_*), and what it is inside. */
+struct thread_ctx {
+	enum ctx_kind ctx_kind;
+	uint64_t ctx_seq;               /* of the event that opened it */
+	int64_t ctx_ts;
+	uint64_t ctx_gfn;               /* fault gfn / SP gfn */
+	int ctx_keep;                   /* policy keeps this context's zaps */
+	int64_t ctx_predicted;          /* leaves the model says it zaps */
+	int64_t ctx_observed;           /* leaves it zapped (traced) */
+	int64_t ctx_policy_zaps;        /* leaves it zaps under the policy */
+	int64_t ctx_flushes;            /* measured flushes in the context */
+	/* CTX_WINDOW */
+	struct gfn_range win_ranges[WINDOW_MAX_RANGES];
+	int win_nranges;
+	uint64_t win_hva_start, win_hva_end;
+	int win_measured;               /* patched: its end event closes it */
+	/* CTX_FAULT */
+	int fault_fetch;                /* the open fault is an exec fault */
+	/* CTX_RECOVERY, CTX_TEARDOWN */
+	int sp_level;
+	/* The thread, across contexts. */
+	int is_worker;                  /* an NX recovery thread */
+	int64_t npf_exit_ts;            /* 0: not in an NPF exit */
+	int64_t contention_ts;          /* 0: not waiting for a lock */
+	int in_setregion;               /* KVM_SET_USER_MEMORY_REGION */
+};
+
+/* One NX recovery batch: one wake-up of the worker. */
+struct batch {
+	int batch_active;
+	int64_t batch_start_ts, batch_last_ts;
+	uint64_t batch_first_seq;
+	int batch_measured;             /* opened by a traced begin event */
+	int batch_read_lock;            /* measured lock mode (patched) */
+	int64_t batch_wake;             /* recorded wake-up index */
+	int batch_skipped;              /* the policy's worker sleeps */
+	/* Leaves zapped by its pages: predicted, traced, under the policy. */
+	int64_t zaps_predicted, zaps_observed, zaps_policy;
+	/* NX-split pages recovered: traced, predicted from the ratio. */
+	int64_t sps_observed, sps_predicted;
+	int64_t flushes_traced;         /* traced flush events (patched) */
+	/* The policy's batch: pages it may take, has taken, recovers. */
+	int64_t policy_quota, policy_taken, policy_pages;
+};
+
+/* NX-split pages KVM tracks for recovery (nx_lpage_splits). */
+struct nx_splits {
+	struct u64map split_map;        /* 2M-aligned gfn -> 1 if split */
+	int64_t nsplit;
+};
+
+struct engine {
+	const struct replay_opts *opts;
+	const struct spte_format *fmt;
+	struct replay_result *res;
+	const struct scan *scan;        /* the first pass's facts */
+	struct slots slots;
+	struct tdp tdp_obs;             /* the traced state */
+	struct tdp tdp_ovl;             /* leaves the policy kept */
+	struct tdp tdp_zapmark;         /* zap cause + 1 of leaves zapped */
+	struct ptrmap threads;          /* tid -> struct thread_ctx */
+	struct thread_ctx *last_thread; /* thread_get()'s last answer */
+	int32_t last_tid;
+	struct thread_ctx **open_windows;
+	size_t nopen_windows, capopen_windows;
+	size_t capseries;               /* of res->series (util/alloc.h) */
+	struct batch batch, last_batch;
+	int64_t period_factor;          /* recorded wake-ups per policy's */
+	int64_t batches_seen;
+	/* L1 SPs created by exec faults outside dirty-logged slots; as
+	 * traced, and as they would be under the policy. */
+	struct nx_splits nx_traced, nx_policy;
+	int setregion_threads;          /* inside KVM_SET_USER_MEMORY_REGION */
+	int nomem;
+};
+
+/* engine.c: contexts, mismatches, the series. */
+void engine_ctx_open(struct engine *e, struct thread_ctx *t,
+		     enum ctx_kind kind, const struct model_event *ev,
+		     uint64_t gfn);
+void engine_ctx_close(struct engine *e, struct thread_ctx *t);
+void engine_mismatch(struct engine *e, enum mismatch_kind kind,
+		     uint64_t seq, int64_t ts, uint64_t gfn,
+		     int64_t predicted, int64_t observed);
+/* The series' entry for the second of ts; NULL (and nomem) on failure. */
+struct replay_second *engine_second_at(struct engine *e, int64_t ts);
+void engine_on_syscall(struct engine *e, struct thread_ctx *t,
+		       const struct model_event *ev);
+void engine_on_memslot(struct engine *e, const struct model_event *ev);
+int engine_dirty_logged_at(struct engine *e, uint64_t gfn, uint64_t seq);
+
+/* engine_overlay.c */
+void engine_on_spte(struct engine *e, struct thread_ctx *t,
+		    const struct model_event *ev);
+void engine_on_tlb_flush(struct engine *e, struct thread_ctx *t,
+			 const struct model_event *ev);
+int overlay_leaf(struct engine *e, int as_id, uint64_t gfn,
+		 uint64_t *spte);
+void overlay_zap(struct engine *e, int64_t ts, enum zap_cause cause,
+		 int as_id, int level, uint64_t gfn);
+void overlay_flush(struct engine *e, int64_t ts);
+void overlay_flush_account(struct engine *e, int64_t ts, int64_t predicted,
+			   int64_t observed, int64_t policy_zaps,
+			   int64_t flushes, int64_t per_page);
+int64_t overlay_context_range(struct engine *e, struct thread_ctx *t,
+			      int as_id, uint64_t start, uint64_t end,
+			      int only_level, enum zap_cause cause);
+void overlay_refault(struct engine *e, uint64_t gfn);
+
+/* engine_window.c */
+void engine_on_notifier(struct engine *e, struct thread_ctx *t,
+			const struct model_event *ev);
+void window_ctx_close(struct engine *e, struct thread_ctx *t);
+int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn);
+int window_any_covers(struct engine *e, int as_id, uint64_t gfn);
+void window_install(struct engine *e, struct thread_ctx *self, int as_id,
+		    uint64_t gfn);
+
+/* engine_fault.c */
+void engine_on_fault(struct engine *e, struct thread_ctx *t,
+		     const struct model_event *ev);
+void engine_on_fast_fault(struct engine *e, const struct model_event *ev);
+void engine_on_vcpu_exit(struct engine *e, struct thread_ctx *t,
+			 const struct model_event *ev);
+void fault_ctx_close(struct engine *e, struct thread_ctx *t);
+
+/* engine_nx.c */
+void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
+			const struct model_event *ev);
+void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
+			   const struct model_event *ev);
+void nx_set(struct engine *e, struct nx_splits *l, uint64_t gfn, int split);
+void nx_batch_touch(struct engine *e, const struct model_event *ev);
+void nx_batch_close(struct engine *e);
+void nx_recovery_ctx_open(struct engine *e, struct thread_ctx *t,
+			  const struct model_event *ev, int level);
+void nx_recovery_ctx_close(struct engine *e, struct thread_ctx *t);
+
+/* engine_teardown.c */
+void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
+		       const struct model_event *ev);
+void teardown_ctx_close(struct engine *e, struct thread_ctx *t);
+
+/* engine_lock.c */
+void engine_on_lock_wait(struct engine *e, const struct model_event *ev);
+void engine_on_lock_contention(struct engine *e, struct thread_ctx *t,
+			       const struct model_event *ev);
+void engine_on_vcpu_entry(struct engine *e, struct thread_ctx *t,
+			  const struct model_event *ev);
+
+#endif

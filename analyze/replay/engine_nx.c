@@ -1,0 +1,201 @@
+/*
+ * NX huge page recovery (see engine_int.h): the list of NX-split pages
+ * KVM keeps for the recovery worker (as traced and as under the policy),
+ * the worker's batches (one per wake-up; begin/end events on patched
+ * kernels, gaps on stock ones), which wake-ups a policy's slower worker
+ * runs, and which pages the policy leaves split.
+ *
+ * Invariants: nx_traced and nx_policy count the pages in their map
+ * (never negative); a batch is active from its first worker event to
+ * nx_batch_close(), which moves it to last_batch.
+ */
+#include "replay/engine_int.h"
+
+#include "util/assert.h"
+
+#include <string.h>
+
+/* The list is keyed by the 2M page the split L1 table maps. */
+void nx_set(struct engine *e, struct nx_splits *l, uint64_t gfn, int split)
+{
+	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1);
+	int was = u64map_get(&l->split_map, key) != 0;
+
+	if (was == split)
+		return;
+	if (u64map_put(&l->split_map, key, (uint64_t)split) < 0)
+		e->nomem = 1;
+	l->nsplit += split ? 1 : -1;
+	MR_ASSERT_DBG(l->nsplit >= 0);
+}
+
+/* An L1 table made by an exec fault outside dirty logging is an NX
+ * split that recovery will come for (account_nx_huge_page()). */
+void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
+			const struct model_event *ev)
+{
+	if (mev_role_level(ev->u.sp.role) != TDP_LEVEL_4K ||
+	    t->ctx_kind != CTX_FAULT || !t->fault_fetch ||
+	    engine_dirty_logged_at(e, ev->u.sp.gfn, ev->seq))
+		return;
+	nx_set(e, &e->nx_traced, ev->u.sp.gfn, 1);
+	/* A fault the policy avoided splits nothing under it. */
+	if (!t->ctx_keep)
+		nx_set(e, &e->nx_policy, ev->u.sp.gfn, 1);
+}
+
+void nx_batch_close(struct engine *e)
+{
+	struct batch *b = &e->batch;
+
+	if (!b->batch_active)
+		return;
+	e->res->recovery_batches++;
+	if (e->opts->nx_ratio > 0) {
+		e->res->nx_recovered_observed += b->sps_observed;
+		e->res->nx_recovered_predicted += b->sps_predicted;
+		if (b->sps_observed != b->sps_predicted)
+			engine_mismatch(e, MISMATCH_RECOVERY_BATCH,
+					b->batch_first_seq, b->batch_start_ts,
+					0, b->sps_predicted, b->sps_observed);
+	}
+	/* Recovery under the read lock (kernel-series patch 8) flushes
+	 * the TLB after each page it zaps, under the write lock once per
+	 * lock hold. */
+	overlay_flush_account(e, b->batch_last_ts, b->zaps_predicted,
+			      b->zaps_observed, b->zaps_policy,
+			      b->flushes_traced,
+			      e->opts->policy->recovery_read_lock &&
+			      !b->batch_read_lock ? b->policy_pages : -1);
+	e->last_batch = *b;
+	memset(b, 0, sizeof(*b));
+}
+
+/*
+ * Which wake-up of the recorded worker a new batch is, and whether a
+ * worker with a period k times longer would have run it.  Wake-ups are
+ * counted from the first batch (whose phase the trace cannot tell: it is
+ * taken as one the policy's worker runs); the gap to the previous batch,
+ * rounded to whole periods, is how many wake-ups passed (the worker
+ * sleeps a little longer than its period, so absolute times drift, the
+ * gaps do not).
+ */
+static void batch_wake(struct engine *e, struct batch *b)
+{
+	int64_t period = e->opts->nx_period_ms * 1000000, gap;
+
+	if (e->batches_seen++ && period > 0) {
+		gap = (b->batch_start_ts - e->last_batch.batch_start_ts +
+		       period / 2) / period;
+		b->batch_wake = e->last_batch.batch_wake + (gap > 0 ? gap : 1);
+	}
+	b->batch_skipped = e->period_factor > 1 &&
+		b->batch_wake % e->period_factor;
+	if (!b->batch_skipped)
+		e->res->recovery_batches_run++;
+}
+
+void nx_batch_touch(struct engine *e, const struct model_event *ev)
+{
+	struct batch *b = &e->batch;
+	int64_t ratio = e->opts->nx_ratio;
+
+	/* Without begin/end events (stock kernels) a pause ends a batch;
+	 * with them only the end does: a batch that yields the lock, or
+	 * flushes per page under the read lock on a busy host, pauses for
+	 * longer than any gap rule. */
+	if (b->batch_active && !b->batch_measured &&
+	    ev->ts - b->batch_last_ts > BATCH_GAP_NS)
+		nx_batch_close(e);
+	if (!b->batch_active) {
+		b->batch_active = 1;
+		b->batch_start_ts = ev->ts;
+		b->batch_first_seq = ev->seq;
+		batch_wake(e, b);
+		/* kvm_recover_nx_lpages(): to_zap = ceil(splits / ratio). */
+		if (ratio > 0) {
+			int64_t pr = e->opts->policy->nx_ratio ?
+				e->opts->policy->nx_ratio : ratio;
+
+			b->sps_predicted = (e->nx_traced.nsplit + ratio - 1) /
+				ratio;
+			b->policy_quota = (e->nx_policy.nsplit + pr - 1) / pr;
+		}
+	}
+	b->batch_last_ts = ev->ts;
+}
+
+/*
+ * Whether the policy leaves a page the worker recovered.  The policy's
+ * own NX list decides, when the ratio is known: each batch takes
+ * ceil(policy splits / ratio) pages (the policy's ratio for a sweep),
+ * skipped dirty-logged ones included (they are dropped from the list, as
+ * upstream's unaccount does); pages beyond that stay split and tracked.
+ * Pages a policy batch would take that the traced batch did not are not
+ * modelled: a sweep to a smaller ratio than recorded undercounts.
+ */
+static int recovery_keep(struct engine *e, const struct replay_recovery *rec,
+			 int level)
+{
+	struct batch *b = &e->batch;
+	int skip = e->opts->policy->skip_recovery(rec);
+
+	/* A batch the policy's (slower) worker does not run keeps all. */
+	if (b->batch_skipped)
+		return 1;
+	/* The recorded policy's batches are the traced ones. */
+	if (level != TDP_LEVEL_4K || e->opts->self_check)
+		return skip;
+	if (e->opts->nx_ratio > 0 && b->policy_taken >= b->policy_quota)
+		return 1;
+	b->policy_taken++;
+	nx_set(e, &e->nx_policy, rec->gfn, 0);
+	return skip;
+}
+
+/* The worker freed a shadow page (its context just opened): one page of
+ * the current batch, kept or recovered under the policy. */
+void nx_recovery_ctx_open(struct engine *e, struct thread_ctx *t,
+			  const struct model_event *ev, int level)
+{
+	struct replay_recovery rec;
+	uint64_t gfn = ev->u.sp.gfn;
+
+	nx_batch_touch(e, ev);
+	e->batch.sps_observed += level == TDP_LEVEL_4K;
+	rec.gfn = gfn;
+	rec.dirty_logged = engine_dirty_logged_at(e, gfn, ev->seq);
+	rec.dirty_src = e->slots.measured ? REPLAY_SRC_MEASURED :
+		e->scan->dirty_src;
+	t->ctx_keep = recovery_keep(e, &rec, level);
+	e->batch.policy_pages += level == TDP_LEVEL_4K && !t->ctx_keep;
+}
+
+/* A recovery context's zaps and flushes count with its batch. */
+void nx_recovery_ctx_close(struct engine *e, struct thread_ctx *t)
+{
+	e->batch.zaps_predicted += t->ctx_predicted;
+	e->batch.zaps_observed += t->ctx_observed;
+	e->batch.zaps_policy += t->ctx_policy_zaps;
+}
+
+void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
+			   const struct model_event *ev)
+{
+	engine_ctx_close(e, t);
+	if (ev->u.nx.phase == MEV_NX_BEGIN)
+		nx_batch_close(e);      /* a begin without its end */
+	nx_batch_touch(e, ev);
+	e->batch.batch_measured |= ev->u.nx.phase == MEV_NX_BEGIN;
+	e->batch.batch_read_lock = ev->u.nx.lock_mode == MEV_LOCK_READ;
+	/* Patched: a page the recorded kernel skipped (dirty-logged) uses
+	 * up the batch and leaves the list, without an SP free. */
+	if (ev->u.nx.phase == MEV_NX_PAGE &&
+	    ev->u.nx.action == MEV_NX_SKIPPED_DIRTY) {
+		e->batch.sps_observed++;
+		nx_set(e, &e->nx_traced, ev->u.nx.gfn, 0);
+		nx_set(e, &e->nx_policy, ev->u.nx.gfn, 0);
+	}
+	if (ev->u.nx.phase == MEV_NX_END)
+		nx_batch_close(e);
+}

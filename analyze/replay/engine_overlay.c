@@ -1,0 +1,248 @@
+/*
+ * The policy overlay (see engine_int.h): how each traced SPTE change
+ * moves the traced state (tdp_obs) and the policy's (tdp_ovl), and what
+ * the policy then does differently: which leaves it zaps (and why),
+ * which TLB flushes it keeps, which faults are refaults of its zaps.
+ *
+ * Invariant: tdp_zapmark holds, for a leaf the policy zapped and no
+ * fault has come back for yet, its zap cause + 1 (0: none); only
+ * zapmark_of() and zapmark_cause() know the + 1.
+ */
+#include "replay/engine_int.h"
+
+#include "util/assert.h"
+
+static uint64_t zapmark_of(enum zap_cause cause)
+{
+	return (uint64_t)cause + 1;
+}
+
+static enum zap_cause zapmark_cause(uint64_t mark)
+{
+	MR_ASSERT_DBG(mark >= 1 && mark <= ZAP_CAUSES);
+	return (enum zap_cause)(mark - 1);
+}
+
+/* The leaf mapping gfn under the policy: a kept one, else the traced. */
+int overlay_leaf(struct engine *e, int as_id, uint64_t gfn, uint64_t *spte)
+{
+	int level;
+
+	for (level = 1; level <= TDP_MAX_LEAF_LEVEL; level++) {
+		uint64_t v = tdp_get(&e->tdp_ovl, as_id, level, gfn);
+
+		if (v && spte_present_leaf(e->fmt, v, level)) {
+			*spte = v;
+			return level;
+		}
+	}
+	return tdp_leaf(&e->tdp_obs, as_id, gfn, spte);
+}
+
+void overlay_zap(struct engine *e, int64_t ts, enum zap_cause cause,
+		 int as_id, int level, uint64_t gfn)
+{
+	struct replay_second *s = engine_second_at(e, ts);
+
+	MR_ASSERT_DBG((unsigned)cause < ZAP_CAUSES);
+	e->res->zaps[cause]++;
+	if (s)
+		s->zaps++;
+	if (tdp_set(&e->tdp_zapmark, as_id, level, gfn,
+		    zapmark_of(cause)) < 0)
+		e->nomem = 1;
+}
+
+void overlay_flush(struct engine *e, int64_t ts)
+{
+	struct replay_second *s = engine_second_at(e, ts);
+
+	e->res->flushes++;
+	if (s)
+		s->flushes++;
+}
+
+/* A fault under the policy on gfn: a refault if the policy zapped it. */
+void overlay_refault(struct engine *e, uint64_t gfn)
+{
+	uint64_t mark = 0;
+	int level;
+
+	for (level = 1; level <= TDP_MAX_LEAF_LEVEL && !mark &&
+	     tdp_size(&e->tdp_zapmark); level++) {
+		mark = tdp_get(&e->tdp_zapmark, 0, level, gfn);
+		if (mark) {
+			e->res->refaults[zapmark_cause(mark)]++;
+			tdp_set(&e->tdp_zapmark, 0, level, gfn, 0);
+		}
+	}
+}
+
+struct leaf_walk {
+	struct engine *walk_engine;
+	int walk_as_id;
+	int64_t walk_leaves;
+	int walk_only_level;            /* 0: any */
+	enum zap_cause walk_cause;
+	int64_t walk_ts;
+};
+
+static void count_leaf(void *arg, int level, uint64_t gfn, uint64_t spte)
+{
+	struct leaf_walk *w = arg;
+
+	(void)gfn;
+	(void)spte;
+	if (!w->walk_only_level || w->walk_only_level == level)
+		w->walk_leaves++;
+}
+
+static void zap_kept_leaf(void *arg, int level, uint64_t gfn, uint64_t spte)
+{
+	struct leaf_walk *w = arg;
+
+	(void)spte;
+	if (w->walk_only_level && w->walk_only_level != level)
+		return;
+	w->walk_leaves++;
+	tdp_set(&w->walk_engine->tdp_ovl, w->walk_as_id, level, gfn, 0);
+	overlay_zap(w->walk_engine, w->walk_ts, w->walk_cause, w->walk_as_id,
+		    level, gfn);
+}
+
+/*
+ * At the start of a context over [start, end): how many leaves the
+ * traced state holds there (the prediction), and the policy's zaps of
+ * leaves only it still holds (unless it keeps this context's leaves).
+ */
+int64_t overlay_context_range(struct engine *e, struct thread_ctx *t,
+			      int as_id, uint64_t start, uint64_t end,
+			      int only_level, enum zap_cause cause)
+{
+	struct leaf_walk w = {
+		.walk_engine = e, .walk_as_id = as_id,
+		.walk_only_level = only_level, .walk_cause = cause,
+		.walk_ts = t->ctx_ts,
+	};
+	int64_t predicted;
+
+	tdp_for_each_leaf(&e->tdp_obs, as_id, start, end, count_leaf, &w);
+	/* Under a rule that keeps this context's leaves, none go. */
+	predicted = t->ctx_keep ? 0 : w.walk_leaves;
+	if (!t->ctx_keep && tdp_size(&e->tdp_ovl)) {
+		w.walk_leaves = 0;
+		tdp_for_each_leaf(&e->tdp_ovl, as_id, start, end,
+				  zap_kept_leaf, &w);
+		t->ctx_policy_zaps += w.walk_leaves;
+	}
+	return predicted;
+}
+
+/*
+ * TLB flushes of one context (an invalidation, a fault, a teardown, a
+ * recovery batch).  The kernel flushes after zapping, how often within a
+ * context depends on rescheduling (recovery flushes at every
+ * cond_resched), so the self-check compares contexts that flushed with
+ * contexts the model says zap.  Under the policy a context keeps its
+ * traced flushes (measured) or one flush (inferred) while it still zaps,
+ * and none when the policy removed all its zaps; per_page >= 0: the
+ * policy flushes that many times instead (a read-locked recovery flushes
+ * after each page).
+ */
+void overlay_flush_account(struct engine *e, int64_t ts, int64_t predicted,
+			   int64_t observed, int64_t policy_zaps,
+			   int64_t flushes, int64_t per_page)
+{
+	struct replay_result *r = e->res;
+	int64_t i, n;
+
+	r->flushes_predicted += predicted > 0;
+	if (r->flushes_measured)
+		r->flushes_observed += flushes > 0;
+	else
+		r->flushes_observed += observed > 0;
+	if (r->flushes_measured)
+		/* A context's flushes go only with all of its zaps. */
+		n = observed && !policy_zaps ? 0 : flushes;
+	else
+		n = policy_zaps > 0;
+	if (per_page >= 0)
+		n = per_page;
+	for (i = 0; i < n; i++)
+		overlay_flush(e, ts);
+}
+
+/* Attributed to the flushing thread's context, see
+ * overlay_flush_account(); a flush outside any (dirty-log
+ * write-protection, ...) stays as it is under every policy. */
+void engine_on_tlb_flush(struct engine *e, struct thread_ctx *t,
+			 const struct model_event *ev)
+{
+	if (t->is_worker && e->batch.batch_active) {
+		e->batch.flushes_traced++;
+	} else if (t->ctx_kind != CTX_NONE) {
+		t->ctx_flushes++;
+	} else {
+		e->res->flushes_other++;
+		overlay_flush(e, ev->ts);
+	}
+}
+
+static enum zap_cause zap_cause_of(const struct thread_ctx *t)
+{
+	switch (t->ctx_kind) {
+	case CTX_WINDOW:
+		return ZAP_NOTIFIER;
+	case CTX_FAULT:
+		return ZAP_FAULT_PATH;
+	case CTX_RECOVERY:
+		return ZAP_NX_RECOVERY;
+	case CTX_TEARDOWN:
+		return ZAP_TEARDOWN;
+	case CTX_NONE:
+		break;
+	}
+	return t->is_worker ? ZAP_NX_RECOVERY : ZAP_OTHER;
+}
+
+void engine_on_spte(struct engine *e, struct thread_ctx *t,
+		    const struct model_event *ev)
+{
+	const struct spte_format *f = e->fmt;
+	uint64_t old = ev->u.spte.old_spte, new = ev->u.spte.new_spte;
+	uint64_t gfn = ev->u.spte.gfn;
+	int level = ev->u.spte.level, as = ev->u.spte.as_id;
+	enum zap_cause cause;
+
+	if (t->is_worker)
+		nx_batch_touch(e, ev);
+	if (spte_present_leaf(f, old, level) && !spte_present(f, new)) {
+		e->res->zaps_observed++;
+		cause = zap_cause_of(t);
+		t->ctx_observed++;
+		if (t->ctx_kind == CTX_WINDOW) {
+			if (!window_covers(t, as, gfn))
+				engine_mismatch(e, MISMATCH_ZAP_OUTSIDE,
+						ev->seq, ev->ts, gfn, 0, 1);
+		} else if (t->ctx_kind == CTX_NONE) {
+			engine_mismatch(e, MISMATCH_ZAP_UNEXPLAINED, ev->seq,
+					ev->ts, gfn, 0, 1);
+		}
+		if (t->ctx_keep) {
+			e->res->zaps_kept++;
+			if (tdp_set(&e->tdp_ovl, as, level, gfn, old) < 0)
+				e->nomem = 1;
+		} else {
+			t->ctx_policy_zaps++;
+			overlay_zap(e, ev->ts, cause, as, level, gfn);
+		}
+	} else if (!spte_present_leaf(f, old, level) &&
+		   spte_present_leaf(f, new, level)) {
+		/* The traced kernel re-installed what the policy kept. */
+		if (tdp_get(&e->tdp_ovl, as, level, gfn))
+			tdp_set(&e->tdp_ovl, as, level, gfn, 0);
+		window_install(e, t, as, gfn);
+	}
+	if (tdp_set(&e->tdp_obs, as, level, gfn, new) < 0)
+		e->nomem = 1;
+}

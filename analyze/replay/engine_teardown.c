@@ -1,0 +1,47 @@
+/*
+ * Shadow pages freed (see engine_int.h): outside an invalidation or a
+ * fault, a freed SP is torn down (memslot deleted or moved, VM gone) or,
+ * by the NX recovery worker, recovered (engine_nx.c).  Either way its
+ * context predicts that every leaf under the SP goes.
+ *
+ * Teardown flushes are not predicted (the kernel batches them); under
+ * every policy they stay as traced.
+ */
+#include "replay/engine_int.h"
+
+void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
+		       const struct model_event *ev)
+{
+	int level = mev_role_level(ev->u.sp.role);
+	uint64_t gfn = ev->u.sp.gfn;
+	enum ctx_kind kind;
+
+	/* Freed inside an invalidation or a fault: part of that context. */
+	if (t->ctx_kind == CTX_WINDOW || t->ctx_kind == CTX_FAULT)
+		return;
+	if (level < 1 || level > SP_MAX_LEVEL)
+		return;
+	kind = t->is_worker ? CTX_RECOVERY : CTX_TEARDOWN;
+	engine_ctx_open(e, t, kind, ev, gfn);
+	t->sp_level = level;
+	if (kind == CTX_RECOVERY)
+		nx_recovery_ctx_open(e, t, ev, level);
+	else if (level == TDP_LEVEL_4K)
+		nx_set(e, &e->nx_policy, gfn, 0);
+	if (level == TDP_LEVEL_4K)
+		nx_set(e, &e->nx_traced, gfn, 0);
+	t->ctx_predicted =
+		overlay_context_range(e, t, 0, gfn,
+				      gfn + tdp_level_pages(level + 1), level,
+				      kind == CTX_RECOVERY ? ZAP_NX_RECOVERY :
+				      ZAP_TEARDOWN);
+}
+
+void teardown_ctx_close(struct engine *e, struct thread_ctx *t)
+{
+	int64_t i;
+
+	e->res->flushes_teardown += t->ctx_flushes;
+	for (i = 0; i < t->ctx_flushes; i++)
+		overlay_flush(e, t->ctx_ts);
+}

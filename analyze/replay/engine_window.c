@@ -1,0 +1,144 @@
+/*
+ * mmu_notifier invalidation windows (see engine_int.h): a window opens at
+ * the notifier's start event, maps its hva range to gfn ranges through
+ * the memslots, asks the policy whether it keeps the leaves there, and
+ * predicts the zaps; the patched end event (or the thread's next event)
+ * closes it.
+ *
+ * Invariant: open_windows holds exactly the threads whose context is
+ * CTX_WINDOW (window_ctx_close() finds each one; engine.c checks the list is
+ * empty at the end).
+ */
+#include "replay/engine_int.h"
+
+#include "util/alloc.h"
+#include "util/assert.h"
+
+static void window_add_range(void *arg, int as_id, uint64_t gs,
+			     uint64_t ge)
+{
+	struct thread_ctx *t = arg;
+
+	if (t->win_nranges < WINDOW_MAX_RANGES)
+		t->win_ranges[t->win_nranges++] =
+			(struct gfn_range){ as_id, gs, ge };
+}
+
+static void window_list_add(struct engine *e, struct thread_ctx *t)
+{
+	if (ALLOC_GROW(e->open_windows, e->nopen_windows + 1,
+		       e->capopen_windows)) {
+		e->nomem = 1;
+		return;
+	}
+	e->open_windows[e->nopen_windows++] = t;
+}
+
+static void window_list_remove(struct engine *e, struct thread_ctx *t)
+{
+	size_t i;
+
+	for (i = 0; i < e->nopen_windows; i++)
+		if (e->open_windows[i] == t) {
+			e->open_windows[i] =
+				e->open_windows[--e->nopen_windows];
+			return;
+		}
+	/* Every window context was added when it opened. */
+	MR_UNREACHABLE();
+}
+
+void engine_on_notifier(struct engine *e, struct thread_ctx *t,
+			const struct model_event *ev)
+{
+	struct replay_invalidation inv;
+	int i;
+
+	/* The stock and the patched start event of one invalidation (see
+	 * scan.c): the window is already open. */
+	if (ev->u.notifier.phase == MEV_PHASE_START &&
+	    t->ctx_kind == CTX_WINDOW && !t->ctx_observed &&
+	    t->win_hva_start == ev->u.notifier.hva_start &&
+	    t->win_hva_end == ev->u.notifier.hva_end) {
+		t->win_measured |= ev->u.notifier.has_event;
+		return;
+	}
+	if (ev->u.notifier.phase != MEV_PHASE_START) {
+		engine_ctx_close(e, t);
+		return;
+	}
+	engine_ctx_open(e, t, CTX_WINDOW, ev, 0);
+	t->win_measured = ev->u.notifier.has_event;
+	t->win_hva_start = ev->u.notifier.hva_start;
+	t->win_hva_end = ev->u.notifier.hva_end;
+	slots_hva_to_gfn(&e->slots, ev->u.notifier.hva_start,
+			 ev->u.notifier.hva_end, window_add_range, t);
+	if (t->win_nranges)
+		t->ctx_gfn = t->win_ranges[0].start;
+	inv.seq = ev->seq;
+	inv.hva_start = ev->u.notifier.hva_start;
+	inv.hva_end = ev->u.notifier.hva_end;
+	inv.is_upgrade = scan_is_upgrade(e->scan, ev->seq);
+	inv.upgrade_src = e->scan->upgrade_src;
+	e->res->upgrade_windows += inv.is_upgrade;
+	t->ctx_keep = e->opts->policy->keep_invalidation(&inv);
+	for (i = 0; i < t->win_nranges; i++)
+		t->ctx_predicted +=
+			overlay_context_range(e, t, t->win_ranges[i].as_id,
+					      t->win_ranges[i].start,
+					      t->win_ranges[i].end, 0,
+					      ZAP_NOTIFIER);
+	window_list_add(e, t);
+}
+
+void window_ctx_close(struct engine *e, struct thread_ctx *t)
+{
+	window_list_remove(e, t);
+	overlay_flush_account(e, t->ctx_ts, t->ctx_predicted, t->ctx_observed,
+			      t->ctx_policy_zaps, t->ctx_flushes, -1);
+}
+
+/* Does the open invalidation t cover (as_id, gfn)? */
+int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn)
+{
+	int j;
+
+	for (j = 0; j < t->win_nranges; j++)
+		if (t->win_ranges[j].as_id == as_id &&
+		    gfn >= t->win_ranges[j].start &&
+		    gfn < t->win_ranges[j].end)
+			return 1;
+	return 0;
+}
+
+int window_any_covers(struct engine *e, int as_id, uint64_t gfn)
+{
+	size_t i;
+
+	for (i = 0; i < e->nopen_windows; i++)
+		if (window_covers(e->open_windows[i], as_id, gfn))
+			return 1;
+	return 0;
+}
+
+/*
+ * A leaf installed in the range of an open invalidation by another thread
+ * (a fault that passed its retry check before the notifier took
+ * mmu_lock) is zapped by that invalidation's walk: the kernel emits the
+ * notifier tracepoints before mmu_invalidate_begin().  Only windows that
+ * the patched end event closes count: a stock window stays open in the
+ * model past invalidate_range_end, when faults install again.
+ */
+void window_install(struct engine *e, struct thread_ctx *self, int as_id,
+		    uint64_t gfn)
+{
+	struct thread_ctx *win;
+	size_t i;
+
+	for (i = 0; i < e->nopen_windows; i++) {
+		win = e->open_windows[i];
+		if (win != self && !win->ctx_keep && win->win_measured &&
+		    window_covers(win, as_id, gfn))
+			win->ctx_predicted++;
+	}
+}
