@@ -134,6 +134,20 @@ for pair, policy in PAIRS:
               f["mismatches_total"] == 0,
               "%s: self-check under %s: %s" % (db, want, r.stdout[:400]))
 
+    # 2b. A wrong recorded policy is caught for every knob: B replayed
+    # as baseline, A as the knob's policy.  nx-readlock and
+    # nx-skip-dirty through the patched kernel's own decisions (lock
+    # mode, skipped page): policy_decision mismatches.
+    for db, wrong in ((b, "baseline"), (a, policy)):
+        r = run([mmr, "fidelity", db, "--json", "--recorded-policy", wrong])
+        f = json.loads(r.stdout)
+        kinds = set(m["kind"] for m in f["mismatches"])
+        check(r.returncode == 6 and not f["ok"] and f["mismatches_total"] > 0
+              and (policy == "perm-upgrade" or "policy_decision" in kinds
+                   or (db == a and policy == "nx-skip-dirty")),
+              "%s: under the wrong policy %s the self-check fails (%s)"
+              % (os.path.basename(os.path.dirname(db)), wrong, kinds))
+
     # 3. Prediction from A against B's measurement, on what the knob
     # changes: the error must be smaller than the knob's effect (the
     # tolerance is below |A - B|, so the baseline's answer, A as traced,

@@ -543,9 +543,17 @@ static void test_measured_batch_pause(void)
 	e->u.nx.phase = 1;
 	ts_shift = 0;
 	nx_ratio = 1;                           /* ceil(2 / 1): both pages */
-	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	recorded = &policy_nx_readlock;         /* the read lock: knob on */
+	CHECK(run(&policy_nx_readlock, &b) == REPLAY_OK);
 	CHECK(b.recovery_batches == 1 && b.nx_recovered_observed == 2 &&
 	      b.nx_recovered_predicted == 2 && b.mismatches_total == 0);
+	replay_result_free(&b);
+	/* The same trace said to be recorded without the knob: the read
+	 * lock the kernel took is not baseline's. */
+	recorded = &policy_baseline;
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 1 &&
+	      b.mismatches[0].kind == MISMATCH_POLICY_DECISION);
 	nx_ratio = 0;
 	replay_result_free(&b);
 }

@@ -53,7 +53,9 @@
 	/* zap with no cause */ \
 	X(MISMATCH_ZAP_UNEXPLAINED, "zap_unexplained") \
 	/* batch size != ceil(split/ratio) */ \
-	X(MISMATCH_RECOVERY_BATCH, "recovery_batch")
+	X(MISMATCH_RECOVERY_BATCH, "recovery_batch") \
+	/* the kernel decided as another policy does (lock mode, skip) */ \
+	X(MISMATCH_POLICY_DECISION, "policy_decision")
 
 /*
  * Why a fault on a leaf that permitted the access was not failed at

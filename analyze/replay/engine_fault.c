@@ -6,6 +6,8 @@
  */
 #include "replay/engine_int.h"
 
+#include "util/alloc.h"
+
 static int permits(const struct spte_format *f, uint64_t spte, uint64_t err)
 {
 	if ((err & MEV_PFERR_WRITE) && !spte_writable(f, spte))
@@ -15,6 +17,127 @@ static int permits(const struct spte_format *f, uint64_t spte, uint64_t err)
 	return 1;
 }
 
+/* Is the exemption the fault p waits under still running? */
+static int pending_live(const struct engine *e, const struct pending_fault *p)
+{
+	if ((p->pend_reasons & (1u << EXEMPT_WINDOW)) &&
+	    p->pend_window->ctx_kind == CTX_WINDOW &&
+	    p->pend_window->ctx_seq == p->pend_window_seq)
+		return 1;
+	if ((p->pend_reasons & (1u << EXEMPT_NX_BATCH)) &&
+	    e->batch.batch_active &&
+	    e->batch.batch_first_seq == p->pend_batch_seq)
+		return 1;
+	return (p->pend_reasons & (1u << EXEMPT_SET_REGION)) &&
+		e->setregion_threads > 0;
+}
+
+void fault_pending_expire(struct engine *e, int all)
+{
+	size_t i = 0;
+
+	while (i < e->npending) {
+		struct pending_fault *p = &e->pending[i];
+
+		if (!all && pending_live(e, p)) {
+			i++;
+			continue;
+		}
+		engine_mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, p->pend_seq,
+				p->pend_ts, p->pend_gfn, 0, 1);
+		*p = e->pending[--e->npending];
+	}
+}
+
+/* The exemption of p that thread t holds, or EXEMPT_REASONS. */
+static enum fault_exempt pending_holder(const struct engine *e,
+					const struct pending_fault *p,
+					const struct thread_ctx *t)
+{
+	if ((p->pend_reasons & (1u << EXEMPT_WINDOW)) &&
+	    t == p->pend_window && t->ctx_kind == CTX_WINDOW &&
+	    t->ctx_seq == p->pend_window_seq)
+		return EXEMPT_WINDOW;
+	if ((p->pend_reasons & (1u << EXEMPT_NX_BATCH)) && t->is_worker &&
+	    e->batch.batch_active &&
+	    e->batch.batch_first_seq == p->pend_batch_seq)
+		return EXEMPT_NX_BATCH;
+	if ((p->pend_reasons & (1u << EXEMPT_SET_REGION)) && t->in_setregion)
+		return EXEMPT_SET_REGION;
+	return EXEMPT_REASONS;
+}
+
+/*
+ * Thread t changed (as, level, gfn) from old to new: the pending faults
+ * on the pages it covers whose exemption t holds, and whose access old
+ * permitted and new does not, were taken on this change before it was
+ * traced: the state required them after all.
+ */
+void fault_pending_explain(struct engine *e, const struct thread_ctx *t,
+			   int as, int level, uint64_t gfn, uint64_t old,
+			   uint64_t new)
+{
+	uint64_t lo = tdp_align(gfn, level), hi = lo + tdp_level_pages(level);
+	int new_leaf = spte_present_leaf(e->fmt, new, level);
+	enum fault_exempt why;
+	size_t i = 0;
+
+	if (as != 0 || !spte_present(e->fmt, old))
+		return;
+	while (i < e->npending) {
+		struct pending_fault *p = &e->pending[i];
+
+		if (p->pend_gfn < lo || p->pend_gfn >= hi ||
+		    (new_leaf && permits(e->fmt, new, p->pend_err)) ||
+		    (why = pending_holder(e, p, t)) == EXEMPT_REASONS) {
+			i++;
+			continue;
+		}
+		e->res->faults_predicted++;
+		e->res->faults_exempt[why]++;
+		*p = e->pending[--e->npending];
+	}
+}
+
+/*
+ * A fault on a leaf that permits the access: a mismatch, unless a change
+ * that removed the permission may still be traced (enum fault_exempt):
+ * then it waits for that change.
+ */
+static void fault_defer(struct engine *e, const struct model_event *ev,
+			uint64_t gfn, uint64_t err)
+{
+	struct pending_fault p = {
+		.pend_seq = ev->seq, .pend_gfn = gfn, .pend_err = err,
+		.pend_ts = ev->ts,
+	};
+	size_t i;
+
+	for (i = 0; i < e->nopen_windows; i++)
+		if (window_covers(e->open_windows[i], 0, gfn)) {
+			p.pend_reasons |= 1u << EXEMPT_WINDOW;
+			p.pend_window = e->open_windows[i];
+			p.pend_window_seq = p.pend_window->ctx_seq;
+			break;
+		}
+	if (e->batch.batch_active) {
+		p.pend_reasons |= 1u << EXEMPT_NX_BATCH;
+		p.pend_batch_seq = e->batch.batch_first_seq;
+	}
+	if (e->setregion_threads)
+		p.pend_reasons |= 1u << EXEMPT_SET_REGION;
+	if (!p.pend_reasons) {
+		engine_mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, ev->seq,
+				ev->ts, gfn, 0, 1);
+		return;
+	}
+	if (ALLOC_GROW(e->pending, e->npending + 1, e->cappending)) {
+		e->nomem = 1;
+		return;
+	}
+	e->pending[e->npending++] = p;
+}
+
 void engine_on_fault(struct engine *e, struct thread_ctx *t,
 		     const struct model_event *ev)
 {
@@ -22,54 +145,40 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 	uint64_t gfn = mev_gpa_to_gfn(ev->u.fault.gpa);
 	uint64_t err = ev->u.fault.error_code;
 	uint64_t spte, pspte;
-	int level, plevel, allowed, in_window, avoided;
-	struct replay_second *s;
+	int level, allowed, in_window, avoided;
 
 	engine_ctx_open(e, t, CTX_FAULT, ev, gfn);
 	t->fault_fetch = (err & MEV_PFERR_FETCH) != 0;
 	r->faults_observed++;
 	in_window = window_any_covers(e, 0, gfn);
+	/* Without begin/end events a batch is over once its worker has
+	 * been quiet for the gap: it exempts nothing after that. */
+	if (e->batch.batch_active && !e->batch.batch_measured &&
+	    ev->ts - e->batch.batch_last_ts > BATCH_GAP_NS)
+		nx_batch_close(e);
 
 	/* Self-check: the traced state must require this fault. */
 	level = tdp_leaf(&e->tdp_obs, 0, gfn, &spte);
 	allowed = level && permits(e->fmt, spte, err);
-	/*
-	 * A zap writes the SPTE before its tracepoint fires, and a vCPU's
-	 * NPF is traced at the exit, before it takes mmu_lock: so during NX
-	 * recovery (under either lock; a preempted worker traces its zap
-	 * milliseconds late) and the collapse of 4K leaves when dirty
-	 * logging stops (zap_collapsible_sptes, inside
-	 * KVM_SET_USER_MEMORY_REGION), a vCPU can take its NPF on a page
-	 * whose zap is traced just after.  Meanwhile a fault on a mapped
-	 * page is not held against the model.
-	 */
-	if (!allowed || in_window || e->batch.batch_active ||
-	    e->setregion_threads)
+	if (!allowed)
 		r->faults_predicted++;
 	else
-		engine_mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, ev->seq,
-				ev->ts, gfn, 0, 1);
+		fault_defer(e, ev, gfn, err);
 	/* A huge leaf that forbids the access is replaced (NX split). */
 	if (level > TDP_LEVEL_4K && !allowed)
 		t->ctx_predicted = 1;
 
-	/* What-if: a leaf the policy kept may permit the access. */
-	if (tdp_size(&e->tdp_ovl)) {
-		plevel = overlay_leaf(e, 0, gfn, &pspte);
-	} else {
-		plevel = level;
-		pspte = spte;
-	}
-	avoided = plevel && permits(e->fmt, pspte, err) && !in_window;
+	/* What-if: only a leaf the policy kept can spare a fault; where it
+	 * kept none its state is the traced one, which took this fault. */
+	avoided = tdp_size(&e->tdp_ovl) && !in_window &&
+		overlay_kept_leaf(e, 0, gfn, &pspte) &&
+		permits(e->fmt, pspte, err);
 	t->ctx_keep = avoided;
 	if (avoided) {
 		r->faults_avoided++;
 		return;
 	}
-	r->faults++;
-	s = engine_second_at(e, ev->ts);
-	if (s)
-		s->faults++;
+	overlay_fault(e, ev->ts);
 	overlay_refault(e, gfn);
 }
 

@@ -32,7 +32,11 @@
  *     applied, never from the traced changes themselves;
  *   - open_windows holds exactly the threads whose context is a window;
  *   - every traced fault is counted once under the policy: as a fault
- *     or as avoided.
+ *     or as avoided (faults_added come on top: faults the trace has
+ *     not);
+ *   - every traced fault is judged once by the self-check: required
+ *     (faults_predicted), or a mismatch, or pending until the change
+ *     that explains it or the end of its exemption.
  * The checks (util/assert.h) cover the last two and the bookkeeping;
  * the first two hold by how the code is arranged, not by a check.
  */
@@ -115,6 +119,21 @@ struct batch {
 	int64_t policy_quota, policy_taken, policy_pages;
 };
 
+/*
+ * A fault on a leaf that permitted the access, waiting for the change
+ * that removed the permission to be traced (enum fault_exempt): from
+ * the invalidation window pend_window (its thread, and the seq it opened
+ * at), a recovery worker while the batch opened at pend_batch_seq runs,
+ * or a thread inside KVM_SET_USER_MEMORY_REGION.
+ */
+struct pending_fault {
+	uint64_t pend_seq, pend_gfn, pend_err;
+	int64_t pend_ts;
+	unsigned pend_reasons;          /* 1 << enum fault_exempt */
+	const struct thread_ctx *pend_window;
+	uint64_t pend_window_seq, pend_batch_seq;
+};
+
 /* NX-split pages KVM tracks for recovery (nx_lpage_splits). */
 struct nx_splits {
 	struct u64map split_map;        /* 2M-aligned gfn -> 1 if split */
@@ -143,6 +162,8 @@ struct engine {
 	 * traced, and as they would be under the policy. */
 	struct nx_splits nx_traced, nx_policy;
 	int setregion_threads;          /* inside KVM_SET_USER_MEMORY_REGION */
+	struct pending_fault *pending;  /* faults not judged yet */
+	size_t npending, cappending;
 	int nomem;
 };
 
@@ -166,8 +187,10 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		    const struct model_event *ev);
 void engine_on_tlb_flush(struct engine *e, struct thread_ctx *t,
 			 const struct model_event *ev);
-int overlay_leaf(struct engine *e, int as_id, uint64_t gfn,
-		 uint64_t *spte);
+/* The leaf the policy kept where the recorded kernel zapped it: its
+ * level, or 0 where the policy's state is the traced one. */
+int overlay_kept_leaf(struct engine *e, int as_id, uint64_t gfn,
+		      uint64_t *spte);
 void overlay_zap(struct engine *e, int64_t ts, enum zap_cause cause,
 		 int as_id, int level, uint64_t gfn);
 void overlay_flush(struct engine *e, int64_t ts);
@@ -195,6 +218,16 @@ void engine_on_fast_fault(struct engine *e, const struct model_event *ev);
 void engine_on_vcpu_exit(struct engine *e, struct thread_ctx *t,
 			 const struct model_event *ev);
 void fault_ctx_close(struct engine *e, struct thread_ctx *t);
+/* A change by t at (as, level, gfn) from old to new: the pending faults
+ * it explains are judged required. */
+void fault_pending_explain(struct engine *e, const struct thread_ctx *t,
+			   int as, int level, uint64_t gfn, uint64_t old,
+			   uint64_t new);
+/* Judge the pending faults whose exemption ended (all: the trace did)
+ * without the change that would explain them: mismatches. */
+void fault_pending_expire(struct engine *e, int all);
+/* A fault under the policy at ts (the per-second series too). */
+void overlay_fault(struct engine *e, int64_t ts);
 
 /* engine_nx.c */
 void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,

@@ -69,6 +69,9 @@ void nx_batch_close(struct engine *e)
 			      !b->batch_read_lock ? b->policy_pages : -1);
 	e->last_batch = *b;
 	memset(b, 0, sizeof(*b));
+	/* Faults waiting on this batch's zaps wait no longer. */
+	if (e->npending)
+		fault_pending_expire(e, 0);
 }
 
 /*
@@ -188,10 +191,28 @@ void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 	nx_batch_touch(e, ev);
 	e->batch.batch_measured |= ev->u.nx.phase == MEV_NX_BEGIN;
 	e->batch.batch_read_lock = ev->u.nx.lock_mode == MEV_LOCK_READ;
+	/* The patched kernel says which lock the batch took: the policy's
+	 * (kernel-series patch 8 falls back to the write lock once a
+	 * shadow root exists, which a TDP-only trace cannot show). */
+	if (ev->u.nx.phase == MEV_NX_BEGIN &&
+	    e->batch.batch_read_lock != !!e->opts->policy->recovery_read_lock)
+		engine_mismatch(e, MISMATCH_POLICY_DECISION, ev->seq, ev->ts, 0,
+				e->opts->policy->recovery_read_lock,
+				e->batch.batch_read_lock);
 	/* Patched: a page the recorded kernel skipped (dirty-logged) uses
 	 * up the batch and leaves the list, without an SP free. */
 	if (ev->u.nx.phase == MEV_NX_PAGE &&
 	    ev->u.nx.action == MEV_NX_SKIPPED_DIRTY) {
+		struct replay_recovery rec = {
+			.gfn = ev->u.nx.gfn,
+			.dirty_logged = engine_dirty_logged_at(e, ev->u.nx.gfn,
+							       ev->seq),
+		};
+
+		/* A policy that recovers it would not have skipped it. */
+		if (!e->opts->policy->skip_recovery(&rec))
+			engine_mismatch(e, MISMATCH_POLICY_DECISION, ev->seq,
+					ev->ts, ev->u.nx.gfn, 0, 1);
 		e->batch.sps_observed++;
 		nx_set(e, &e->nx_traced, ev->u.nx.gfn, 0);
 		nx_set(e, &e->nx_policy, ev->u.nx.gfn, 0);

@@ -23,8 +23,8 @@ static enum zap_cause zapmark_cause(uint64_t mark)
 	return (enum zap_cause)(mark - 1);
 }
 
-/* The leaf mapping gfn under the policy: a kept one, else the traced. */
-int overlay_leaf(struct engine *e, int as_id, uint64_t gfn, uint64_t *spte)
+int overlay_kept_leaf(struct engine *e, int as_id, uint64_t gfn,
+		      uint64_t *spte)
 {
 	int level;
 
@@ -36,7 +36,7 @@ int overlay_leaf(struct engine *e, int as_id, uint64_t gfn, uint64_t *spte)
 			return level;
 		}
 	}
-	return tdp_leaf(&e->tdp_obs, as_id, gfn, spte);
+	return 0;
 }
 
 void overlay_zap(struct engine *e, int64_t ts, enum zap_cause cause,
@@ -51,6 +51,34 @@ void overlay_zap(struct engine *e, int64_t ts, enum zap_cause cause,
 	if (tdp_set(&e->tdp_zapmark, as_id, level, gfn,
 		    zapmark_of(cause)) < 0)
 		e->nomem = 1;
+}
+
+void overlay_fault(struct engine *e, int64_t ts)
+{
+	struct replay_second *s = engine_second_at(e, ts);
+
+	e->res->faults++;
+	if (s)
+		s->faults++;
+}
+
+/*
+ * The policy kept the leaf kept where the traced kernel has since mapped
+ * traced: when the guest wrote through the traced leaf (its dirty bit,
+ * set by the CPU) and the kept one is not writable, the policy took a
+ * write fault the trace does not have; its leaf is then the writable
+ * one, as traced (1: the caller drops the kept leaf).  Without A/D bits
+ * no write is seen and none is added.
+ */
+static int overlay_kept_written(struct engine *e, int64_t ts, uint64_t kept,
+				uint64_t traced, int level)
+{
+	if (!spte_present_leaf(e->fmt, traced, level) ||
+	    !spte_dirty(e->fmt, traced) || spte_writable(e->fmt, kept))
+		return 0;
+	e->res->faults_added++;
+	overlay_fault(e, ts);
+	return 1;
 }
 
 void overlay_flush(struct engine *e, int64_t ts)
@@ -97,12 +125,19 @@ static void count_leaf(void *arg, int level, uint64_t gfn, uint64_t spte)
 		w->walk_leaves++;
 }
 
+/* A kept leaf where the traced kernel has none: the traced zap that
+ * removes it will not come, so the policy's zap is counted here (where
+ * the traced kernel has a leaf too, its traced zap counts for both). */
 static void zap_kept_leaf(void *arg, int level, uint64_t gfn, uint64_t spte)
 {
 	struct leaf_walk *w = arg;
 
 	(void)spte;
 	if (w->walk_only_level && w->walk_only_level != level)
+		return;
+	if (spte_present_leaf(w->walk_engine->fmt,
+			      tdp_get(&w->walk_engine->tdp_obs,
+				      w->walk_as_id, level, gfn), level))
 		return;
 	w->walk_leaves++;
 	tdp_set(&w->walk_engine->tdp_ovl, w->walk_as_id, level, gfn, 0);
@@ -213,9 +248,20 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	uint64_t gfn = ev->u.spte.gfn;
 	int level = ev->u.spte.level, as = ev->u.spte.as_id;
 	enum zap_cause cause;
+	uint64_t kept = 0;
 
 	if (t->is_worker)
 		nx_batch_touch(e, ev);
+	if (e->npending)
+		fault_pending_explain(e, t, as, level, gfn, old, new);
+	/* The traced leaf changes under one the policy kept: was it
+	 * written meanwhile? */
+	if (tdp_size(&e->tdp_ovl) && spte_present_leaf(f, old, level) &&
+	    (kept = tdp_get(&e->tdp_ovl, as, level, gfn)) &&
+	    overlay_kept_written(e, ev->ts, kept, old, level)) {
+		tdp_set(&e->tdp_ovl, as, level, gfn, 0);
+		kept = 0;
+	}
 	if (spte_present_leaf(f, old, level) && !spte_present(f, new)) {
 		e->res->zaps_observed++;
 		cause = zap_cause_of(t);
@@ -230,16 +276,23 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		}
 		if (t->ctx_keep) {
 			e->res->zaps_kept++;
-			if (tdp_set(&e->tdp_ovl, as, level, gfn, old) < 0)
+			/* The policy keeps its own leaf, if it has one. */
+			if (!kept && tdp_set(&e->tdp_ovl, as, level, gfn,
+					     old) < 0)
 				e->nomem = 1;
 		} else {
 			t->ctx_policy_zaps++;
 			overlay_zap(e, ev->ts, cause, as, level, gfn);
+			if (kept)
+				tdp_set(&e->tdp_ovl, as, level, gfn, 0);
 		}
 	} else if (!spte_present_leaf(f, old, level) &&
 		   spte_present_leaf(f, new, level)) {
-		/* The traced kernel re-installed what the policy kept. */
-		if (tdp_get(&e->tdp_ovl, as, level, gfn))
+		/* The traced kernel re-installed what the policy kept,
+		 * unless in a fault the policy did not take: its leaf
+		 * stays. */
+		if (!(t->ctx_kind == CTX_FAULT && t->ctx_keep) &&
+		    tdp_get(&e->tdp_ovl, as, level, gfn))
 			tdp_set(&e->tdp_ovl, as, level, gfn, 0);
 		window_install(e, t, as, gfn);
 	}
