@@ -74,11 +74,13 @@ struct replay_result;
 int cli_replay_policies(sqlite3 *db, const char *path,
 			const struct capture_info *ci,
 			const struct policy *const *pols, int n,
-			struct replay_result *res, int *done);
-/* The same for one policy. */
+			unsigned rules_off, struct replay_result *res,
+			int *done);
+/* The same for one policy; rules_off: model rules a test switched off
+ * (engine.h, enum replay_rule), 0 otherwise. */
 int cli_replay_one(sqlite3 *db, const char *path,
 		   const struct capture_info *ci, const struct policy *pol,
-		   struct replay_result *res);
+		   unsigned rules_off, struct replay_result *res);
 /* The policy db was recorded with (CLI_EXIT_OK), or an error status. */
 int cli_recorded_policy(sqlite3 *db, const char *path,
 			struct capture_info *ci);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_JSON, OPT_OUTPUT, OPT_POLICY, OPT_RATIO, OPT_N };
+enum { OPT_JSON, OPT_OUTPUT, OPT_POLICY, OPT_RATIO, OPT_RULE_OFF, OPT_N };
 
 static const struct cli_option options[] = {
 	[OPT_JSON] = { "json", 0, NULL, "JSON instead of a text table" },
@@ -28,6 +28,9 @@ static const struct cli_option options[] = {
 	[OPT_RATIO] = { "nx-ratio", 0, "N",
 			"NX recovery ratio the trace ran with (default: "
 			"from the manifest; unknown: batch sizes unchecked)" },
+	[OPT_RULE_OFF] = { "rule-off", 0, "NAME[,NAME]",
+			   "for tests: switch model rules off, to see the "
+			   "self-check notice (names: engine.h)" },
 	[OPT_N] = { NULL, 0, NULL, NULL },
 };
 
@@ -84,7 +87,8 @@ void cli_capture_damage(const struct capture_info *ci, const char *path,
 int cli_replay_policies(sqlite3 *db, const char *path,
 			const struct capture_info *ci,
 			const struct policy *const *pols, int n,
-			struct replay_result *res, int *done)
+			unsigned rules_off, struct replay_result *res,
+			int *done)
 {
 	struct replay_opts o;
 	struct source *src;
@@ -103,6 +107,7 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 	o.npf_exit_reason = ci->npf_exit_reason;
 	o.nx_ratio = ci->nx_ratio;
 	o.nx_period_ms = ci->nx_period_ms;
+	o.rules_off = rules_off;
 	/* The first pass does not depend on the policy: once for all. */
 	o.policy = pols[0];
 	st = replay_prepare(src, &o, &scan);
@@ -134,11 +139,32 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 
 int cli_replay_one(sqlite3 *db, const char *path,
 		   const struct capture_info *ci, const struct policy *pol,
-		   struct replay_result *res)
+		   unsigned rules_off, struct replay_result *res)
 {
 	int done;
 
-	return cli_replay_policies(db, path, ci, &pol, 1, res, &done);
+	return cli_replay_policies(db, path, ci, &pol, 1, rules_off, res,
+				   &done);
+}
+
+/* "a,b": the rules named, as a mask; -1 after naming an unknown one. */
+static int rules_parse(const char *arg, unsigned *mask)
+{
+	char buf[256], *tok, *save = NULL;
+	enum replay_rule r;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		r = replay_rule_find(tok);
+		if (r == REPLAY_RULES) {
+			fprintf(stderr, "mmureplay fidelity: unknown rule "
+				"'%s'\n", tok);
+			return -1;
+		}
+		*mask |= 1u << r;
+	}
+	return 0;
 }
 
 static int run(int argc, char **argv)
@@ -151,11 +177,14 @@ static int run(int argc, char **argv)
 	struct outfile out = { 0 };
 	sqlite3 *db = NULL;
 	char *json = NULL;
+	unsigned rules_off = 0;
 	int npos, rc;
 
 	rc = cli_parse(&cli_cmd_fidelity, argc, argv, v, &npos);
 	if (rc)
 		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+	if (v[OPT_RULE_OFF] && rules_parse(v[OPT_RULE_OFF], &rules_off) < 0)
+		return CLI_EXIT_USAGE;
 	if (v[OPT_POLICY] && !(pol = policy_find(v[OPT_POLICY]))) {
 		fprintf(stderr, "mmureplay fidelity: unknown policy '%s'\n",
 			v[OPT_POLICY]);
@@ -176,7 +205,7 @@ static int run(int argc, char **argv)
 	}
 	if (v[OPT_RATIO])
 		ci.nx_ratio = strtoll(v[OPT_RATIO], NULL, 10);
-	rc = cli_replay_one(db, argv[0], &ci, ci.recorded, &res);
+	rc = cli_replay_one(db, argv[0], &ci, ci.recorded, rules_off, &res);
 	if (rc != CLI_EXIT_OK)
 		goto end;
 	fidelity_compute(&res, fidelity_default_tolerance, &fid);

@@ -158,7 +158,7 @@ static int run(int argc, char **argv)
 		rc = CLI_EXIT_OUTPUT;
 		goto end;
 	}
-	rc = cli_replay_policies(db, argv[0], &ci, pols, n, res, &done);
+	rc = cli_replay_policies(db, argv[0], &ci, pols, n, 0, res, &done);
 	if (rc != CLI_EXIT_OK)
 		goto end;
 	for (i = 0; i < n; i++)

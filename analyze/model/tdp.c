@@ -46,6 +46,7 @@ void tdp_init(struct tdp *t, const struct spte_format *fmt)
 	int l;
 
 	t->fmt = fmt;
+	t->ignore_reachability = 0;
 	u64map_init(&t->tables);
 	for (l = 0; l <= TDP_MAX_LEVEL; l++) {
 		t->list[l] = NULL;
@@ -167,7 +168,8 @@ int tdp_leaf(const struct tdp *t, int as_id, uint64_t gfn, uint64_t *spte)
 	for (level = 1; level <= TDP_MAX_LEAF_LEVEL; level++) {
 		v = tdp_get(t, as_id, level, gfn);
 		if (spte_present_leaf(t->fmt, v, level) &&
-		    tdp_reachable(t, as_id, gfn, level)) {
+		    (t->ignore_reachability ||
+		     tdp_reachable(t, as_id, gfn, level))) {
 			*spte = v;
 			return level;
 		}

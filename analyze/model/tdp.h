@@ -40,6 +40,7 @@ struct tdp {
 	size_t nlist[TDP_MAX_LEVEL + 1], caplist[TDP_MAX_LEVEL + 1];
 	size_t entries;         /* distinct entries ever stored */
 	size_t ntables;
+	int ignore_reachability;        /* tests only: see tdp_leaf() */
 };
 
 /* Entries stored. */

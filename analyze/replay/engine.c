@@ -26,6 +26,20 @@ const char *const fault_exempt_names[EXEMPT_REASONS] = {
 	FAULT_EXEMPT_LIST(NAME_ENTRY)
 };
 
+const char *const replay_rule_names[REPLAY_RULES] = {
+	REPLAY_RULE_LIST(NAME_ENTRY)
+};
+
+enum replay_rule replay_rule_find(const char *name)
+{
+	int r;
+
+	for (r = 0; r < REPLAY_RULES; r++)
+		if (!strcmp(replay_rule_names[r], name))
+			break;
+	return (enum replay_rule)r;
+}
+
 static const char *const replay_source_names[REPLAY_SOURCES] = {
 	REPLAY_SOURCE_LIST(NAME_ENTRY)
 };
@@ -279,6 +293,8 @@ enum replay_status replay_run_scanned(struct source *src,
 	u64map_init(&e.nx_traced.split_map);
 	u64map_init(&e.nx_policy.split_map);
 	e.scan = scan;
+	e.tdp_obs.ignore_reachability =
+		!engine_rule(&e, RULE_REACHABILITY);
 	sources_decide(&e);
 	/* Measured memslots are replayed as they change; inferred ones
 	 * hold from the start. */

@@ -73,6 +73,30 @@
 	/* KVM_SET_USER_MEMORY_REGION (huge page collapse) */ \
 	X(EXEMPT_SET_REGION, "set_memory_region")
 
+/*
+ * The model's rules that a test can switch off (replay_opts.rules_off,
+ * `mmureplay fidelity --rule-off NAME`), each to see the self-check
+ * notice it on a real capture (tests/test_rules_off.py): a rule no
+ * capture needs is a rule nothing checks.  Never off in a real replay.
+ */
+#define REPLAY_RULE_LIST(X) \
+	/* a leaf under a zapped parent table does not map (tdp.c) */ \
+	X(RULE_REACHABILITY, "reachability") \
+	/* a fault explained by a change traced after it (fault_exempt) */ \
+	X(RULE_LATE_CHANGE, "late_change") \
+	/* an install racing an open invalidation is zapped by its walk */ \
+	X(RULE_WINDOW_INSTALL, "window_install") \
+	/* the patched kernel's stock and patched start of one window */ \
+	X(RULE_DOUBLE_START, "double_start") \
+	/* a huge leaf forbidding the access is replaced (NX split) */ \
+	X(RULE_HUGE_SPLIT, "huge_split") \
+	/* exec faults in dirty-logged slots make no NX split */ \
+	X(RULE_NX_DIRTY_UNTRACKED, "nx_dirty_untracked") \
+	/* a traced batch ends at its end event, not at a pause */ \
+	X(RULE_MEASURED_BATCH, "measured_batch") \
+	/* the fast path fixes a leaf in place, without spte_changed */ \
+	X(RULE_FAST_FAULT, "fast_fault")
+
 #define REPLAY_ENUM_ENTRY(e, name) e,
 
 enum zap_cause {
@@ -90,9 +114,17 @@ enum fault_exempt {
 	EXEMPT_REASONS
 };
 
+enum replay_rule {
+	REPLAY_RULE_LIST(REPLAY_ENUM_ENTRY)
+	REPLAY_RULES
+};
+
 extern const char *const zap_cause_names[ZAP_CAUSES];
 extern const char *const mismatch_kind_names[MISMATCH_KINDS];
 extern const char *const fault_exempt_names[EXEMPT_REASONS];
+extern const char *const replay_rule_names[REPLAY_RULES];
+/* The rule called name, or REPLAY_RULES. */
+enum replay_rule replay_rule_find(const char *name);
 /* "measured" / "inferred" / "unknown". */
 const char *replay_source_name(enum replay_source s);
 
@@ -119,6 +151,7 @@ struct replay_opts {
 	int64_t npf_exit_reason;        /* SVM 0x400, VMX 48 */
 	int64_t nx_ratio;               /* recovery ratio; 0: unknown */
 	int64_t nx_period_ms;           /* recovery period; 0: unknown */
+	unsigned rules_off;             /* 1 << enum replay_rule (tests) */
 };
 
 struct replay_result {

@@ -126,7 +126,7 @@ static void fault_defer(struct engine *e, const struct model_event *ev,
 	}
 	if (e->setregion_threads)
 		p.pend_reasons |= 1u << EXEMPT_SET_REGION;
-	if (!p.pend_reasons) {
+	if (!p.pend_reasons || !engine_rule(e, RULE_LATE_CHANGE)) {
 		engine_mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, ev->seq,
 				ev->ts, gfn, 0, 1);
 		return;
@@ -165,7 +165,7 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 	else
 		fault_defer(e, ev, gfn, err);
 	/* A huge leaf that forbids the access is replaced (NX split). */
-	if (level > TDP_LEVEL_4K && !allowed)
+	if (level > TDP_LEVEL_4K && !allowed && engine_rule(e, RULE_HUGE_SPLIT))
 		t->ctx_predicted = 1;
 
 	/* What-if: only a leaf the policy kept can spare a fault; where it
@@ -194,7 +194,7 @@ void engine_on_fast_fault(struct engine *e, const struct model_event *ev)
 	uint64_t gfn = mev_gpa_to_gfn(ev->u.fault.gpa), spte;
 	int level = tdp_leaf(&e->tdp_obs, 0, gfn, &spte);
 
-	if (level && spte == ev->fast_old)
+	if (level && spte == ev->fast_old && engine_rule(e, RULE_FAST_FAULT))
 		tdp_set(&e->tdp_obs, 0, level, gfn, ev->fast_new);
 }
 

@@ -167,6 +167,12 @@ struct engine {
 	int nomem;
 };
 
+/* Is the model rule r in force (not switched off by a test)? */
+static inline int engine_rule(const struct engine *e, enum replay_rule r)
+{
+	return !(e->opts->rules_off & (1u << r));
+}
+
 /* engine.c: contexts, mismatches, the series. */
 void engine_ctx_open(struct engine *e, struct thread_ctx *t,
 		     enum ctx_kind kind, const struct model_event *ev,

@@ -36,7 +36,8 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 {
 	if (mev_role_level(ev->u.sp.role) != TDP_LEVEL_4K ||
 	    t->ctx_kind != CTX_FAULT || !t->fault_fetch ||
-	    engine_dirty_logged_at(e, ev->u.sp.gfn, ev->seq))
+	    (engine_rule(e, RULE_NX_DIRTY_UNTRACKED) &&
+	     engine_dirty_logged_at(e, ev->u.sp.gfn, ev->seq)))
 		return;
 	nx_set(e, &e->nx_traced, ev->u.sp.gfn, 1);
 	/* A fault the policy avoided splits nothing under it. */
@@ -107,7 +108,8 @@ void nx_batch_touch(struct engine *e, const struct model_event *ev)
 	 * with them only the end does: a batch that yields the lock, or
 	 * flushes per page under the read lock on a busy host, pauses for
 	 * longer than any gap rule. */
-	if (b->batch_active && !b->batch_measured &&
+	if (b->batch_active &&
+	    (!b->batch_measured || !engine_rule(e, RULE_MEASURED_BATCH)) &&
 	    ev->ts - b->batch_last_ts > BATCH_GAP_NS)
 		nx_batch_close(e);
 	if (!b->batch_active) {

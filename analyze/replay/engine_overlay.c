@@ -294,7 +294,8 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		if (!(t->ctx_kind == CTX_FAULT && t->ctx_keep) &&
 		    tdp_get(&e->tdp_ovl, as, level, gfn))
 			tdp_set(&e->tdp_ovl, as, level, gfn, 0);
-		window_install(e, t, as, gfn);
+		if (engine_rule(e, RULE_WINDOW_INSTALL))
+			window_install(e, t, as, gfn);
 	}
 	if (tdp_set(&e->tdp_obs, as, level, gfn, new) < 0)
 		e->nomem = 1;

@@ -57,6 +57,7 @@ void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 	/* The stock and the patched start event of one invalidation (see
 	 * scan.c): the window is already open. */
 	if (ev->u.notifier.phase == MEV_PHASE_START &&
+	    engine_rule(e, RULE_DOUBLE_START) &&
 	    t->ctx_kind == CTX_WINDOW && !t->ctx_observed &&
 	    t->win_hva_start == ev->u.notifier.hva_start &&
 	    t->win_hva_end == ev->u.notifier.hva_end) {
