@@ -85,7 +85,9 @@ check(rep["self_check"]["observed"] == fid["observed"] and
       rep["self_check"]["check_kind"] == fid["check_kind"],
       "replay's self_check is fidelity's")
 check("retry" in pol["nx-readlock"].get("not_modelled", "") and
-      "not_modelled" not in pol["perm-upgrade"],
+      "mmu_lock" in pol["perm-upgrade"].get("not_modelled", "") and
+      "dirty logging" in pol["nx-skip-dirty"].get("not_modelled", "") and
+      "not_modelled" not in pol["baseline"],
       "what a policy's replay does not model is said with its figures")
 r = run([mmr, "replay", db])
 notes = r.stdout[r.stdout.find("  Not modelled"):].splitlines()

@@ -26,6 +26,9 @@
  *                  pauses stays one batch;
  *   verdict        per-context mismatches of opposite sign fail it
  *                  although the totals agree;
+ *   lock waits     a vCPU's wait for the write lock of an invalidation
+ *                  whose zaps the policy keeps goes; so does the wait
+ *                  of a fault the policy avoids;
  *   both ways      under the recorded policy no fault is avoided; a
  *                  policy that kept a read-only leaf takes the write
  *                  fault the trace shows only as the dirty bit of the
@@ -715,6 +718,57 @@ static void test_policy_adds_faults(void)
 	replay_result_free(&p);
 }
 
+static void test_lock_wait_kept_window(void)
+{
+	struct replay_result b, p;
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	fault(5, MEV_PFERR_USER);
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();
+	fault(6, MEV_PFERR_USER);
+	spte(VCPU, 1, 6, 0, RO_4K);
+	entry();
+	notifier(5, 1);                                 /* upgrade */
+	spte(VMM, 1, 5, RO_4K, 0);                      /* under the lock */
+	fault(6, MEV_PFERR_USER | MEV_PFERR_WRITE | MEV_PFERR_PRESENT);
+	e = ev(MEV_LOCK_WAIT, VCPU);                    /* waited for it */
+	e->u.lock.wait_ns = 2500000;
+	spte(VCPU, 1, 6, RO_4K, RW_4K);
+	entry();
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 0 && b.lock_wait_ns == 2500000 &&
+	      b.lock_wait_removed_ns == 0);
+	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
+	CHECK(p.lock_wait_ns == 0 && p.lock_wait_removed_ns == 2500000);
+	replay_result_free(&b);
+	replay_result_free(&p);
+
+	/* The read refault perm-upgrade avoids waited: no wait under it. */
+	nev = 0;
+	memslot(0);
+	fault(5, MEV_PFERR_USER);
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();
+	notifier(5, 1);
+	spte(VMM, 1, 5, RO_4K, 0);
+	syscall_exit(VMM);
+	ts_shift = 100000000;                           /* long after */
+	fault(5, MEV_PFERR_USER);
+	e = ev(MEV_LOCK_WAIT, VCPU);
+	e->u.lock.wait_ns = 300000;
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();
+	ts_shift = 0;
+	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
+	CHECK(p.faults_avoided == 1 && p.lock_wait_ns == 0 &&
+	      p.lock_wait_removed_ns == 300000);
+	replay_result_free(&p);
+}
+
 int main(void)
 {
 	test_perm_upgrade();
@@ -729,6 +783,7 @@ int main(void)
 	test_exemption_bounded();
 	test_verdict_per_context();
 	test_policy_adds_faults();
+	test_lock_wait_kept_window();
 	test_self_check_fails();
 	test_unreachable_leaf();
 	return check_finish();

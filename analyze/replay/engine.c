@@ -160,6 +160,7 @@ void engine_ctx_open(struct engine *e, struct thread_ctx *t,
 	t->ctx_keep = 0;
 	t->ctx_predicted = t->ctx_observed = t->ctx_policy_zaps = 0;
 	t->ctx_flushes = 0;
+	t->ctx_last_ts = ev->ts;
 	t->win_nranges = 0;
 }
 
@@ -234,7 +235,7 @@ static void handle(struct engine *e, const struct model_event *ev)
 		engine_on_nx_recovery(e, t, ev);
 		break;
 	case MEV_LOCK_WAIT:
-		engine_on_lock_wait(e, ev);
+		engine_on_lock_wait(e, t, ev);
 		break;
 	case MEV_LOCK_CONTENTION:
 		engine_on_lock_contention(e, t, ev);

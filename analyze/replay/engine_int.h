@@ -85,6 +85,7 @@ struct thread_ctx {
 	int64_t ctx_observed;           /* leaves it zapped (traced) */
 	int64_t ctx_policy_zaps;        /* leaves it zaps under the policy */
 	int64_t ctx_flushes;            /* measured flushes in the context */
+	int64_t ctx_last_ts;            /* its last zap or flush (or open) */
 	/* CTX_WINDOW */
 	struct gfn_range win_ranges[WINDOW_MAX_RANGES];
 	int win_nranges;
@@ -134,6 +135,21 @@ struct pending_fault {
 	uint64_t pend_window_seq, pend_batch_seq;
 };
 
+/*
+ * Write-locked work that ended: an invalidation, or one page of a
+ * recovery batch; when it held mmu_lock (its first to its last traced
+ * change), and whether the policy removes that work (it keeps every
+ * leaf the trace shows it zap).  The last LOCK_HOLDERS are kept, for
+ * the lock waits traced when the waiter got the lock.
+ */
+struct lock_holder {
+	int64_t hold_from, hold_to;
+	int hold_page;                  /* a recovery page, not a window */
+	int hold_removed;
+};
+
+#define LOCK_HOLDERS 256
+
 /* NX-split pages KVM tracks for recovery (nx_lpage_splits). */
 struct nx_splits {
 	struct u64map split_map;        /* 2M-aligned gfn -> 1 if split */
@@ -162,6 +178,8 @@ struct engine {
 	 * traced, and as they would be under the policy. */
 	struct nx_splits nx_traced, nx_policy;
 	int setregion_threads;          /* inside KVM_SET_USER_MEMORY_REGION */
+	struct lock_holder holders[LOCK_HOLDERS];       /* a ring */
+	unsigned nholders;              /* pushed so far */
 	struct pending_fault *pending;  /* faults not judged yet */
 	size_t npending, cappending;
 	int nomem;
@@ -253,7 +271,11 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 void teardown_ctx_close(struct engine *e, struct thread_ctx *t);
 
 /* engine_lock.c */
-void engine_on_lock_wait(struct engine *e, const struct model_event *ev);
+/* An invalidation window or a recovered page t ends: remember when it
+ * held mmu_lock. */
+void lock_holder_push(struct engine *e, const struct thread_ctx *t);
+void engine_on_lock_wait(struct engine *e, const struct thread_ctx *t,
+			 const struct model_event *ev);
 void engine_on_lock_contention(struct engine *e, struct thread_ctx *t,
 			       const struct model_event *ev);
 void engine_on_vcpu_entry(struct engine *e, struct thread_ctx *t,

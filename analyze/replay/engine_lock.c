@@ -2,10 +2,14 @@
  * vCPU waits for mmu_lock (see engine_int.h): measured (patched
  * lock_wait events, lock contention begin/end) or, on stock kernels, the
  * part of an NPF exit spent inside a write-locked recovery batch.  A
- * wait for the recovery worker's lock is removed under a policy that
- * recovers under the read lock, or whose worker does not run that batch.
+ * wait is removed under a policy that removes the write-locked work it
+ * overlapped: a recovery batch recovered under the read lock or not run
+ * at all, an invalidation whose zaps the policy keeps; a wait that also
+ * overlapped work the policy still does stays whole.
  */
 #include "replay/engine_int.h"
+
+#include <string.h>
 
 static int64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
 {
@@ -30,25 +34,92 @@ static int64_t recovery_overlap(struct engine *e, int64_t from, int64_t to,
 	return o;
 }
 
+void lock_holder_push(struct engine *e, const struct thread_ctx *t)
+{
+	struct lock_holder *h = &e->holders[e->nholders++ % LOCK_HOLDERS];
+
+	h->hold_from = t->ctx_ts;
+	h->hold_to = t->ctx_last_ts;
+	h->hold_page = t->ctx_kind == CTX_RECOVERY;
+	h->hold_removed = t->ctx_keep && t->ctx_observed > 0;
+}
+
+/* Time one wait spent inside write-locked work, by kind. */
+struct wait_overlap {
+	int64_t win_removed, win_kept;          /* invalidations */
+	int64_t page_removed, page_kept;        /* recovered pages */
+};
+
+/*
+ * Time [from, to) spends inside write-locked invalidations and
+ * recovered pages (the open windows and the last LOCK_HOLDERS that
+ * ended), apart as the policy removes that work or not.
+ */
+static void holders_overlap(struct engine *e, int64_t from, int64_t to,
+			    struct wait_overlap *w)
+{
+	unsigned i, n = e->nholders < LOCK_HOLDERS ? e->nholders :
+		LOCK_HOLDERS;
+	const struct lock_holder *h;
+	const struct thread_ctx *t;
+	int64_t o;
+	size_t j;
+
+	memset(w, 0, sizeof(*w));
+	for (i = 0; i < n; i++) {
+		h = &e->holders[i];
+		o = overlap(from, to, h->hold_from, h->hold_to);
+		if (h->hold_page)
+			*(h->hold_removed ? &w->page_removed :
+			  &w->page_kept) += o;
+		else
+			*(h->hold_removed ? &w->win_removed :
+			  &w->win_kept) += o;
+	}
+	for (j = 0; j < e->nopen_windows; j++) {
+		t = e->open_windows[j];
+		o = overlap(from, to, t->ctx_ts, t->ctx_last_ts);
+		*(t->ctx_keep && t->ctx_observed > 0 ? &w->win_removed :
+		  &w->win_kept) += o;
+	}
+}
+
 /*
  * A vCPU waited wait_ns for mmu_lock over [from, to).  Inside a recovery
  * batch the wait was for the worker's write lock: gone under a policy
  * that recovers under the read lock, or whose worker does not run that
- * batch.
+ * batch; under one that skips some of its pages, shortened by their
+ * share of the batch's page time the wait overlapped.  Inside an
+ * invalidation it was for the notifier's write lock: gone when the
+ * policy keeps that invalidation's leaves (it zaps and flushes nothing
+ * under the lock).  A wait that also overlapped an invalidation the
+ * policy still does stays whole.
  */
 static void lock_wait(struct engine *e, int64_t ts, int64_t wait_ns,
 		      int64_t from, int64_t to)
 {
 	struct replay_second *s;
+	struct wait_overlap w;
+	int64_t in_batch, in_run_batch, removed = 0;
 
 	if (wait_ns <= 0)
 		return;
-	if (recovery_overlap(e, from, to, 0) > 0 &&
-	    (e->opts->policy->recovery_read_lock ||
-	     recovery_overlap(e, from, to, 1) == 0)) {
-		e->res->lock_wait_removed_ns += wait_ns;
+	in_batch = recovery_overlap(e, from, to, 0);
+	in_run_batch = e->opts->policy->recovery_read_lock ? 0 :
+		recovery_overlap(e, from, to, 1);
+	holders_overlap(e, from, to, &w);
+	if (w.win_kept)
+		removed = 0;
+	else if (!in_run_batch && (in_batch > 0 || w.win_removed > 0))
+		removed = wait_ns;
+	else if (in_run_batch && w.page_removed)
+		removed = (int64_t)((double)wait_ns *
+				    (double)w.page_removed /
+				    (double)(w.page_removed + w.page_kept));
+	e->res->lock_wait_removed_ns += removed;
+	wait_ns -= removed;
+	if (!wait_ns)
 		return;
-	}
 	e->res->lock_wait_ns += wait_ns;
 	e->res->lock_waits++;
 	s = engine_second_at(e, ts);
@@ -56,8 +127,15 @@ static void lock_wait(struct engine *e, int64_t ts, int64_t wait_ns,
 		s->lock_wait_ns += wait_ns;
 }
 
-void engine_on_lock_wait(struct engine *e, const struct model_event *ev)
+void engine_on_lock_wait(struct engine *e, const struct thread_ctx *t,
+			 const struct model_event *ev)
 {
+	/* The patched kernel traces the wait of the fault it belongs to:
+	 * a fault the policy avoids never waited. */
+	if (t->ctx_kind == CTX_FAULT && t->ctx_keep) {
+		e->res->lock_wait_removed_ns += ev->u.lock.wait_ns;
+		return;
+	}
 	lock_wait(e, ev->ts, ev->u.lock.wait_ns, ev->ts - ev->u.lock.wait_ns,
 		  ev->ts);
 }

@@ -182,6 +182,7 @@ void nx_recovery_ctx_close(struct engine *e, struct thread_ctx *t)
 	e->batch.zaps_predicted += t->ctx_predicted;
 	e->batch.zaps_observed += t->ctx_observed;
 	e->batch.zaps_policy += t->ctx_policy_zaps;
+	lock_holder_push(e, t);
 }
 
 void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,

@@ -217,6 +217,7 @@ void engine_on_tlb_flush(struct engine *e, struct thread_ctx *t,
 		e->batch.flushes_traced++;
 	} else if (t->ctx_kind != CTX_NONE) {
 		t->ctx_flushes++;
+		t->ctx_last_ts = ev->ts;
 	} else {
 		e->res->flushes_other++;
 		overlay_flush(e, ev->ts);
@@ -264,6 +265,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	}
 	if (spte_present_leaf(f, old, level) && !spte_present(f, new)) {
 		e->res->zaps_observed++;
+		t->ctx_last_ts = ev->ts;
 		cause = zap_cause_of(t);
 		t->ctx_observed++;
 		if (t->ctx_kind == CTX_WINDOW) {

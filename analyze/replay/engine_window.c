@@ -95,6 +95,7 @@ void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 void window_ctx_close(struct engine *e, struct thread_ctx *t)
 {
 	window_list_remove(e, t);
+	lock_holder_push(e, t);
 	overlay_flush_account(e, t->ctx_ts, t->ctx_predicted, t->ctx_observed,
 			      t->ctx_policy_zaps, t->ctx_flushes, -1);
 }

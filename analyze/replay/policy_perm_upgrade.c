@@ -18,4 +18,8 @@ const struct policy policy_perm_upgrade = {
 	.keep_invalidation = keep_upgrade,
 	.skip_recovery = policy_skip_none,
 	.recovery_read_lock = 0,
+	.limits = "the short mmu_lock hold of a kept invalidation (the "
+		  "patched kernel still takes the lock to decide): on the "
+		  "A/B fixture 8.9 ms of waits remain where 6.0 ms are "
+		  "predicted (A: 33.1 ms)",
 };
