@@ -567,6 +567,14 @@ static void test_measured_batch_pause(void)
  * batch (no begin/end events) that went quiet 100 ms before the fault
  * exempts nothing, though no later worker event has closed it yet.
  */
+/* The guest reads gfn: a fault that installs leaf, then the entry. */
+static void mapped(uint64_t gfn, uint64_t leaf)
+{
+	fault(gfn, MEV_PFERR_USER);
+	spte(VCPU, 1, gfn, 0, leaf);
+	entry();
+}
+
 static void test_exemption_bounded(void)
 {
 	struct replay_result b;
@@ -575,9 +583,7 @@ static void test_exemption_bounded(void)
 	nev = 0;
 	memslot(0);
 	nx_split(0x200);
-	fault(0x400, MEV_PFERR_USER);
-	spte(VCPU, 1, 0x400, 0, RW_4K);
-	entry();
+	mapped(0x400, RW_4K);
 	e = ev(MEV_NX_RECOVERY, WORKER);
 	e->u.nx.phase = 0;
 	fault(0x400, MEV_PFERR_USER);           /* its leaf permits reading */
@@ -597,9 +603,7 @@ static void test_exemption_bounded(void)
 	nev = 0;
 	memslot(0);
 	nx_split(0x200);
-	fault(0x400, MEV_PFERR_USER);
-	spte(VCPU, 1, 0x400, 0, RW_4K);
-	entry();
+	mapped(0x400, RW_4K);
 	nx_recover(0x200);
 	ts_shift = 100000000;                   /* 100 ms later */
 	fault(0x400, MEV_PFERR_USER);
@@ -631,19 +635,13 @@ static void test_verdict_per_context(void)
 
 	nev = 0;
 	memslot(0);
-	fault(7, MEV_PFERR_USER);
-	spte(VCPU, 1, 7, 0, RW_4K);
-	entry();
-	fault(8, MEV_PFERR_USER);
-	spte(VCPU, 1, 8, 0, RW_4K);
-	entry();
+	mapped(7, RW_4K);
+	mapped(8, RW_4K);
 	notifier(7, 0);                         /* page 7 only ... */
 	spte(VMM, 1, 7, RW_4K, 0);
 	spte(VMM, 1, 8, RW_4K, 0);              /* ... zaps 8 too */
 	syscall_exit(VMM);
-	fault(9, MEV_PFERR_USER);
-	spte(VCPU, 1, 9, 0, RW_4K);
-	entry();
+	mapped(9, RW_4K);
 	notifier(9, 0);                         /* zaps nothing */
 	syscall_exit(VMM);
 	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
@@ -680,9 +678,7 @@ static void added_fault_scenario(uint64_t zapped)
 {
 	nev = 0;
 	memslot(0);
-	fault(5, MEV_PFERR_USER);
-	spte(VCPU, 1, 5, 0, RO_4K);
-	entry();
+	mapped(5, RO_4K);
 	notifier(5, 1);                                 /* upgrade */
 	spte(VMM, 1, 5, RO_4K, 0);
 	syscall_exit(VMM);
@@ -692,9 +688,7 @@ static void added_fault_scenario(uint64_t zapped)
 	notifier(5, 0);                                 /* restriction */
 	spte(VMM, 1, 5, zapped, 0);
 	syscall_exit(VMM);
-	fault(5, MEV_PFERR_USER);
-	spte(VCPU, 1, 5, 0, RO_4K);
-	entry();
+	mapped(5, RO_4K);
 }
 
 static void test_policy_adds_faults(void)
@@ -725,12 +719,8 @@ static void test_lock_wait_kept_window(void)
 
 	nev = 0;
 	memslot(0);
-	fault(5, MEV_PFERR_USER);
-	spte(VCPU, 1, 5, 0, RO_4K);
-	entry();
-	fault(6, MEV_PFERR_USER);
-	spte(VCPU, 1, 6, 0, RO_4K);
-	entry();
+	mapped(5, RO_4K);
+	mapped(6, RO_4K);
 	notifier(5, 1);                                 /* upgrade */
 	spte(VMM, 1, 5, RO_4K, 0);                      /* under the lock */
 	fault(6, MEV_PFERR_USER | MEV_PFERR_WRITE | MEV_PFERR_PRESENT);
@@ -750,9 +740,7 @@ static void test_lock_wait_kept_window(void)
 	/* The read refault perm-upgrade avoids waited: no wait under it. */
 	nev = 0;
 	memslot(0);
-	fault(5, MEV_PFERR_USER);
-	spte(VCPU, 1, 5, 0, RO_4K);
-	entry();
+	mapped(5, RO_4K);
 	notifier(5, 1);
 	spte(VMM, 1, 5, RO_4K, 0);
 	syscall_exit(VMM);

@@ -7,6 +7,19 @@
 
 #include <cjson/cJSON.h>
 
+void report_knowledge_json(struct cJSON *root, const struct replay_result *r)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "knowledge");
+
+	cJSON_AddStringToObject(o, "memslots", replay_source_name(r->slots_src));
+	cJSON_AddStringToObject(o, "perm_upgrade",
+				replay_source_name(r->upgrade_src));
+	cJSON_AddStringToObject(o, "dirty_logging",
+				replay_source_name(r->dirty_src));
+	cJSON_AddStringToObject(o, "lock_waits",
+				replay_source_name(r->lock_src));
+}
+
 /*
  * Where the patched kernel measured which invalidations were pure
  * permission upgrades, how the stock inference would have judged them:
@@ -77,14 +90,7 @@ void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
 	cJSON_AddBoolToObject(o, "metrics_ok", f->metrics_ok);
 	cJSON_AddBoolToObject(o, "no_mismatch", !f->mismatches);
 	cJSON_AddBoolToObject(o, "exempt_ok", f->exempt_ok);
-	o = cJSON_AddObjectToObject(root, "knowledge");
-	cJSON_AddStringToObject(o, "memslots", replay_source_name(r->slots_src));
-	cJSON_AddStringToObject(o, "perm_upgrade",
-				replay_source_name(r->upgrade_src));
-	cJSON_AddStringToObject(o, "dirty_logging",
-				replay_source_name(r->dirty_src));
-	cJSON_AddStringToObject(o, "lock_waits",
-				replay_source_name(r->lock_src));
+	report_knowledge_json(root, r);
 	report_upgrade_inference_json(root, r);
 	cJSON_AddNumberToObject(root, "mismatches_total",
 				(double)r->mismatches_total);

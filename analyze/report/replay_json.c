@@ -54,15 +54,7 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 			cJSON_AddItemToArray(a, t);
 		}
 	}
-	o = cJSON_AddObjectToObject(root, "knowledge");
-	cJSON_AddStringToObject(o, "memslots",
-				replay_source_name(self_check->slots_src));
-	cJSON_AddStringToObject(o, "perm_upgrade",
-				replay_source_name(self_check->upgrade_src));
-	cJSON_AddStringToObject(o, "dirty_logging",
-				replay_source_name(self_check->dirty_src));
-	cJSON_AddStringToObject(o, "lock_waits",
-				replay_source_name(self_check->lock_src));
+	report_knowledge_json(root, self_check);
 	out = cJSON_Print(root);
 	cJSON_Delete(root);
 	return out;

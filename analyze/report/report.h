@@ -35,6 +35,10 @@ struct cJSON;
 void report_fidelity_json_add(struct cJSON *o, const struct fidelity *f,
 			      const struct replay_result *r);
 
+/* How the replay knew its facts (memslots, upgrades, dirty logging,
+ * lock waits: measured / inferred / unknown), as a "knowledge" object. */
+void report_knowledge_json(struct cJSON *root, const struct replay_result *r);
+
 /* What-if results of several policies side by side; each policy marked
  * verified when the self-check (f) holds.  n == 0 after a failed
  * self-check: the what-if is withheld and said so. */
