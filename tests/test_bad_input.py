@@ -114,4 +114,47 @@ part, whole = db_rows(cutdb, q % 0), db_rows(full, q % 0)
 check(0 < len(part) < len(whole) and whole[:len(part)] == part,
       "cut: cpu 0 is a prefix (%d of %d)" % (len(part), len(whole)))
 check(u64(-1) == 0xFFFFFFFFFFFFFFFF, "u64 helper")
+
+# -o onto something that is not a regular file: written in place (a
+# report), refused (a DB); it stays what it was.  Renaming the temporary
+# over it used to turn a device or FIFO into a plain file: run as root,
+# "-o /dev/null" broke the machine's /dev/null.  A private null device
+# (root only) and a FIFO stand in for it.
+import stat
+specials = []
+fifo = os.path.join(work, "fifo")
+os.mkfifo(fifo)
+specials.append((fifo, stat.S_ISFIFO))
+if os.geteuid() == 0:
+    dev = os.path.join(work, "null")
+    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    specials.append((dev, stat.S_ISCHR))
+for path, kind in specials:
+    # A reader that never blocks: the writer's open succeeds at once,
+    # and a FIFO replaced by a file just leaves it empty.
+    rfd = os.open(path, os.O_RDONLY | os.O_NONBLOCK) \
+        if kind is stat.S_ISFIFO else None
+    r = run([mmr, "summary", full, "--json", "-o", path])
+    got = b""
+    if rfd is not None:
+        try:
+            while True:
+                chunk = os.read(rfd, 65536)
+                if not chunk:
+                    break
+                got += chunk
+        except BlockingIOError:
+            pass
+        os.close(rfd)
+    check(r.returncode == 0 and kind(os.lstat(path).st_mode),
+          "summary -o %s: exit %d, still a special file (%s)"
+          % (os.path.basename(path), r.returncode, r.stderr.strip()))
+    check(rfd is None or b'"events"' in got,
+          "the FIFO's reader got the JSON")
+    r = run([mmr, "ingest", good, "-o", path])
+    check(r.returncode == 4 and "not a regular file" in r.stderr and
+          kind(os.lstat(path).st_mode) and
+          not [f for f in os.listdir(work) if ".tmp-" in f],
+          "ingest -o %s: refused, left as it was (exit %d, %s)"
+          % (os.path.basename(path), r.returncode, r.stderr.strip()))
 finish()

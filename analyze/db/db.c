@@ -44,8 +44,16 @@ enum db_status db_exec(sqlite3 *db, const char *sql)
 enum db_status db_out_create(struct db_out *out, const char *path)
 {
 	enum db_status st = DB_ERR_IO;
+	struct stat sb;
 
 	memset(out, 0, sizeof(*out));
+	/* Renaming the finished DB over a device or a FIFO would replace
+	 * it with a file (-o /dev/null as root breaks the machine). */
+	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		log_error("%s: not a regular file: a capture DB is a file",
+			  path);
+		return DB_ERR_IO;
+	}
 	out->path = strdup(path);
 	out->tmp_path = path_dup_fmt("%s.tmp-%ld", path, (long)getpid());
 	if (!out->path || !out->tmp_path) {

@@ -9,16 +9,28 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int outfile_open(struct outfile *o, const char *path)
 {
+	struct stat st;
+
 	memset(o, 0, sizeof(*o));
 	if (strcmp(path, "-") == 0) {
 		o->fp = stdout;
 		return 0;
 	}
 	o->path = strdup(path);
+	if (o->path && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		o->fp = fopen(path, "w");
+		if (!o->fp) {
+			log_error("%s: cannot open: %s", path, strerror(errno));
+			outfile_discard(o);
+			return -1;
+		}
+		return 0;
+	}
 	if (!o->path || asprintf(&o->tmp, "%s.tmp-%ld", path,
 				 (long)getpid()) < 0) {
 		o->tmp = NULL;
@@ -52,7 +64,7 @@ int outfile_commit(struct outfile *o)
 		goto end;
 	}
 	o->fp = NULL;
-	if (rename(o->tmp, o->path) != 0) {
+	if (o->tmp && rename(o->tmp, o->path) != 0) {
 		log_error("%s: cannot rename into place: %s", o->path,
 			  strerror(errno));
 		goto end;

@@ -1,7 +1,9 @@
 /*
  * Report files written whole or not at all: output goes to NAME.tmp-PID
  * and is renamed over NAME only when every byte was written.  "-" means
- * standard output.
+ * standard output.  A NAME that exists and is not a regular file (a
+ * device such as /dev/null, a FIFO) is written in place: renaming over
+ * it would replace the device with a file.
  */
 #ifndef MMUREPLAY_UTIL_OUTFILE_H
 #define MMUREPLAY_UTIL_OUTFILE_H
@@ -11,7 +13,7 @@
 struct outfile {
 	FILE *fp;
 	char *path;
-	char *tmp;
+	char *tmp;              /* NULL: written in place */
 };
 
 /* 0, or -1 after reporting the error. */
