@@ -10,10 +10,18 @@
  *   pass 4  with dirty logging on (KVM_MEM_LOG_DIRTY_PAGES)
  *   pass 5  after KVM_GET_DIRTY_LOG and dirty logging off
  *   pass 6  after another mprotect RO/RW cycle
+ *   pass 7  (--split) after an mprotect RO/RW cycle of [1.5 MiB, mem -
+ *           0.5 MiB): both ends fall inside a 2 MiB page, so the host
+ *           splits those THPs (one more invalidation each)
  *
- * Usage: basic [--mem MiB] [--thp]
- *   --mem MiB   guest RAM (default 32); data is [1 MiB, mem)
- *   --thp       leave THP enabled on guest RAM (default MADV_NOHUGEPAGE)
+ * Usage: basic [--mem MiB] [--thp] [--hugepage] [--no-dirty-log] [--split]
+ *   --mem MiB       guest RAM (default 32); data is [1 MiB, mem)
+ *   --thp           leave THP enabled on guest RAM (default
+ *                   MADV_NOHUGEPAGE): THP as the system setting says
+ *   --hugepage      MADV_HUGEPAGE on guest RAM: THP under the "madvise"
+ *                   setting too (2 MiB leaves in the TDP MMU)
+ *   --no-dirty-log  skip passes 4 and 5 (no dirty logging)
+ *   --split         add pass 7 (THP splits; needs --mem >= 3)
  *
  * Phase markers: "[monotonic s] MARK ..." lines on stdout and marker
  * syscalls ioctl(-1, 0x4d52NNNN) that a kernel trace records.
@@ -86,7 +94,7 @@ int main(int argc, char **argv)
 {
 	struct guest_code code = { guest_touch_start, guest_touch_end };
 	struct vm_regs regs;
-	int thp = 0, i;
+	int thp = 0, hugepage = 0, dirty_log = 1, split = 0, i;
 	double t0;
 	uint64_t dirty;
 
@@ -95,16 +103,27 @@ int main(int argc, char **argv)
 			mem_size = strtoull(argv[++i], NULL, 0) * MiB;
 		else if (!strcmp(argv[i], "--thp"))
 			thp = 1;
+		else if (!strcmp(argv[i], "--hugepage"))
+			thp = hugepage = 1;
+		else if (!strcmp(argv[i], "--no-dirty-log"))
+			dirty_log = 0;
+		else if (!strcmp(argv[i], "--split"))
+			split = 1;
 		else
-			die("usage: basic [--mem MiB] [--thp]");
+			die("usage: basic [--mem MiB] [--thp] [--hugepage] "
+			    "[--no-dirty-log] [--split]");
 	}
 	if (mem_size < 2 * MiB)
 		die("--mem must be >= 2");
+	if (split && mem_size < 3 * MiB)
+		die("--split needs --mem >= 3");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	mem = xmmap_aligned(mem_size, 2 * MiB);
 	if (!thp && madvise(mem, mem_size, MADV_NOHUGEPAGE))
 		die("madvise NOHUGEPAGE");
+	if (hugepage && madvise(mem, mem_size, MADV_HUGEPAGE))
+		die("madvise HUGEPAGE");
 	vm_create(&vm, mem, mem_size);
 	vm_load_code(&vm, &code);
 	memset(&regs, 0, sizeof(regs));
@@ -115,10 +134,11 @@ int main(int argc, char **argv)
 	regs.edx = 4096;
 	regs.eax = 1;
 	vm_set_regs(&vm, &regs);
-	printf("basic mem=%lluMiB data_pages=%llu thp=%d pid=%d debugfs=%s\n",
+	printf("basic mem=%lluMiB data_pages=%llu thp=%d hugepage=%d "
+	       "dirty_log=%d split=%d pid=%d debugfs=%s\n",
 	       (unsigned long long)(mem_size / MiB),
-	       (unsigned long long)((mem_size - DATA_GPA) / 4096), thp, getpid(),
-	       vm_debugfs_dir(&vm));
+	       (unsigned long long)((mem_size - DATA_GPA) / 4096), thp,
+	       hugepage, dirty_log, split, getpid(), vm_debugfs_dir(&vm));
 	t0 = now_mono();
 
 	mark(1, "BASIC START");
@@ -130,18 +150,31 @@ int main(int argc, char **argv)
 		die("madvise DONTNEED");
 	printf("  MADV_DONTNEED on upper half\n");
 	pass();
-	mark(4, "BASIC DIRTY_LOG_ON");
-	vm_set_dirty_logging(&vm, 1);
-	printf("  dirty logging enabled\n");
-	pass();
-	mark(5, "BASIC DIRTY_LOG_GET_OFF");
-	dirty = vm_get_dirty_log(&vm);
-	vm_set_dirty_logging(&vm, 0);
-	printf("  dirty pages logged: %llu; dirty logging disabled\n",
-	       (unsigned long long)dirty);
-	pass();
+	if (dirty_log) {
+		mark(4, "BASIC DIRTY_LOG_ON");
+		vm_set_dirty_logging(&vm, 1);
+		printf("  dirty logging enabled\n");
+		pass();
+		mark(5, "BASIC DIRTY_LOG_GET_OFF");
+		dirty = vm_get_dirty_log(&vm);
+		vm_set_dirty_logging(&vm, 0);
+		printf("  dirty pages logged: %llu; dirty logging disabled\n",
+		       (unsigned long long)dirty);
+		pass();
+	}
 	mprotect_cycle(6);
 	pass();
+	if (split) {
+		mark(8, "BASIC MPROTECT_SPLIT");
+		if (mprotect(mem + DATA_GPA + MiB / 2, mem_size - 2 * MiB,
+			     PROT_READ))
+			die("mprotect RO (split)");
+		if (mprotect(mem + DATA_GPA + MiB / 2, mem_size - 2 * MiB,
+			     PROT_READ | PROT_WRITE))
+			die("mprotect RW (split)");
+		printf("  mprotect RO/RW cycle of [1.5 MiB, mem - 0.5 MiB)\n");
+		pass();
+	}
 	mark(7, "BASIC STOP");
 	printf("BASIC RESULT %s: %d passes, %.3fs total, bad=%d pages_4k=%lld pages_2m=%lld\n",
 	       bad_total ? "FAIL" : "OK", npass, now_mono() - t0, bad_total,
