@@ -32,7 +32,13 @@
  *   both ways      under the recorded policy no fault is avoided; a
  *                  policy that kept a read-only leaf takes the write
  *                  fault the trace shows only as the dirty bit of the
- *                  writable leaf the recorded kernel mapped instead.
+ *                  writable leaf the recorded kernel mapped instead;
+ *   huge pages     a fault zaps a 2M leaf only when its goal level
+ *                  (kvm_mmu_spte_requested) is below it; an unaligned
+ *                  invalidation zaps the 2M leaf at its boundary, traced
+ *                  at the leaf's aligned gfn; an eager split fills the
+ *                  new table with 512 untraced 4K leaves that later zaps
+ *                  find.
  */
 #include "check.h"
 #include "metrics/fidelity.h"
@@ -55,6 +61,8 @@
 #define RW_4K  0x10200e67ULL    /* written: dirty bit set */
 #define RW_4K_CLEAN 0x10200e27ULL       /* writable, not yet written */
 #define NX_2M  0x8000000010200ee7ULL
+#define RO_2M  0x0000000010200aa5ULL    /* present, read-only, host-RO */
+#define RW_2M  0x0000000010200ee7ULL
 #define TABLE  0x529b827ULL     /* non-leaf */
 #define REMOVED 0x5a0ULL
 
@@ -757,6 +765,121 @@ static void test_lock_wait_kept_window(void)
 	replay_result_free(&p);
 }
 
+/* kvm_mmu_spte_requested of the open fault: its goal level. */
+static void request(uint64_t gfn, int level)
+{
+	struct model_event *e = ev(MEV_SPTE_REQUEST, VCPU);
+
+	e->u.req.gfn = gfn;
+	e->u.req.level = level;
+}
+
+/*
+ * Stock 6.1 lab, guest RAM on THP: after an mprotect RO/RW cycle the
+ * host PMD is read-only, so the guest's code fetch maps the 2M page
+ * read-only; its first write then faults with goal level 2 (the THP
+ * stays huge) and kvm_tdp_mmu_map() updates the leaf in place: no zap.
+ * An exec fault on an NX 2M leaf (goal 4K) zaps it.  The old rule ("a
+ * huge leaf that forbids the access is replaced") predicted a zap for
+ * the write fault too: one zap_count mismatch at gfn 0x100.
+ */
+static void test_huge_fault_in_place(void)
+{
+	struct replay_result b;
+
+	nev = 0;
+	memslot(0);
+	fault(0x1, MEV_PFERR_USER | MEV_PFERR_FETCH);  /* code fetch */
+	request(0x1, 2);
+	spte(VCPU, 2, 0, 0, RO_2M);
+	entry();
+	fault(0x100, MEV_PFERR_USER | MEV_PFERR_WRITE |
+	      MEV_PFERR_PRESENT);                       /* first data write */
+	request(0x100, 2);
+	spte(VCPU, 2, 0, RO_2M, RW_2M);
+	entry();
+	/* An NX huge page: the exec fault maps 4K below it. */
+	spte(VCPU, 2, 0x200, 0, NX_2M);
+	fault(0x201, MEV_PFERR_USER | MEV_PFERR_FETCH);
+	request(0x201, 1);
+	spte(VCPU, 2, 0x200, NX_2M, REMOVED);
+	spte(VCPU, 2, 0x200, REMOVED, 0);
+	spte(VCPU, 2, 0x200, 0, TABLE);
+	spte(VCPU, 1, 0x201, 0, RW_4K);
+	entry();
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.faults_observed == 3 && b.faults_predicted == 3);
+	CHECK(b.zaps_observed == 1 && b.zaps_predicted == 1);
+	CHECK(b.flushes_predicted == 1 && b.flushes_observed == 1);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+
+/*
+ * mprotect of [1.5 MiB, ...) with a 2M leaf at gfn 0: the notifier's gfn
+ * range starts at 0x180, the walk zaps the leaf whole and traces it at
+ * gfn 0.  It is inside the range, not a zap_outside_range.
+ */
+static void test_huge_leaf_at_range_boundary(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	fault(0x180, MEV_PFERR_USER | MEV_PFERR_WRITE);
+	request(0x180, 2);
+	spte(VCPU, 2, 0, 0, RW_2M);
+	entry();
+	e = ev(MEV_NOTIFIER, VMM);
+	e->u.notifier.hva_start = HVA + (0x180ULL << 12);
+	e->u.notifier.hva_end = HVA + (0x300ULL << 12);
+	spte(VMM, 2, 0, RW_2M, 0);
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.zaps_observed == 1 && b.zaps_predicted == 1);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+
+/*
+ * Dirty logging on: the eager split replaces the 2M leaf by a table of
+ * 512 4K leaves in one traced change (tdp_mmu_split_huge_page()), then
+ * write-protection changes the writable ones.  A read-only 2M leaf's
+ * children stay untraced; a later invalidation of two of them zaps both,
+ * and a write fault on one of them is required (its leaf forbids it).
+ */
+static void test_eager_split_children(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	fault(0x1, MEV_PFERR_USER);
+	request(0x1, 2);
+	spte(VCPU, 2, 0, 0, RO_2M);
+	entry();
+	spte(VMM, 2, 0, RO_2M, TABLE);                  /* split */
+	syscall_exit(VMM);
+	fault(0x7, MEV_PFERR_USER | MEV_PFERR_WRITE | MEV_PFERR_PRESENT);
+	request(0x7, 1);
+	spte(VCPU, 1, 0x7, (RO_2M & ~0x80ULL) | (0x7ULL << 12), RW_4K);
+	entry();
+	e = ev(MEV_NOTIFIER, VMM);
+	e->u.notifier.hva_start = HVA + (0x10ULL << 12);
+	e->u.notifier.hva_end = HVA + (0x12ULL << 12);
+	spte(VMM, 1, 0x10, (RO_2M & ~0x80ULL) | (0x10ULL << 12), 0);
+	spte(VMM, 1, 0x11, (RO_2M & ~0x80ULL) | (0x11ULL << 12), 0);
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.faults_observed == 2 && b.faults_predicted == 2);
+	CHECK(b.zaps_observed == 2 && b.zaps_predicted == 2);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+
+
 int main(void)
 {
 	test_perm_upgrade();
@@ -774,5 +897,8 @@ int main(void)
 	test_lock_wait_kept_window();
 	test_self_check_fails();
 	test_unreachable_leaf();
+	test_huge_fault_in_place();
+	test_huge_leaf_at_range_boundary();
+	test_eager_split_children();
 	return check_finish();
 }

@@ -90,6 +90,12 @@
 	X(RULE_DOUBLE_START, "double_start") \
 	/* a huge leaf forbidding the access is replaced (NX split) */ \
 	X(RULE_HUGE_SPLIT, "huge_split") \
+	/* ... only when the fault maps below it (its goal level) */ \
+	X(RULE_HUGE_GOAL, "huge_goal") \
+	/* a window zaps a huge leaf any part of which it covers */ \
+	X(RULE_HUGE_SPAN, "huge_span") \
+	/* an eager split fills the new table without a trace */ \
+	X(RULE_EAGER_SPLIT, "eager_split") \
 	/* exec faults in dirty-logged slots make no NX split */ \
 	X(RULE_NX_DIRTY_UNTRACKED, "nx_dirty_untracked") \
 	/* a traced batch ends at its end event, not at a pause */ \

@@ -100,15 +100,22 @@ void window_ctx_close(struct engine *e, struct thread_ctx *t)
 			      t->ctx_policy_zaps, t->ctx_flushes, -1);
 }
 
-/* Does the open invalidation t cover (as_id, gfn)? */
-int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn)
+/*
+ * The zap walk visits every leaf whose span meets the range
+ * (tdp_mmu_zap_leafs(): the iterator starts at the range's first gfn
+ * rounded down to each level), so a 2M leaf at the boundary of an
+ * unaligned range is zapped whole and traced at its own, aligned, gfn.
+ */
+int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn,
+		  int level)
 {
+	uint64_t n = tdp_level_pages(level);
 	int j;
 
 	for (j = 0; j < t->win_nranges; j++)
 		if (t->win_ranges[j].as_id == as_id &&
-		    gfn >= t->win_ranges[j].start &&
-		    gfn < t->win_ranges[j].end)
+		    gfn < t->win_ranges[j].end &&
+		    t->win_ranges[j].start < gfn + n)
 			return 1;
 	return 0;
 }
@@ -118,7 +125,8 @@ int window_any_covers(struct engine *e, int as_id, uint64_t gfn)
 	size_t i;
 
 	for (i = 0; i < e->nopen_windows; i++)
-		if (window_covers(e->open_windows[i], as_id, gfn))
+		if (window_covers(e->open_windows[i], as_id, gfn,
+				  TDP_LEVEL_4K))
 			return 1;
 	return 0;
 }
@@ -132,7 +140,7 @@ int window_any_covers(struct engine *e, int as_id, uint64_t gfn)
  * model past invalidate_range_end, when faults install again.
  */
 void window_install(struct engine *e, struct thread_ctx *self, int as_id,
-		    uint64_t gfn)
+		    int level, uint64_t gfn)
 {
 	struct thread_ctx *win;
 	size_t i;
@@ -140,7 +148,7 @@ void window_install(struct engine *e, struct thread_ctx *self, int as_id,
 	for (i = 0; i < e->nopen_windows; i++) {
 		win = e->open_windows[i];
 		if (win != self && !win->ctx_keep && win->win_measured &&
-		    window_covers(win, as_id, gfn))
+		    window_covers(win, as_id, gfn, level))
 			win->ctx_predicted++;
 	}
 }
