@@ -92,6 +92,9 @@
 	X(RULE_HUGE_SPLIT, "huge_split") \
 	/* ... only when the fault maps below it (its goal level) */ \
 	X(RULE_HUGE_GOAL, "huge_goal") \
+	/* a stock window's walk follows the installs before its first
+	 * zap (settled by the trace when it holds no leaf) */ \
+	X(RULE_STOCK_RACE, "stock_race") \
 	/* a window zaps a huge leaf any part of which it covers */ \
 	X(RULE_HUGE_SPAN, "huge_span") \
 	/* an eager split fills the new table without a trace */ \
@@ -184,6 +187,9 @@ struct replay_result {
 	int64_t faults_exempt[EXEMPT_REASONS];
 	int64_t zaps_predicted;
 	int64_t flushes_predicted;
+	/* Stock windows whose walk's time the trace does not fix, and the
+	 * zaps they were settled by (engine_window.c window_settle()). */
+	int64_t race_windows, zaps_race_settled;
 	struct mismatch mismatches[REPLAY_MAX_MISMATCHES];
 	int nmismatches;
 	int64_t mismatches_total;

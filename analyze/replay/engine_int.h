@@ -92,6 +92,8 @@ struct thread_ctx {
 	int win_nranges;
 	uint64_t win_hva_start, win_hva_end;
 	int win_measured;               /* patched: its end event closes it */
+	int64_t win_racing;             /* stock: installs before its walk
+					 * may have run (window_install()) */
 	/* CTX_FAULT */
 	int fault_fetch;                /* the open fault is an exec fault */
 	/* CTX_RECOVERY, CTX_TEARDOWN */
