@@ -43,7 +43,9 @@
  *                  and its walk is zapped by it: predicted when the
  *                  window holds leaves of its own, settled by the trace
  *                  (and counted) when it holds none; a huge leaf at a
- *                  window's boundary does not skew the inferred slot.
+ *                  window's boundary does not skew the inferred slot;
+ *   teardown       a table torn down tears down the tables below it
+ *                  inside its own walk, in entry order.
  */
 #include "check.h"
 #include "metrics/fidelity.h"
@@ -989,6 +991,47 @@ static void test_inferred_slot_huge_leaf(void)
 }
 
 
+/*
+ * VM teardown (basic --hugepage --split, 64 MiB): the 2M page at gfn 0
+ * was split to 4K, the rest are 2M leaves.  handle_removed_pt() of the
+ * L2 table meets entry 0, a table, and tears down that L1 table first
+ * (its free, its 4K leaves), then zaps the 2M leaves after it.  Read as
+ * two contexts, the L2 one predicted the 2M leaves and saw none, the L1
+ * one saw them beside its own.
+ */
+static void test_nested_teardown(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0, 0, TABLE);
+	spte(VCPU, 1, 0x1, 0, RW_4K);
+	spte(VCPU, 1, 0x100, 0, RW_4K);
+	spte(VCPU, 2, 0x200, 0, RW_2M);
+	spte(VCPU, 2, 0x400, 0, RW_2M);
+	entry();
+	syscall_exit(VMM);
+	spte(VMM, 3, 0, TABLE, 0);                      /* vm_destroy */
+	e = ev(MEV_SP_FREE, VMM);                       /* the L2 table */
+	e->u.sp.role = 0x3782;
+	spte(VMM, 2, 0, TABLE, REMOVED);
+	e = ev(MEV_SP_FREE, VMM);                       /* its L1 child */
+	e->u.sp.role = 0x3781;
+	spte(VMM, 1, 0x1, RW_4K, REMOVED);
+	spte(VMM, 1, 0x100, RW_4K, REMOVED);
+	spte(VMM, 2, 0x200, RW_2M, REMOVED);
+	spte(VMM, 2, 0x400, RW_2M, REMOVED);
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.zaps_observed == 4 && b.zaps_predicted == 4);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+
+
 int main(void)
 {
 	test_perm_upgrade();
@@ -1011,5 +1054,6 @@ int main(void)
 	test_eager_split_children();
 	test_stock_window_race();
 	test_inferred_slot_huge_leaf();
+	test_nested_teardown();
 	return check_finish();
 }

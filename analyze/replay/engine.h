@@ -95,6 +95,8 @@
 	/* a stock window's walk follows the installs before its first
 	 * zap (settled by the trace when it holds no leaf) */ \
 	X(RULE_STOCK_RACE, "stock_race") \
+	/* a table's teardown takes the tables below it in its walk */ \
+	X(RULE_NESTED_TEARDOWN, "nested_teardown") \
 	/* a window zaps a huge leaf any part of which it covers */ \
 	X(RULE_HUGE_SPAN, "huge_span") \
 	/* an eager split fills the new table without a trace */ \
