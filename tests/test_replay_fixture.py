@@ -66,6 +66,41 @@ check(set(fid["exempt"]) == {"invalidation_window", "nx_recovery_batch",
       and fid["exempt_share"] <= 0.05 and all(fid["verdict"].values()),
       "exemptions counted and bounded: %s" % fid["exempt"])
 
+# Guest RAM on THP (basic --hugepage): the capture must hold what the
+# huge-page rules are about, counted on the CLI's events, so that the
+# exact self-check above covers them.  Guest RAM is 2 MiB aligned, so an
+# hva's alignment is its gpa's.
+if "-thp" in name:
+    WRITE = 1 << 1
+    HUGE = 512 * 4096
+    in_place = splits = boundary = untraced_zaps = 0
+    installed, window = set(), None
+    for _, n, f in events:
+        if n == "kvm_unmap_hva_range":
+            window = f["start"] % HUGE != 0
+        elif n.startswith("syscall_exit_"):
+            window = None
+        elif n == "kvm_mmu_split_huge_page" and f["errno"] == 0:
+            splits += 1
+        elif n == "kvm_tdp_mmu_spte_changed":
+            o, w, lv = f["old_spte"], f["new_spte"], f["level"]
+            if lv == 1 and leaf(w, 1):
+                installed.add(f["gfn"])
+            if lv == 2 and leaf(o, 2) and leaf(w, 2) and \
+                    not o & WRITE and w & WRITE:
+                in_place += 1       # kvm_tdp_mmu_map() at goal level 2
+            if leaf_zap(f) and lv == 2 and window:
+                boundary += 1       # a 2M leaf after an unaligned start
+            if leaf_zap(f) and lv == 1 and f["gfn"] not in installed:
+                untraced_zaps += 1  # a child an eager split wrote
+    check(in_place > 0, "THP: write faults upgrade 2M leaves in place")
+    check(boundary > 0, "THP: 2M leaves zapped by an unaligned "
+          "invalidation")
+    if "nodirtylog" not in name:
+        check(splits > 0 and untraced_zaps > 0,
+              "THP: eager splits (%d) and zaps of their untraced "
+              "children (%d)" % (splits, untraced_zaps))
+
 # 2. What-if against the kernel's rules applied to the CLI's events.
 r = run([mmr, "replay", db, "--json"])
 check(r.returncode == 0, "replay exit %d %s" % (r.returncode, r.stderr))
@@ -115,8 +150,9 @@ con.close()
 
 # Invalidation windows: a kvm_unmap_hva_range and the leaf zaps its
 # thread makes before doing anything else.  A window inside mprotect(2)
-# is an upgrade when PROT_WRITE is kept; any other when each leaf it
-# zapped that came back came back identical (A/D bits aside).
+# is an upgrade when PROT_WRITE is kept; inside madvise(2) never (it
+# unmaps); any other when each leaf it zapped that came back came back
+# identical (A/D bits aside).
 con = sqlite3.connect(db)
 rows = con.execute(
     "SELECT 'n', seq, tid, hva_start, coalesce(event, -1), "
@@ -124,7 +160,8 @@ rows = con.execute(
     "UNION ALL "
     "SELECT 's', seq, tid, gfn, level, old_spte, new_spte FROM spte_change "
     "UNION ALL SELECT 'x', seq, tid, 0, 0, 0, 0 FROM fault UNION ALL "
-    "SELECT CASE WHEN r.name = 'syscall_entry_mprotect' THEN 'm' ELSE 'y' "
+    "SELECT CASE WHEN r.name = 'syscall_entry_mprotect' THEN 'm' WHEN "
+    "r.name = 'syscall_entry_madvise' THEN 'a' ELSE 'y' "
     "END, s.seq, s.tid, 0, 0, coalesce(s.a2, 0), 0 FROM syscall s "
     "JOIN raw_event r ON "
     "r.id = s.raw_id UNION ALL "
@@ -150,10 +187,12 @@ for kind, seq, tid, gfn, level, old, new in rows:
                     else None}
         windows.append(cur[tid])
         continue
-    elif kind in "xmy":
+    elif kind in "xmay":
         cur.pop(tid, None)
         if kind == "m":
             prot[tid] = old
+        elif kind == "a":
+            prot[tid] = 0           # unmaps: never an upgrade
         elif kind == "y":
             prot.pop(tid, None)
     elif leaf(old, level) and not new & PRESENT and tid in cur:

@@ -32,7 +32,20 @@
  *   both ways      under the recorded policy no fault is avoided; a
  *                  policy that kept a read-only leaf takes the write
  *                  fault the trace shows only as the dirty bit of the
- *                  writable leaf the recorded kernel mapped instead.
+ *                  writable leaf the recorded kernel mapped instead;
+ *   huge pages     a fault zaps a 2M leaf only when its goal level
+ *                  (kvm_mmu_spte_requested) is below it; an unaligned
+ *                  invalidation zaps the 2M leaf at its boundary, traced
+ *                  at the leaf's aligned gfn; an eager split fills the
+ *                  new table with 512 untraced 4K leaves that later zaps
+ *                  find;
+ *   stock windows  a leaf installed between a stock invalidation's start
+ *                  and its walk is zapped by it: predicted when the
+ *                  window holds leaves of its own, settled by the trace
+ *                  (and counted) when it holds none; a huge leaf at a
+ *                  window's boundary does not skew the inferred slot;
+ *   teardown       a table torn down tears down the tables below it
+ *                  inside its own walk, in entry order.
  */
 #include "check.h"
 #include "metrics/fidelity.h"
@@ -55,6 +68,8 @@
 #define RW_4K  0x10200e67ULL    /* written: dirty bit set */
 #define RW_4K_CLEAN 0x10200e27ULL       /* writable, not yet written */
 #define NX_2M  0x8000000010200ee7ULL
+#define RO_2M  0x0000000010200aa5ULL    /* present, read-only, host-RO */
+#define RW_2M  0x0000000010200ee7ULL
 #define TABLE  0x529b827ULL     /* non-leaf */
 #define REMOVED 0x5a0ULL
 
@@ -757,6 +772,266 @@ static void test_lock_wait_kept_window(void)
 	replay_result_free(&p);
 }
 
+/* kvm_mmu_spte_requested of the open fault: its goal level. */
+static void request(uint64_t gfn, int level)
+{
+	struct model_event *e = ev(MEV_SPTE_REQUEST, VCPU);
+
+	e->u.req.gfn = gfn;
+	e->u.req.level = level;
+}
+
+/*
+ * Stock 6.1 lab, guest RAM on THP: after an mprotect RO/RW cycle the
+ * host PMD is read-only, so the guest's code fetch maps the 2M page
+ * read-only; its first write then faults with goal level 2 (the THP
+ * stays huge) and kvm_tdp_mmu_map() updates the leaf in place: no zap.
+ * An exec fault on an NX 2M leaf (goal 4K) zaps it.  The old rule ("a
+ * huge leaf that forbids the access is replaced") predicted a zap for
+ * the write fault too: one zap_count mismatch at gfn 0x100.
+ */
+static void test_huge_fault_in_place(void)
+{
+	struct replay_result b;
+
+	nev = 0;
+	memslot(0);
+	fault(0x1, MEV_PFERR_USER | MEV_PFERR_FETCH);  /* code fetch */
+	request(0x1, 2);
+	spte(VCPU, 2, 0, 0, RO_2M);
+	entry();
+	fault(0x100, MEV_PFERR_USER | MEV_PFERR_WRITE |
+	      MEV_PFERR_PRESENT);                       /* first data write */
+	request(0x100, 2);
+	spte(VCPU, 2, 0, RO_2M, RW_2M);
+	entry();
+	/* An NX huge page: the exec fault maps 4K below it. */
+	spte(VCPU, 2, 0x200, 0, NX_2M);
+	fault(0x201, MEV_PFERR_USER | MEV_PFERR_FETCH);
+	request(0x201, 1);
+	spte(VCPU, 2, 0x200, NX_2M, REMOVED);
+	spte(VCPU, 2, 0x200, REMOVED, 0);
+	spte(VCPU, 2, 0x200, 0, TABLE);
+	spte(VCPU, 1, 0x201, 0, RW_4K);
+	entry();
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.faults_observed == 3 && b.faults_predicted == 3);
+	CHECK(b.zaps_observed == 1 && b.zaps_predicted == 1);
+	CHECK(b.flushes_predicted == 1 && b.flushes_observed == 1);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+
+/*
+ * mprotect of [1.5 MiB, ...) with a 2M leaf at gfn 0: the notifier's gfn
+ * range starts at 0x180, the walk zaps the leaf whole and traces it at
+ * gfn 0.  It is inside the range, not a zap_outside_range.
+ */
+static void test_huge_leaf_at_range_boundary(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	fault(0x180, MEV_PFERR_USER | MEV_PFERR_WRITE);
+	request(0x180, 2);
+	spte(VCPU, 2, 0, 0, RW_2M);
+	entry();
+	e = ev(MEV_NOTIFIER, VMM);
+	e->u.notifier.hva_start = HVA + (0x180ULL << 12);
+	e->u.notifier.hva_end = HVA + (0x300ULL << 12);
+	spte(VMM, 2, 0, RW_2M, 0);
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.zaps_observed == 1 && b.zaps_predicted == 1);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+
+/*
+ * Dirty logging on: the eager split replaces the 2M leaf by a table of
+ * 512 4K leaves in one traced change (tdp_mmu_split_huge_page()), then
+ * write-protection changes the writable ones.  A read-only 2M leaf's
+ * children stay untraced; a later invalidation of two of them zaps both,
+ * and a write fault on one of them is required (its leaf forbids it).
+ */
+static void test_eager_split_children(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	fault(0x1, MEV_PFERR_USER);
+	request(0x1, 2);
+	spte(VCPU, 2, 0, 0, RO_2M);
+	entry();
+	spte(VMM, 2, 0, RO_2M, TABLE);                  /* split */
+	syscall_exit(VMM);
+	fault(0x7, MEV_PFERR_USER | MEV_PFERR_WRITE | MEV_PFERR_PRESENT);
+	request(0x7, 1);
+	spte(VCPU, 1, 0x7, (RO_2M & ~0x80ULL) | (0x7ULL << 12), RW_4K);
+	entry();
+	e = ev(MEV_NOTIFIER, VMM);
+	e->u.notifier.hva_start = HVA + (0x10ULL << 12);
+	e->u.notifier.hva_end = HVA + (0x12ULL << 12);
+	spte(VMM, 1, 0x10, (RO_2M & ~0x80ULL) | (0x10ULL << 12), 0);
+	spte(VMM, 1, 0x11, (RO_2M & ~0x80ULL) | (0x11ULL << 12), 0);
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.faults_observed == 2 && b.faults_predicted == 2);
+	CHECK(b.zaps_observed == 2 && b.zaps_predicted == 2);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+
+
+/* A stock invalidation (kvm_unmap_hva_range only) of [gfn, gfn + n). */
+static void stock_notifier(uint64_t gfn, uint64_t n)
+{
+	struct model_event *e = ev(MEV_NOTIFIER, VMM);
+
+	e->u.notifier.hva_start = HVA + (gfn << 12);
+	e->u.notifier.hva_end = HVA + ((gfn + n) << 12);
+}
+
+/*
+ * Stock 6.1, bgsnapshot at scale: a vCPU's fault on page 5 passed its
+ * retry check, the saver's unprotect of page 5 traced its notifier start,
+ * the fault installed the leaf, then the saver's walk took mmu_lock and
+ * zapped it.  The model held page 5 absent at the window's start:
+ * predicted 0, traced 1.  Without invalidate_range_end in the trace the
+ * install could as well have come after the end (no zap): the window is
+ * settled by the trace and counted.  With a leaf of its own to zap
+ * (page 6), the walk comes after any install before its first zap, so
+ * both zaps are predicted; an install after its first zap is not its.
+ */
+static void test_stock_window_race(void)
+{
+	struct replay_result b;
+
+	nev = 0;
+	memslot(0);
+	fault(5, MEV_PFERR_USER);
+	stock_notifier(5, 1);
+	spte(VCPU, 1, 5, 0, RO_4K);                     /* racing install */
+	entry();
+	spte(VMM, 1, 5, RO_4K, 0);                      /* zapped by the walk */
+	syscall_exit(VMM);
+	fault(9, MEV_PFERR_USER);
+	stock_notifier(9, 1);
+	spte(VCPU, 1, 9, 0, RO_4K);                     /* after the end */
+	entry();
+	syscall_exit(VMM);                              /* nothing zapped */
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.zaps_observed == 1 && b.zaps_predicted == 1);
+	CHECK(b.race_windows == 2 && b.zaps_race_settled == 1);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+
+	nev = 0;
+	memslot(0);
+	fault(6, MEV_PFERR_USER);
+	spte(VCPU, 1, 6, 0, RO_4K);
+	entry();
+	fault(5, MEV_PFERR_USER);
+	stock_notifier(5, 2);                           /* pages 5 and 6 */
+	spte(VCPU, 1, 5, 0, RO_4K);                     /* before the walk */
+	entry();
+	spte(VMM, 1, 5, RO_4K, 0);
+	spte(VMM, 1, 6, RO_4K, 0);
+	syscall_exit(VMM);
+	fault(8, MEV_PFERR_USER);
+	spte(VCPU, 1, 8, 0, RO_4K);
+	entry();
+	stock_notifier(7, 2);                           /* pages 7 and 8 */
+	spte(VMM, 1, 8, RO_4K, 0);
+	fault(7, MEV_PFERR_USER);
+	spte(VCPU, 1, 7, 0, RO_4K);                     /* after the walk */
+	entry();
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.zaps_observed == 3 && b.zaps_predicted == 3);
+	CHECK(b.race_windows == 0 && b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+
+
+/*
+ * Stock (memslots inferred from the windows): a first window over pages
+ * [0x100, 0x300) of the slot zaps only the 2M leaf at 0x200, whose
+ * upper half lies beyond the window's end.  Read as "the window holds
+ * [0x200, 0x3ff]", the slot's offset came out 1 MiB low and the next
+ * window, over page 0x10, mapped to gfn 0x110: its zap of 0x10 was
+ * predicted 0 and outside its range.
+ */
+static void test_inferred_slot_huge_leaf(void)
+{
+	struct replay_result b;
+
+	nev = 0;
+	fault(0x10, MEV_PFERR_USER | MEV_PFERR_WRITE);
+	spte(VCPU, 1, 0x10, 0, RW_4K);
+	entry();
+	fault(0x200, MEV_PFERR_USER | MEV_PFERR_WRITE);
+	spte(VCPU, 2, 0x200, 0, RW_2M);
+	entry();
+	stock_notifier(0x100, 0x200);
+	spte(VMM, 2, 0x200, RW_2M, 0);
+	syscall_exit(VMM);
+	stock_notifier(0x10, 1);
+	spte(VMM, 1, 0x10, RW_4K, 0);
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.slots_src == REPLAY_SRC_INFERRED);
+	CHECK(b.zaps_observed == 2 && b.zaps_predicted == 2);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+
+
+/*
+ * VM teardown (basic --hugepage --split, 64 MiB): the 2M page at gfn 0
+ * was split to 4K, the rest are 2M leaves.  handle_removed_pt() of the
+ * L2 table meets entry 0, a table, and tears down that L1 table first
+ * (its free, its 4K leaves), then zaps the 2M leaves after it.  Read as
+ * two contexts, the L2 one predicted the 2M leaves and saw none, the L1
+ * one saw them beside its own.
+ */
+static void test_nested_teardown(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0, 0, TABLE);
+	spte(VCPU, 1, 0x1, 0, RW_4K);
+	spte(VCPU, 1, 0x100, 0, RW_4K);
+	spte(VCPU, 2, 0x200, 0, RW_2M);
+	spte(VCPU, 2, 0x400, 0, RW_2M);
+	entry();
+	syscall_exit(VMM);
+	spte(VMM, 3, 0, TABLE, 0);                      /* vm_destroy */
+	e = ev(MEV_SP_FREE, VMM);                       /* the L2 table */
+	e->u.sp.role = 0x3782;
+	spte(VMM, 2, 0, TABLE, REMOVED);
+	e = ev(MEV_SP_FREE, VMM);                       /* its L1 child */
+	e->u.sp.role = 0x3781;
+	spte(VMM, 1, 0x1, RW_4K, REMOVED);
+	spte(VMM, 1, 0x100, RW_4K, REMOVED);
+	spte(VMM, 2, 0x200, RW_2M, REMOVED);
+	spte(VMM, 2, 0x400, RW_2M, REMOVED);
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.zaps_observed == 4 && b.zaps_predicted == 4);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+
+
 int main(void)
 {
 	test_perm_upgrade();
@@ -774,5 +1049,11 @@ int main(void)
 	test_lock_wait_kept_window();
 	test_self_check_fails();
 	test_unreachable_leaf();
+	test_huge_fault_in_place();
+	test_huge_leaf_at_range_boundary();
+	test_eager_split_children();
+	test_stock_window_race();
+	test_inferred_slot_huge_leaf();
+	test_nested_teardown();
 	return check_finish();
 }

@@ -16,6 +16,15 @@ reports), as measured on the lab captures:
                       leaf an exec fault replaces (zap_count)
   nx_dirty_untracked  nxrecovery-dirtylog and readlock-on: batch sizes
                       (recovery_batch)
+  huge_goal           basic-thp-split and basic-thp-nodirtylog: write
+                      faults upgrading a read-only 2M leaf in place at
+                      gfn 0x100 (zap_count)
+  huge_span           basic-thp-nodirtylog: a 2M leaf zapped by a window
+                      that starts inside it (zap_outside_range)
+  eager_split         basic-thp-split: the collapse of a split read-only
+                      2M leaf's untraced children (zap_count)
+  nested_teardown     basic-thp-split: the VM's teardown of an L2 table
+                      mapping a split 2M page beside 2M leaves (zap_count)
   reachability        nxrecovery-readlock-on: faults under a parent the
                       worker unlinked; late_change explains them by the
                       children's removal traced after them, so the
@@ -28,6 +37,10 @@ as checking them):
                       direction the one-sided fault check cannot see
   measured_batch      needs a read-locked batch that pauses > 50 ms (a
                       busy host); no fixture has one
+  stock_race          needs a vCPU install racing a stock invalidation
+                      (seen once in a 2.3 M-event bgsnapshot capture);
+                      no fixture has one; the lab test lab_selfcheck_scale
+                      records such runs
 """
 import json
 import os
@@ -66,6 +79,8 @@ def kinds(f):
 RO = "lttng-kernel-6.1.192-patched-nxrecovery-readlock-on"
 PU = "lttng-kernel-6.1.192-patched-bgsnapshot-perm-upgrade-off"
 NX = "lttng-kernel-6.1.192-stock-nxrecovery-dirtylog"
+THP = "lttng-kernel-6.1.192-stock-basic-thp-split"
+THPN = "lttng-kernel-6.1.192-stock-basic-thp-nodirtylog"
 SEEN = [("late_change", RO, "fault_not_required"),
         ("window_install", PU, "zap_count"),
         ("double_start", PU, "zap_count"),
@@ -73,9 +88,14 @@ SEEN = [("late_change", RO, "fault_not_required"),
         ("huge_split", RO, "zap_count"),
         ("nx_dirty_untracked", NX, "recovery_batch"),
         ("nx_dirty_untracked", RO, "recovery_batch"),
-        ("reachability,late_change", RO, "fault_not_required")]
+        ("reachability,late_change", RO, "fault_not_required"),
+        ("huge_goal", THP, "zap_count"),
+        ("huge_goal", THPN, "zap_count"),
+        ("huge_span", THPN, "zap_outside_range"),
+        ("eager_split", THP, "zap_count"),
+        ("nested_teardown", THP, "zap_count")]
 
-for name in (RO, PU, NX):
+for name in (RO, PU, NX, THP, THPN):
     rc, f = fidelity(name)
     check(rc == 0 and f["ok"], "%s passes with every rule on" % name)
 for rules, name, kind in SEEN:
@@ -93,8 +113,8 @@ check(sum(off["exempt"].values()) > sum(on["exempt"].values()),
 
 # The rules no capture sees: switching them off changes no verdict
 # (if one does, move it above and say where).
-for rules in ("fast_fault", "measured_batch"):
-    for name in (RO, PU, NX):
+for rules in ("fast_fault", "measured_batch", "stock_race"):
+    for name in (RO, PU, NX, THP, THPN):
         rc, f = fidelity(name, rules)
         check(rc == 0, "%s off: %s still passes (update the docstring)"
               % (rules, name))

@@ -26,6 +26,7 @@ enum model_event_kind {
 	MEV_LOCK_WAIT,          /* patched: fault waited for mmu_lock */
 	MEV_LOCK_CONTENTION,    /* lock:contention_begin/end */
 	MEV_MEMSLOT,            /* patched: memslot change */
+	MEV_SPTE_REQUEST,       /* kvm_mmu_spte_requested: a fault's goal */
 	MEV_KINDS
 };
 
@@ -157,6 +158,10 @@ struct model_event {
 			int phase;      /* enum mev_phase */
 			uint64_t lock_addr;
 		} contention;
+		struct {
+			uint64_t gfn;
+			int level;      /* the fault's goal level */
+		} req;
 		struct {
 			int as_id, slot, change;
 			uint64_t base_gfn, npages, hva, old_flags, new_flags;

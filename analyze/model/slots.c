@@ -51,11 +51,8 @@ void slots_apply_event(struct slots *ss, int as_id, int id, int change,
 	s->dirty_log = (new_flags & KVM_MEM_LOG_DIRTY_PAGES) != 0;
 }
 
-void slots_infer(struct slots *ss, uint64_t hs, uint64_t he, uint64_t gmin,
-		 uint64_t gmax)
+void slots_infer(struct slots *ss, int64_t lo, int64_t hi, uint64_t first)
 {
-	int64_t lo = (int64_t)(hs - (gmin << PAGE_SHIFT));
-	int64_t hi = (int64_t)(he - ((gmax + 1) << PAGE_SHIFT));
 	struct slot *s;
 	int i;
 
@@ -69,8 +66,8 @@ void slots_infer(struct slots *ss, uint64_t hs, uint64_t he, uint64_t gmin,
 			s->off_lo = lo;
 		if (hi < s->off_hi)
 			s->off_hi = hi;
-		if (gmin < s->base_gfn)
-			s->base_gfn = gmin;
+		if (first < s->base_gfn)
+			s->base_gfn = first;
 		return;
 	}
 	if (ss->n == SLOTS_MAX)
@@ -81,7 +78,7 @@ void slots_infer(struct slots *ss, uint64_t hs, uint64_t he, uint64_t gmin,
 	s->inferred = s->live = 1;
 	s->off_lo = lo;
 	s->off_hi = hi;
-	s->base_gfn = gmin;
+	s->base_gfn = first;
 }
 
 int slots_hva_to_gfn(const struct slots *ss, uint64_t hs, uint64_t he,

@@ -6,10 +6,12 @@
  * Patched kernels trace every memslot change (MEV_MEMSLOT); the table is
  * then measured.  Stock kernels do not, so the mapping is inferred from
  * the invalidations themselves: a window over [hva_start, hva_end) that
- * zapped gfns [gmin, gmax] bounds the slot's offset (hva - gfn * 4096) to
- * [hva_start - gmin * 4096, hva_end - (gmax + 1) * 4096]; windows whose
- * bounds intersect belong to the same slot and narrow it.  Inferred slots
- * say so (slots_inferred()).
+ * zapped 4K gfns [gmin, gmax] bounds the slot's offset (hva - gfn * 4096)
+ * to [hva_start - gmin * 4096, hva_end - (gmax + 1) * 4096] (a huge leaf,
+ * zapped whole when the window meets part of it, bounds it through the
+ * alignment KVM requires for it: see scan.c); windows whose bounds
+ * intersect belong to the same slot and narrow it.  Inferred slots say
+ * so (slots_inferred()).
  */
 #ifndef MMUREPLAY_MODEL_SLOTS_H
 #define MMUREPLAY_MODEL_SLOTS_H
@@ -39,9 +41,9 @@ void slots_init(struct slots *ss);
 void slots_apply_event(struct slots *ss, int as_id, int id, int change,
 		       uint64_t base_gfn, uint64_t npages, uint64_t hva,
 		       uint64_t new_flags);
-/* Learn from a window that zapped [gmin, gmax] over [hs, he). */
-void slots_infer(struct slots *ss, uint64_t hs, uint64_t he, uint64_t gmin,
-		 uint64_t gmax);
+/* Learn from a window whose zaps bound the offset to [lo, hi] and whose
+ * lowest zapped leaf is at gfn first (the slot starts at or below it). */
+void slots_infer(struct slots *ss, int64_t lo, int64_t hi, uint64_t first);
 /*
  * Map [hs, he) to gfn ranges, calling fn once per live slot that
  * overlaps; returns how many slots were used.

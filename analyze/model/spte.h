@@ -77,6 +77,24 @@ static inline uint64_t spte_pfn(const struct spte_format *f, uint64_t s)
 	return (s & f->pfn_mask) >> 12;
 }
 
+/*
+ * The SPTE a huge page split gives entry index of the new table
+ * (make_huge_page_split_spte(), Linux 6.1): the huge SPTE with the
+ * sub-page's pfn; at 4K without the large bit and executable (TDP pages
+ * allow exec, so an NX huge leaf is NX only by the NX huge page
+ * mitigation, which no longer applies at 4K).
+ */
+static inline uint64_t spte_split_child(const struct spte_format *f,
+					uint64_t huge, int child_level,
+					unsigned index)
+{
+	uint64_t s = huge | ((uint64_t)index << (9 * (child_level - 1) + 12));
+
+	if (child_level == 1)
+		s = (s & ~(f->large | f->nx)) | f->exec;
+	return s;
+}
+
 static inline int spte_removed(const struct spte_format *f, uint64_t s)
 {
 	return s == f->removed;

@@ -240,6 +240,9 @@ static void handle(struct engine *e, const struct model_event *ev)
 	case MEV_LOCK_CONTENTION:
 		engine_on_lock_contention(e, t, ev);
 		break;
+	case MEV_SPTE_REQUEST:
+		engine_on_spte_request(e, t, ev);
+		break;
 	case MEV_MEMSLOT:
 		engine_on_memslot(e, ev);
 		break;

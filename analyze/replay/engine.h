@@ -90,6 +90,17 @@
 	X(RULE_DOUBLE_START, "double_start") \
 	/* a huge leaf forbidding the access is replaced (NX split) */ \
 	X(RULE_HUGE_SPLIT, "huge_split") \
+	/* ... only when the fault maps below it (its goal level) */ \
+	X(RULE_HUGE_GOAL, "huge_goal") \
+	/* a stock window's walk follows the installs before its first
+	 * zap (settled by the trace when it holds no leaf) */ \
+	X(RULE_STOCK_RACE, "stock_race") \
+	/* a table's teardown takes the tables below it in its walk */ \
+	X(RULE_NESTED_TEARDOWN, "nested_teardown") \
+	/* a window zaps a huge leaf any part of which it covers */ \
+	X(RULE_HUGE_SPAN, "huge_span") \
+	/* an eager split fills the new table without a trace */ \
+	X(RULE_EAGER_SPLIT, "eager_split") \
 	/* exec faults in dirty-logged slots make no NX split */ \
 	X(RULE_NX_DIRTY_UNTRACKED, "nx_dirty_untracked") \
 	/* a traced batch ends at its end event, not at a pause */ \
@@ -178,6 +189,9 @@ struct replay_result {
 	int64_t faults_exempt[EXEMPT_REASONS];
 	int64_t zaps_predicted;
 	int64_t flushes_predicted;
+	/* Stock windows whose walk's time the trace does not fix, and the
+	 * zaps they were settled by (engine_window.c window_settle()). */
+	int64_t race_windows, zaps_race_settled;
 	struct mismatch mismatches[REPLAY_MAX_MISMATCHES];
 	int nmismatches;
 	int64_t mismatches_total;

@@ -114,7 +114,7 @@ static void fault_defer(struct engine *e, const struct model_event *ev,
 	size_t i;
 
 	for (i = 0; i < e->nopen_windows; i++)
-		if (window_covers(e->open_windows[i], 0, gfn)) {
+		if (window_covers(e->open_windows[i], 0, gfn, TDP_LEVEL_4K)) {
 			p.pend_reasons |= 1u << EXEMPT_WINDOW;
 			p.pend_window = e->open_windows[i];
 			p.pend_window_seq = p.pend_window->ctx_seq;
@@ -164,8 +164,18 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 		r->faults_predicted++;
 	else
 		fault_defer(e, ev, gfn, err);
-	/* A huge leaf that forbids the access is replaced (NX split). */
-	if (level > TDP_LEVEL_4K && !allowed && engine_rule(e, RULE_HUGE_SPLIT))
+	/*
+	 * A huge leaf is zapped by the fault only when the fault maps below
+	 * its level (kvm_tdp_mmu_map(): a large SPTE above goal_level is
+	 * zapped and replaced by a table; at goal_level it is updated in
+	 * place, as a write fault on a read-only THP leaf is).  The goal
+	 * level comes with kvm_mmu_spte_requested
+	 * (engine_on_spte_request()); a capture without it falls back to
+	 * "a huge leaf that forbids the access is replaced" (an NX split).
+	 */
+	if (level > TDP_LEVEL_4K && !allowed &&
+	    engine_rule(e, RULE_HUGE_SPLIT) &&
+	    !(e->scan->seen[MEV_SPTE_REQUEST] && engine_rule(e, RULE_HUGE_GOAL)))
 		t->ctx_predicted = 1;
 
 	/* What-if: only a leaf the policy kept can spare a fault; where it
@@ -186,6 +196,25 @@ void fault_ctx_close(struct engine *e, struct thread_ctx *t)
 {
 	overlay_flush_account(e, t->ctx_ts, t->ctx_predicted, t->ctx_observed,
 			      t->ctx_policy_zaps, t->ctx_flushes, -1);
+}
+
+/*
+ * kvm_mmu_spte_requested: the fault's goal level, traced before the walk
+ * of kvm_tdp_mmu_map().  A present huge leaf above it is zapped (one
+ * leaf zap for the fault's context); a fault retried before the walk
+ * traces no request and zaps nothing.
+ */
+void engine_on_spte_request(struct engine *e, struct thread_ctx *t,
+			    const struct model_event *ev)
+{
+	uint64_t spte;
+	int level;
+
+	if (t->ctx_kind != CTX_FAULT || !engine_rule(e, RULE_HUGE_SPLIT) ||
+	    !engine_rule(e, RULE_HUGE_GOAL))
+		return;
+	level = tdp_leaf(&e->tdp_obs, 0, ev->u.req.gfn, &spte);
+	t->ctx_predicted = level > TDP_LEVEL_4K && level > ev->u.req.level;
 }
 
 /* The fast path fixes a leaf in place without a spte_changed event. */

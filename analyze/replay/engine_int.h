@@ -26,7 +26,8 @@
  *
  * Invariants:
  *   - tdp_obs holds the last traced SPTE of every entry (the recorded
- *     kernel's state); tdp_ovl holds, for entries where the policy
+ *     kernel's state), and the entries a huge page split writes without
+ *     a trace (overlay_eager_split()); tdp_ovl holds, for entries where the policy
  *     diverges, the leaf the policy kept (present), else 0;
  *   - predicted counts come only from tdp_obs before the traced change is
  *     applied, never from the traced changes themselves;
@@ -91,6 +92,8 @@ struct thread_ctx {
 	int win_nranges;
 	uint64_t win_hva_start, win_hva_end;
 	int win_measured;               /* patched: its end event closes it */
+	int64_t win_racing;             /* stock: installs before its walk
+					 * may have run (window_install()) */
 	/* CTX_FAULT */
 	int fault_fetch;                /* the open fault is an exec fault */
 	/* CTX_RECOVERY, CTX_TEARDOWN */
@@ -230,15 +233,19 @@ void overlay_refault(struct engine *e, uint64_t gfn);
 void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 			const struct model_event *ev);
 void window_ctx_close(struct engine *e, struct thread_ctx *t);
-int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn);
+/* Does window t cover any page of the level-sized leaf at gfn? */
+int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn,
+		  int level);
 int window_any_covers(struct engine *e, int as_id, uint64_t gfn);
 void window_install(struct engine *e, struct thread_ctx *self, int as_id,
-		    uint64_t gfn);
+		    int level, uint64_t gfn);
 
 /* engine_fault.c */
 void engine_on_fault(struct engine *e, struct thread_ctx *t,
 		     const struct model_event *ev);
 void engine_on_fast_fault(struct engine *e, const struct model_event *ev);
+void engine_on_spte_request(struct engine *e, struct thread_ctx *t,
+			    const struct model_event *ev);
 void engine_on_vcpu_exit(struct engine *e, struct thread_ctx *t,
 			 const struct model_event *ev);
 void fault_ctx_close(struct engine *e, struct thread_ctx *t);

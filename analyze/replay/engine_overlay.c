@@ -241,13 +241,33 @@ static enum zap_cause zap_cause_of(const struct thread_ctx *t)
 	return t->is_worker ? ZAP_NX_RECOVERY : ZAP_OTHER;
 }
 
+/*
+ * A huge leaf replaced by a table in one change is a split
+ * (tdp_mmu_split_huge_page(): eager splitting when dirty logging starts):
+ * the new table is filled before it is linked, so its 512 entries are
+ * never traced as set.  The model writes them as the kernel does; later
+ * changes of them (write-protection, zaps, the collapse when dirty
+ * logging stops) then meet the leaves they change.
+ */
+static void overlay_eager_split(struct engine *e, int as_id, int level,
+				uint64_t gfn, uint64_t huge)
+{
+	uint64_t step = tdp_level_pages(level - 1);
+	unsigned i;
+
+	for (i = 0; i < TDP_TABLE_ENTRIES; i++)
+		if (tdp_set(&e->tdp_obs, as_id, level - 1, gfn + i * step,
+			    spte_split_child(e->fmt, huge, level - 1, i)) < 0)
+			e->nomem = 1;
+}
+
 void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		    const struct model_event *ev)
 {
 	const struct spte_format *f = e->fmt;
 	uint64_t old = ev->u.spte.old_spte, new = ev->u.spte.new_spte;
 	uint64_t gfn = ev->u.spte.gfn;
-	int level = ev->u.spte.level, as = ev->u.spte.as_id;
+	int level = ev->u.spte.level, as = ev->u.spte.as_id, span;
 	enum zap_cause cause;
 	uint64_t kept = 0;
 
@@ -269,7 +289,9 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		cause = zap_cause_of(t);
 		t->ctx_observed++;
 		if (t->ctx_kind == CTX_WINDOW) {
-			if (!window_covers(t, as, gfn))
+			span = engine_rule(e, RULE_HUGE_SPAN) ? level :
+				TDP_LEVEL_4K;
+			if (!window_covers(t, as, gfn, span))
 				engine_mismatch(e, MISMATCH_ZAP_OUTSIDE,
 						ev->seq, ev->ts, gfn, 0, 1);
 		} else if (t->ctx_kind == CTX_NONE) {
@@ -297,7 +319,11 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		    tdp_get(&e->tdp_ovl, as, level, gfn))
 			tdp_set(&e->tdp_ovl, as, level, gfn, 0);
 		if (engine_rule(e, RULE_WINDOW_INSTALL))
-			window_install(e, t, as, gfn);
+			window_install(e, t, as, level, gfn);
+	} else if (level > TDP_LEVEL_4K && spte_present_leaf(f, old, level) &&
+		   spte_present(f, new) && !spte_leaf(f, new, level) &&
+		   engine_rule(e, RULE_EAGER_SPLIT)) {
+		overlay_eager_split(e, as, level, gfn, old);
 	}
 	if (tdp_set(&e->tdp_obs, as, level, gfn, new) < 0)
 		e->nomem = 1;

@@ -70,6 +70,7 @@ void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 	}
 	engine_ctx_open(e, t, CTX_WINDOW, ev, 0);
 	t->win_measured = ev->u.notifier.has_event;
+	t->win_racing = 0;
 	t->win_hva_start = ev->u.notifier.hva_start;
 	t->win_hva_end = ev->u.notifier.hva_end;
 	slots_hva_to_gfn(&e->slots, ev->u.notifier.hva_start,
@@ -92,23 +93,33 @@ void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 	window_list_add(e, t);
 }
 
+static void window_settle(struct engine *e, struct thread_ctx *t);
+
 void window_ctx_close(struct engine *e, struct thread_ctx *t)
 {
 	window_list_remove(e, t);
+	window_settle(e, t);
 	lock_holder_push(e, t);
 	overlay_flush_account(e, t->ctx_ts, t->ctx_predicted, t->ctx_observed,
 			      t->ctx_policy_zaps, t->ctx_flushes, -1);
 }
 
-/* Does the open invalidation t cover (as_id, gfn)? */
-int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn)
+/*
+ * The zap walk visits every leaf whose span meets the range
+ * (tdp_mmu_zap_leafs(): the iterator starts at the range's first gfn
+ * rounded down to each level), so a 2M leaf at the boundary of an
+ * unaligned range is zapped whole and traced at its own, aligned, gfn.
+ */
+int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn,
+		  int level)
 {
+	uint64_t n = tdp_level_pages(level);
 	int j;
 
 	for (j = 0; j < t->win_nranges; j++)
 		if (t->win_ranges[j].as_id == as_id &&
-		    gfn >= t->win_ranges[j].start &&
-		    gfn < t->win_ranges[j].end)
+		    gfn < t->win_ranges[j].end &&
+		    t->win_ranges[j].start < gfn + n)
 			return 1;
 	return 0;
 }
@@ -118,7 +129,8 @@ int window_any_covers(struct engine *e, int as_id, uint64_t gfn)
 	size_t i;
 
 	for (i = 0; i < e->nopen_windows; i++)
-		if (window_covers(e->open_windows[i], as_id, gfn))
+		if (window_covers(e->open_windows[i], as_id, gfn,
+				  TDP_LEVEL_4K))
 			return 1;
 	return 0;
 }
@@ -127,20 +139,54 @@ int window_any_covers(struct engine *e, int as_id, uint64_t gfn)
  * A leaf installed in the range of an open invalidation by another thread
  * (a fault that passed its retry check before the notifier took
  * mmu_lock) is zapped by that invalidation's walk: the kernel emits the
- * notifier tracepoints before mmu_invalidate_begin().  Only windows that
- * the patched end event closes count: a stock window stays open in the
- * model past invalidate_range_end, when faults install again.
+ * notifier tracepoints before mmu_invalidate_begin().  Once the walk has
+ * begun no fault installs in the range until invalidate_range_end (it
+ * sees the invalidation in progress and retries).
+ *
+ * A window the patched end event closes counts every such install.  A
+ * stock window stays open in the model past invalidate_range_end, when
+ * faults install again, and its walk is seen only by its zaps: installs
+ * before its first traced zap are racing (win_racing, settled in
+ * window_settle()), later ones are not its business.
  */
 void window_install(struct engine *e, struct thread_ctx *self, int as_id,
-		    uint64_t gfn)
+		    int level, uint64_t gfn)
 {
 	struct thread_ctx *win;
 	size_t i;
 
 	for (i = 0; i < e->nopen_windows; i++) {
 		win = e->open_windows[i];
-		if (win != self && !win->ctx_keep && win->win_measured &&
-		    window_covers(win, as_id, gfn))
+		if (win == self || win->ctx_keep ||
+		    !window_covers(win, as_id, gfn, level))
+			continue;
+		if (win->win_measured)
 			win->ctx_predicted++;
+		else if (!win->ctx_observed && engine_rule(e, RULE_STOCK_RACE))
+			win->win_racing++;
+	}
+}
+
+/*
+ * A stock window's racing installs at its close.  When the model holds
+ * leaves the walk must zap, the walk ran after the installs (they came
+ * before its first zap, and none can come between mmu_lock and the
+ * walk): they are zapped too.  When it holds none, nothing in the trace
+ * says whether the walk took mmu_lock before or after them
+ * (invalidate_range_end is not traced): each may have been zapped, or
+ * installed after the end.  Such a window is settled by its traced zaps
+ * when they are at most its racing installs, and counted
+ * (zaps_race_settled): the self-check cannot see a zap missing there.
+ */
+static void window_settle(struct engine *e, struct thread_ctx *t)
+{
+	if (!t->win_racing)
+		return;
+	if (t->ctx_predicted > 0) {
+		t->ctx_predicted += t->win_racing;
+	} else if (t->ctx_observed <= t->win_racing) {
+		t->ctx_predicted = t->ctx_observed;
+		e->res->race_windows++;
+		e->res->zaps_race_settled += t->ctx_observed;
 	}
 }

@@ -13,10 +13,12 @@
 
 /* Per-thread state of the pass. */
 struct scan_thread {
+	int in_madvise;                 /* inside madvise(2) */
 	int in_mprotect;                /* inside mprotect(2) ... */
 	uint64_t mprotect_prot;         /* ... with this prot */
 	int in_window;
-	uint64_t w_seq, hs, he, gmin, gmax;
+	uint64_t w_seq, hs, he, gfirst;
+	int64_t olo, ohi;               /* the slot offset's bounds */
 	int64_t w_zaps;
 	size_t w_idx;                   /* index in windows[] */
 	int in_setregion;               /* inside KVM_SET_USER_MEMORY_REGION */
@@ -80,7 +82,7 @@ static void window_close(struct scan_pass *p, struct scan_thread *t)
 		return;
 	t->in_window = 0;
 	if (t->w_zaps)
-		slots_infer(&p->out->slots, t->hs, t->he, t->gmin, t->gmax);
+		slots_infer(&p->out->slots, t->olo, t->ohi, t->gfirst);
 }
 
 static int on_spte(struct scan_pass *p, struct scan_thread *t,
@@ -90,6 +92,7 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 	uint64_t old = e->u.spte.old_spte, new = e->u.spte.new_spte;
 	uint64_t gfn = e->u.spte.gfn;
 	int level = e->u.spte.level, as = e->u.spte.as_id;
+	int64_t span, lo, hi;
 	uint64_t w;
 
 	if (t->in_setregion && spte_present(f, old) && spte_present(f, new) &&
@@ -99,10 +102,28 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 	if (spte_present_leaf(f, old, level) && !spte_present(f, new)) {
 		if (!t->in_window)
 			return 0;
-		if (!t->w_zaps || gfn < t->gmin)
-			t->gmin = gfn;
-		if (!t->w_zaps || gfn + tdp_level_pages(level) - 1 > t->gmax)
-			t->gmax = gfn + tdp_level_pages(level) - 1;
+		/*
+		 * The slot's offset (hva - gpa) as the leaf bounds it: a 4K
+		 * page lies inside the window.  A huge leaf is zapped whole
+		 * when the window meets any part of it, but KVM maps one only
+		 * where hva and gpa agree modulo its size, so the offset is a
+		 * multiple of it: the window's start rounded down, less the
+		 * leaf's gpa, is the offset whether the leaf overhangs the
+		 * start or not (and the same at the end).
+		 */
+		span = (int64_t)tdp_level_pages(level) << 12;
+		lo = (int64_t)(t->hs - (gfn << 12));
+		hi = (int64_t)(t->he - ((gfn + 1) << 12));
+		if (level > 1) {
+			lo &= -span;
+			hi &= -span;
+		}
+		if (!t->w_zaps || lo > t->olo)
+			t->olo = lo;
+		if (!t->w_zaps || hi < t->ohi)
+			t->ohi = hi;
+		if (!t->w_zaps || gfn < t->gfirst)
+			t->gfirst = gfn;
 		t->w_zaps++;
 		p->windows[t->w_idx].zapped++;
 		if (tdp_set(&p->pending, as, level, gfn,
@@ -165,6 +186,14 @@ static int on_notifier(struct scan_pass *p, struct scan_thread *t,
 		 */
 		w->by_syscall = 1;
 		w->syscall_upgrade = (t->mprotect_prot & PROT_WRITE) != 0;
+	} else if (t->in_madvise) {
+		/*
+		 * madvise(2) invalidates to unmap (MADV_DONTNEED, a THP split
+		 * or collapse: MMU_NOTIFY_CLEAR), never to loosen; a freed
+		 * huge page is often refaulted at the same pfn, identical.
+		 */
+		w->by_syscall = 1;
+		w->syscall_upgrade = 0;
 	}
 	if (e->u.notifier.has_event) {
 		w->measured = 1;
@@ -188,6 +217,10 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 	if (e->u.sys.call == MSYS_MPROTECT) {
 		t->in_mprotect = e->u.sys.entry;
 		t->mprotect_prot = e->u.sys.a2;
+		return;
+	}
+	if (e->u.sys.call == MSYS_MADVISE) {
+		t->in_madvise = e->u.sys.entry;
 		return;
 	}
 	if (e->u.sys.call != MSYS_IOCTL)

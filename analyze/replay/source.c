@@ -76,6 +76,9 @@ static const struct table_spec tables[] = {
 	  "base_gfn, npages, hva, old_flags, new_flags FROM memslot ORDER BY "
 	  "seq",
 	  "memslot" },
+	{ MEV_SPTE_REQUEST, "SELECT seq, ts, cpu, tid, gfn, level FROM "
+	  "spte_request ORDER BY seq",
+	  "spte_request" },
 };
 
 #define NREADERS (sizeof(tables) / sizeof(tables[0]))
@@ -379,6 +382,10 @@ static void decode(struct table_reader *r, struct model_event *ev)
 		ev->u.memslot.hva = u(st, 9);
 		ev->u.memslot.old_flags = u(st, 10);
 		ev->u.memslot.new_flags = u(st, 11);
+		break;
+	case MEV_SPTE_REQUEST:
+		ev->u.req.gfn = u(st, 4);
+		ev->u.req.level = sqlite3_column_int(st, 5);
 		break;
 	default:
 		break;

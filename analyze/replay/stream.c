@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STREAM_FORMAT 2        /* bump on any change of the encoding */
+#define STREAM_FORMAT 3        /* bump on any change of the encoding */
 #define CHUNK_BYTES 65536
 #define EVENT_MAX_BYTES 256     /* header + 16 fields of 10 bytes, rounded */
 #define SAME_CTX 0x10
@@ -82,6 +82,7 @@
 	X(INT, u.memslot.change) X(U64, u.memslot.base_gfn) \
 	X(U64, u.memslot.npages) X(U64, u.memslot.hva) \
 	X(U64, u.memslot.old_flags) X(U64, u.memslot.new_flags)
+#define FIELDS_SPTE_REQUEST(X) X(U64, u.req.gfn) X(INT, u.req.level)
 
 /* Every kind with its field list; a kind missing here fails to build. */
 #define KINDS(K) K(MEV_SPTE_CHANGE, FIELDS_SPTE_CHANGE) \
@@ -93,7 +94,8 @@
 	K(MEV_TLB_FLUSH, FIELDS_TLB_FLUSH) K(MEV_NX_RECOVERY, FIELDS_NX) \
 	K(MEV_LOCK_WAIT, FIELDS_LOCK_WAIT) \
 	K(MEV_LOCK_CONTENTION, FIELDS_CONTENTION) \
-	K(MEV_MEMSLOT, FIELDS_MEMSLOT)
+	K(MEV_MEMSLOT, FIELDS_MEMSLOT) \
+	K(MEV_SPTE_REQUEST, FIELDS_SPTE_REQUEST)
 
 #define FIELDS_MAX 16           /* fields of the widest kind, rounded */
 

@@ -92,6 +92,11 @@ void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
 	cJSON_AddBoolToObject(o, "exempt_ok", f->exempt_ok);
 	report_knowledge_json(root, r);
 	report_upgrade_inference_json(root, r);
+	/* Leaf zaps the trace, not the model, decided (engine_window.c
+	 * window_settle()): not checked. */
+	o = cJSON_AddObjectToObject(root, "settled_by_trace");
+	cJSON_AddNumberToObject(o, "race_windows", (double)r->race_windows);
+	cJSON_AddNumberToObject(o, "leaf_zaps", (double)r->zaps_race_settled);
 	cJSON_AddNumberToObject(root, "mismatches_total",
 				(double)r->mismatches_total);
 	a = cJSON_AddArrayToObject(root, "mismatches");

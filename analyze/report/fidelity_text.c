@@ -77,6 +77,11 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 		replay_source_name(r->dirty_src),
 		replay_source_name(r->lock_src));
 	report_upgrade_inference_text(out, r);
+	if (r->race_windows)
+		fprintf(out, "  stock invalidations racing a fault's install, "
+			"settled by the trace (not checked): %" PRId64
+			", %" PRId64 " leaf zaps\n", r->race_windows,
+			r->zaps_race_settled);
 	fprintf(out, "  mismatches: %" PRId64 "\n", r->mismatches_total);
 	for (i = 0; i < r->nmismatches && i < 10; i++) {
 		const struct mismatch *m = &r->mismatches[i];
