@@ -134,9 +134,13 @@ tracecmd_start() {
 	trace-cmd record -C mono -b "${FTRACE_KB:-65536}" -o "$OUT/trace.dat" "${args[@]}" \
 		>"$OUT/tracecmd.log" 2>&1 &
 	TRACECMD_PID=$!
-	# Recording has begun once it says how to stop it.
+	# Recording has begun once it has enabled the events and turned
+	# tracing on (its "Hit Ctrl^C" line is buffered until it exits);
+	# builtins only, forks are slow under TCG.
 	for a in $(seq 1 600); do
-		grep -q 'Hit Ctrl^C' "$OUT/tracecmd.log" && break
+		read -r ev <"$TRACEFS/events/kvm/kvm_exit/enable" 2>/dev/null
+		read -r sys <"$TRACEFS/tracing_on" 2>/dev/null
+		[ "$ev" = 1 ] && [ "$sys" = 1 ] && break
 		kill -0 "$TRACECMD_PID" 2>/dev/null || break
 		sleep 0.1
 	done
