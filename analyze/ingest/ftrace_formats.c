@@ -219,43 +219,45 @@ static const struct ftrace_format formats[] = {
 	  "vcpu {vcpu_id:u} reason {exit_reason:exit} rip 0x{guest_rip:x} "
 	  "info1 0x{info1:x} info2 0x{info2:x} intr_info 0x{intr_info:x} "
 	  "error_code 0x{error_code:x}",
-	  "exit_reason: a VMX reason's flag bits are not read" },
+	  "exit_reason: a VMX reason's flag bits are not read", 0 },
 	{ "kvm_entry", "kvm", NULL, FTRACE_FMT_PATTERN,
 	  "vcpu {vcpu_id:u}, rip 0x{rip:x}"
-	  "{immediate_exit:opt=[immediate exit]}", NULL },
+	  "{immediate_exit:opt=[immediate exit]}", NULL, 0 },
 	{ "kvm_page_fault", "kvm", NULL, FTRACE_FMT_PATTERN,
 	  "vcpu {vcpu_id:u} rip 0x{guest_rip:x} address 0x{fault_address:x} "
-	  "error_code 0x{error_code:x}", NULL },
+	  "error_code 0x{error_code:x}", NULL, 0 },
 	{ "kvm_unmap_hva_range", "kvm", NULL, FTRACE_FMT_PATTERN,
-	  "mmu notifier unmap range: {start:x} -- {end:x}", NULL },
+	  "mmu notifier unmap range: {start:x} -- {end:x}", NULL, 0 },
 	{ "kvm_tdp_mmu_spte_changed", "kvmmmu", NULL, FTRACE_FMT_PATTERN,
 	  "as id {as_id:d} gfn {gfn:x} level {level:d} old_spte {old_spte:x} "
-	  "new_spte {new_spte:x}", NULL },
+	  "new_spte {new_spte:x}", NULL, 0 },
 	{ "kvm_mmu_spte_requested", "kvmmmu", NULL, FTRACE_FMT_PATTERN,
-	  "gfn {gfn:x} pfn {pfn:x} level {level:d}", NULL },
+	  "gfn {gfn:x} pfn {pfn:x} level {level:d}", NULL, 0 },
 	{ "kvm_mmu_set_spte", "kvmmmu", NULL, FTRACE_FMT_PATTERN,
 	  "gfn {gfn:x} spte {spte:x} ({_:w}) level {level:d} at {sptep:x}",
-	  NULL },
+	  NULL, 0 },
 	{ "kvm_mmu_split_huge_page", "kvmmmu", NULL, FTRACE_FMT_PATTERN,
-	  "gfn {gfn:x} spte {spte:x} level {level:d} errno {errno:d}", NULL },
+	  "gfn {gfn:x} spte {spte:x} level {level:d} errno {errno:d}",
+	  NULL, 0 },
 	{ "kvm_mmu_get_page", "kvmmmu", NULL, FTRACE_FMT_PATTERN,
-	  MMU_PAGE_PATTERN " {created:alt=existing|new}", MMU_PAGE_LOSSY },
+	  MMU_PAGE_PATTERN " {created:alt=existing|new}", MMU_PAGE_LOSSY,
+	  1 },
 	{ "kvm_mmu_prepare_zap_page", "kvmmmu", NULL, FTRACE_FMT_PATTERN,
-	  MMU_PAGE_PATTERN, MMU_PAGE_LOSSY },
+	  MMU_PAGE_PATTERN, MMU_PAGE_LOSSY, 1 },
 	{ "fast_page_fault", "kvmmmu", NULL, FTRACE_FMT_PATTERN,
 	  "vcpu {vcpu_id:d} gva {cr2_or_gpa:x} error_code {error_code:pferr} "
 	  "sptep {_:w} old {old_spte:x} new {new_spte:x} "
 	  "spurious {.spurious:d} fixed {.fixed:d}",
 	  "ret: only RET_PF_FIXED and RET_PF_SPURIOUS are printed, other "
-	  "values read as NULL" },
+	  "values read as NULL", 0 },
 	{ "tracing_mark_write", "ftrace", "print", FTRACE_FMT_NONE, NULL,
-	  NULL },
+	  NULL, 0 },
 };
 
 /* Syscall events print under their own names: "sys_ioctl(...)" in the
  * kernel's text, "sys_enter_ioctl: ..." in trace-cmd report. */
 static const struct ftrace_format sys_formats[] = {
-#define SYS(name, kind) { name, "syscalls", NULL, kind, NULL, NULL }
+#define SYS(name, kind) { name, "syscalls", NULL, kind, NULL, NULL, 0 }
 	SYS("sys_enter_ioctl", FTRACE_FMT_SYS_ENTER),
 	SYS("sys_exit_ioctl", FTRACE_FMT_SYS_EXIT),
 	SYS("sys_enter_mprotect", FTRACE_FMT_SYS_ENTER),
@@ -580,13 +582,31 @@ int ftrace_syscall_match(enum ftrace_fmt_kind kind, const char *msg,
 	return (*s == ')' && s[1] == '\0') || *s == '\0' ? 0 : -1;
 }
 
-int ftrace_raw_match(const char *msg, struct ftrace_values *vals)
+/* Whether f's pattern reads field name (len n) as hex. */
+static int field_is_hex(const struct ftrace_format *f, const char *name,
+			size_t n)
+{
+	const char *p;
+
+	if (f->kind != FTRACE_FMT_PATTERN || f->raw_decimal)
+		return 0;
+	for (p = strchr(f->pattern, '{'); p; p = strchr(p + 1, '{'))
+		if (strncmp(p + 1, name, n) == 0 && strncmp(p + 1 + n, ":x}",
+							     3) == 0)
+			return 1;
+	return 0;
+}
+
+int ftrace_raw_match(const struct ftrace_format *f, const char *msg,
+		     struct ftrace_values *vals)
 {
 	const char *s = msg, *n, *e;
 	int64_t v = 0;
 	int sgn, num;
 
 	vals->n = 0;
+	if (!f || f->kind == FTRACE_FMT_NONE)
+		return -1;
 	while (*s == ' ')
 		s++;
 	while (*s) {
@@ -597,8 +617,9 @@ int ftrace_raw_match(const char *msg, struct ftrace_values *vals)
 			return -1;
 		s++;
 		sgn = *s == '-';
-		e = (s[0] == '0' && s[1] == 'x') ? parse_hex(s, &v) :
-			parse_dec(s, &v, sgn);
+		e = (s[0] == '0' && s[1] == 'x') ||
+			field_is_hex(f, n, (size_t)(s - 1 - n)) ?
+			parse_hex(s, &v) : parse_dec(s, &v, sgn);
 		num = e && (*e == '\0' || *e == ' ');
 		/* A value that is not a number (a string field): absent. */
 		if (!num)

@@ -33,6 +33,10 @@ struct ftrace_format {
 	enum ftrace_fmt_kind kind;
 	const char *pattern;
 	const char *lossy;      /* what the text cannot give back, or NULL */
+	/* libtraceevent cannot evaluate this TP_printk (a statement
+	 * expression), so trace-cmd report -R prints every value in
+	 * decimal, not in the pattern's conversion */
+	int raw_decimal;
 };
 
 /* The values of one line's fields. */
@@ -58,8 +62,12 @@ int ftrace_syscall_match(enum ftrace_fmt_kind kind, const char *msg,
 			 struct ftrace_values *vals);
 
 /* Raw fields "name=value ..." (trace-cmd report -R, and libtraceevent's
- * "[FAILED TO PARSE]" lines) into vals; 0, or -1 when msg is not that. */
-int ftrace_raw_match(const char *msg, struct ftrace_values *vals);
+ * "[FAILED TO PARSE]" lines) of an event of format f into vals; 0, or -1
+ * when msg is not that.  libtraceevent prints each raw value with the
+ * conversion its TP_printk uses (%llx: hex without "0x"), so only a known
+ * format tells hex from decimal: f NULL is refused, not guessed. */
+int ftrace_raw_match(const struct ftrace_format *f, const char *msg,
+		     struct ftrace_values *vals);
 
 /* Index of field name in vals, or -1. */
 int ftrace_values_find(const struct ftrace_values *vals, const char *name);

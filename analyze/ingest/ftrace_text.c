@@ -255,22 +255,36 @@ static struct text_cpu *cpu_get(struct text_state *s, int cpu)
 	return c;
 }
 
+/* Whether msg is raw fields "name=value ..." rather than printed text;
+ * *fields: where they start. */
+static int is_raw_form(const char *msg, const char **fields)
+{
+	const char *eq, *sp;
+
+	/* A line libtraceevent could not format. */
+	if (strncmp(msg, "[FAILED TO PARSE] ", 18) == 0) {
+		*fields = msg + 18;
+		return 1;
+	}
+	eq = strchr(msg, '=');
+	sp = strchr(msg, ' ');
+	*fields = msg;
+	return eq && (!sp || eq < sp);
+}
+
 /* The values of the line by the class's format; -1: not its format. */
 static int line_values(struct text_state *s, struct text_class *c,
 		       const char *msg)
 {
-	const char *eq = strchr(msg, '='), *sp = strchr(msg, ' ');
+	const char *fields;
 
-	/* "field=value ...": trace-cmd report -R, or a line libtraceevent
-	 * could not format ("[FAILED TO PARSE] field=value ..."). */
-	if (strncmp(msg, "[FAILED TO PARSE] ", 18) == 0)
-		return ftrace_raw_match(msg + 18, &s->vals);
-	if (eq && (!sp || eq < sp) && (c->raw_form || !c->f ||
-				       ftrace_format_match(c->f, msg,
-							   &s->vals) < 0))
-		return ftrace_raw_match(msg, &s->vals);
 	if (!c->f)
 		return -1;
+	if (c->raw_form || (is_raw_form(msg, &fields) &&
+			    ftrace_format_match(c->f, msg, &s->vals) < 0)) {
+		is_raw_form(msg, &fields);
+		return ftrace_raw_match(c->f, fields, &s->vals);
+	}
 	return ftrace_format_match(c->f, msg, &s->vals);
 }
 
@@ -303,8 +317,6 @@ static struct text_class *class_resolve(struct text_state *s,
 	if (!c)
 		return NULL;
 	c->f = ftrace_format_find(name);
-	if (c->f && c->f->lossy && s->nlossy < 16)
-		s->lossy[s->nlossy++] = c->f;
 	if (c->f)
 		snprintf(raw, sizeof(raw), "%s:%s", c->f->system,
 			 c->f->event ? c->f->event : c->f->name);
@@ -318,13 +330,14 @@ static struct text_class *class_resolve(struct text_state *s,
 	c->map.raw_id = (uint32_t)id;
 	c->map.kind = -1;
 	if (line_values(s, c, msg) == 0) {
-		c->raw_form = strchr(msg, '=') && (!c->f ||
-			ftrace_format_match(c->f, msg, &s->vals) < 0);
-		if (c->raw_form)
-			ftrace_raw_match(strncmp(msg, "[FAILED TO PARSE] ",
-						 18) == 0 ? msg + 18 : msg,
-					 &s->vals);
+		const char *fields;
+
+		c->raw_form = is_raw_form(msg, &fields) &&
+			ftrace_format_match(c->f, msg, &s->vals) < 0;
+		line_values(s, c, msg);
 		c->names = s->vals;
+		if (c->f->lossy && !c->raw_form && s->nlossy < 16)
+			s->lossy[s->nlossy++] = c->f;
 		tables_class_map(s->t, &c->map, text_find, c);
 	} else if (c->f) {
 		c->first_bad = 1;
@@ -415,9 +428,13 @@ static enum text_status event_handle(struct text_state *s,
 		return TEXT_OK;
 	if (c->first_bad || line_values(s, c, ln->msg) < 0 ||
 	    s->vals.n != c->names.n) {
+		/* trace-cmd report prints some KVM events through
+		 * libtraceevent's kvm plugin, in formats of its own. */
 		log_error("%s:%lu: %s: the text does not follow the event's "
-			  "print format: \"%.60s\"", s->path, s->lineno,
-			  ln->name, ln->msg);
+			  "print format%s: \"%.60s\"", s->path, s->lineno,
+			  ln->name, s->report ? " (trace-cmd report's plugin "
+			  "format? report with -R for the fields by name)" :
+			  "", ln->msg);
 		return TEXT_BAD_LINE;
 	}
 	r = tables_row_next(s->t);
