@@ -302,6 +302,20 @@ static char *events_list(struct tep_handle *tep)
 	return out;
 }
 
+static int is_v6(const char *path)
+{
+	unsigned char head[13];
+	FILE *f = fopen(path, "rb");
+	int v6;
+
+	if (!f)
+		return 0;
+	v6 = fread(head, 1, sizeof(head), f) == sizeof(head) &&
+		head[10] == '6' && head[12] == 0;
+	fclose(f);
+	return v6;
+}
+
 /* For a little-endian version 6 file: where its top buffer's CPU data
  * ends beyond the file's end, a reason; else NULL. */
 static char *v6_cut_reason(const char *path, int ncpus)
@@ -379,8 +393,11 @@ enum ingest_status tracecmd_read(const char *path, struct ingest_tables *t,
 	rr->ts_resolution_ns = 1;
 	tc_quiet();
 	/* The CPU count from the headers alone, to check the CPU table
-	 * before libtracecmd maps the data. */
-	top = tracecmd_open_head(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+	 * before libtracecmd maps the data (version 6 only: parsing the
+	 * headers twice is most of the time of a small file). */
+	top = is_v6(path) ? tracecmd_open_head(path,
+					       TRACECMD_FL_LOAD_NO_PLUGINS) :
+		NULL;
 	if (top) {
 		why = v6_cut_reason(path, tep_get_cpus(tracecmd_get_tep(top)));
 		tracecmd_close(top);
