@@ -239,7 +239,8 @@ static char *tracer_describe(struct ingest_tables *t)
 
 	if (!tr || !tr->env[ENV_TRACER_NAME])
 		return strdup("lttng");
-	if (asprintf(&out, "%s %s", tr->env[ENV_TRACER_NAME],
+	if (asprintf(&out, "%s%s%s", tr->env[ENV_TRACER_NAME],
+		     tr->env[ENV_TRACER_VERSION] ? " " : "",
 		     tr->env[ENV_TRACER_VERSION] ?
 		     tr->env[ENV_TRACER_VERSION] : "") < 0)
 		return NULL;

@@ -24,6 +24,7 @@ struct sink_class {
 	int has_packets;
 	int64_t cpu_member;     /* packet context, -1: none */
 	int64_t tid_member;     /* common context, -1: none */
+	int64_t tid_payload;    /* perf's CTF: perf_tid in the payload */
 	int64_t procname_member;
 };
 
@@ -153,6 +154,11 @@ static struct sink_class *class_resolve(struct ingest_sink *s,
 	c->procname_member = member_index(
 		bt_stream_class_borrow_event_common_context_field_class_const(
 			sc), "procname");
+	/* perf data convert --to-ctf puts the sample's tid beside the
+	 * tracepoint's fields. */
+	c->tid_payload = c->tid_member >= 0 ? -1 : member_index(
+		bt_event_class_borrow_payload_field_class_const(ec),
+		"perf_tid");
 	if (name)
 		tables_class_map(s->t, &c->map, payload_find,
 				 bt_event_class_borrow_payload_field_class_const(
@@ -326,6 +332,16 @@ static int handle_event(struct ingest_sink *s, const bt_message *msg)
 					ctx, (uint64_t)c->procname_member)),
 				seq) < 0)
 			return -1;
+	} else if (c->tid_payload >= 0) {
+		const bt_field *f =
+			bt_field_structure_borrow_member_field_by_index_const(
+				bt_event_borrow_payload_field_const(ev),
+				(uint64_t)c->tid_payload);
+
+		tid = bt_field_class_type_is(bt_field_get_class_type(f),
+			BT_FIELD_CLASS_TYPE_SIGNED_INTEGER) ?
+			bt_field_integer_signed_get_value(f) :
+			(int64_t)bt_field_integer_unsigned_get_value(f);
 	} else {
 		nullmask |= ROW_NULL_TID;
 	}

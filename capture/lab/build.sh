@@ -19,7 +19,7 @@
 #
 # Everything lives outside the checkout in ${MMUREPLAY_CACHE:-$HOME/.cache/mmureplay}/lab:
 #   rootfs/            debootstrap tree (minbase, kmod, lttng-tools, babeltrace2,
-#                      liblttng-ust1, trace-cmd, linux-image-amd64, headers and
+#                      liblttng-ust1, trace-cmd, linux-perf, linux-image-amd64, headers and
 #                      lttng-modules for it)
 #   rootfs.ext4        the guest root image (run.sh boots it with snapshot=on)
 #   stock/             vmlinuz, initrd.img, kernel.release of the stock kernel
@@ -246,10 +246,11 @@ fi
 	die "no liblttng-ust.so.1 in the rootfs after installing $UST_PKGS"
 done_step "$UST_PKGS $(chroot "$ROOT" dpkg-query -W -f='${Version}' liblttng-ust1)"
 
-# trace-cmd for the stock-host recordings (run.sh --trace-cmd): a step of
-# its own like the UST library, so an existing rootfs gets it.
-step "guest trace-cmd"
-TC_PKGS="trace-cmd"
+# trace-cmd and perf for the stock-host recordings (run.sh --trace-cmd,
+# --perf): a step of its own like the UST library, so an existing rootfs
+# gets them.
+step "guest ftrace tools"
+TC_PKGS="trace-cmd linux-perf"
 if [ "$(cat "$ROOT/.tracecmd-stamp" 2>/dev/null)" != "$TC_PKGS" ]; then
 	need=
 	for p in $TC_PKGS; do
@@ -270,8 +271,9 @@ if [ "$(cat "$ROOT/.tracecmd-stamp" 2>/dev/null)" != "$TC_PKGS" ]; then
 	echo "$TC_PKGS" >"$ROOT/.tracecmd-stamp"
 	rm -f "$LAB/rootfs.ext4"
 fi
-[ -x "$ROOT/usr/bin/trace-cmd" ] || die "no trace-cmd in the rootfs after installing $TC_PKGS"
-done_step "$TC_PKGS $(chroot "$ROOT" dpkg-query -W -f='${Version}' trace-cmd)"
+[ -x "$ROOT/usr/bin/trace-cmd" ] && [ -x "$ROOT/usr/bin/perf" ] ||
+	die "no trace-cmd or perf in the rootfs after installing $TC_PKGS"
+done_step "$TC_PKGS $(chroot "$ROOT" dpkg-query -W -f='${Version} ' trace-cmd linux-perf)"
 
 # ------------------------------------------- lttng-modules, stock kernel
 build_stock=0 build_patched=0

@@ -26,6 +26,11 @@
 # mono, FTRACE_KB per CPU) whose `trace` file becomes /out/ftrace-text.txt;
 # trace-cmd's output goes to /out/tracecmd.log.
 #
+# PERF_EVENTS (perf record -e arguments; run.sh --perf): `perf record -a
+# -k mono` of the same tracepoints into /out/perf.data, started before
+# `lttng start` (once its perf_event fds are open) and stopped with SIGINT
+# after `lttng stop`; its output goes to /out/perf.log.
+#
 # UST=1 (run.sh --ust; the workload binary WORKLOAD_BIN is linked with
 # liblttng-ust from the rootfs): the same session "lab" also gets a UST
 # channel uch0 (per-UID buffers, discard mode, UST_BUF_MB per CPU, 1 MiB
@@ -176,6 +181,36 @@ tracecmd_stop() {
 	log "text instance: $(grep -m1 'entries-in-buffer' "$OUT/ftrace-text.txt" | sed 's/^# *//')"
 }
 
+PERF_PID=
+
+perf_start() {
+	local ev a args=()
+	[ -n "${PERF_EVENTS:-}" ] || return 0
+	command -v perf >/dev/null || { log "perf: not in the rootfs"; return 0; }
+	set -f	# the event names are patterns for perf, not for the shell
+	for ev in $PERF_EVENTS; do args+=(-e "$ev"); done
+	set +f
+	perf record -a -k mono -m 4M -o "$OUT/perf.data" "${args[@]}" \
+		>"$OUT/perf.log" 2>&1 &
+	PERF_PID=$!
+	for a in $(seq 1 120); do
+		ls -l "/proc/$PERF_PID/fd" 2>/dev/null | grep -q perf_event && break
+		kill -0 "$PERF_PID" 2>/dev/null || break
+		sleep 0.5
+	done
+	# Every per-CPU event is opened before recording starts; the fds
+	# appear one by one, so give the rest a moment.
+	sleep 2
+	log "perf record pid $PERF_PID"
+}
+
+perf_stop() {
+	[ -n "$PERF_PID" ] || return 0
+	kill -INT "$PERF_PID"
+	wait "$PERF_PID"
+	log "perf record rc=$? perf.data $(du -h "$OUT/perf.data" 2>/dev/null | cut -f1): $(tr '\n' ' ' <"$OUT/perf.log" | head -c 200)"
+}
+
 json_str() {
 	# JSON string of $1 (one process: forks are slow under TCG).
 	S=$1 awk 'BEGIN { s = ENVIRON["S"]; gsub(/\\/, "&&", s); gsub(/"/, "\\\"", s)
@@ -292,6 +327,7 @@ lab_session() {
 	fi
 	ftrace_start
 	tracecmd_start
+	perf_start
 	lttng start >/dev/null || return 1
 }
 
@@ -362,6 +398,7 @@ lab_stop() {
 	timeout 120 lttng stop lab >/dev/null 2>&1 || log "lttng stop failed or timed out"
 	ftrace_stop
 	tracecmd_stop
+	perf_stop
 	lttng list lab >"$OUT/lttng-list.txt" 2>&1
 	grep -E 'Event-loss mode|Discarded events|Lost packets' "$OUT/lttng-list.txt"
 	disc=$(sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p' "$OUT/lttng-list.txt" |
@@ -410,6 +447,7 @@ $params
   "discarded_events": ${disc:-null},
   "ftrace": $(if [ "$FTRACE_ON" = 1 ]; then echo "{\"events\": $(json_str "$FTRACE_EVENTS"), \"buffer_size_kb\": ${FTRACE_KB:-65536}, \"trace_clock\": \"mono\", \"file\": \"ftrace.txt\"}"; else echo null; fi),
   "phase_markers": "syscall_entry_ioctl with fd = 4294967295 (-1) and cmd = 0x4d520000 | phase (ret -9 EBADF); the MARK lines of workload.log name the phases",
+  "perf": $(if [ -n "$PERF_PID" ]; then echo "{\"events\": $(json_str "$PERF_EVENTS"), \"clock\": \"mono\", \"file\": \"perf.data\", \"version\": $(json_str "$(perf version 2>/dev/null)")}"; else echo null; fi),
   "trace_cmd": $(if [ -n "$TRACECMD_PID" ]; then echo "{\"events\": $(json_str "$TRACECMD_EVENTS"), \"buffer_size_kb\": ${FTRACE_KB:-65536}, \"trace_clock\": \"mono\", \"file\": \"trace.dat\", \"text\": \"ftrace-text.txt\", \"version\": $(json_str "$(trace-cmd -h 2>&1 | sed -n 's/^trace-cmd version //p' | head -n 1)")}"; else echo null; fi),
   "capture_tool": $([ "${CAPTURE_TOOL:-0}" = 1 ] && echo true || echo false),
   "stats_sampler": $([ "${STATS:-0}" = 1 ] && echo true || echo false),

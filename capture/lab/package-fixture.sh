@@ -16,6 +16,9 @@
 # file version 6, see below) and ftrace-text.txt.xz (each at most 2 MB), tracecmd-counts.txt (event lines of `trace-cmd
 # report` per event) and text-counts.txt (event lines of the text per
 # event; syscall lines "sys_X(" / "sys_X ->" as sys_enter_X / sys_exit_X).
+# A run.sh --perf run also gives perf-ctf.tar.xz (perf data convert
+# --to-ctf of perf.data, as perf-ctf/...) and perf-counts.txt
+# (babeltrace2's counts of it).
 
 set -Eeuo pipefail
 [ $# -ge 2 ] || { sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 2; }
@@ -45,6 +48,13 @@ rm -f "$DEST/.bt.err"
 python3 "$(dirname "${BASH_SOURCE[0]}")/lab-manifest.py" "$SRC/manifest.json" \
 	>"$DEST/manifest.json"
 cp "$SRC/console.log" "$DEST/console.log"
+rm -f "$DEST/perf-ctf.tar.xz" "$DEST/perf-counts.txt"
+if [ -d "$SRC/perf-ctf" ]; then
+	XZ_OPT=-9e tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
+		-C "$SRC" -cJf "$DEST/perf-ctf.tar.xz" perf-ctf
+	babeltrace2 "$SRC/perf-ctf" 2>/dev/null | awk '{ sub(/:$/, "", $3); print $3 }' | sort | uniq -c |
+		sort -k1,1nr -k2 >"$DEST/perf-counts.txt"
+fi
 if [ -f "$SRC/trace.dat" ] && [ -f "$SRC/ftrace-text.txt" ]; then
 	# trace-cmd 3.1 writes file version 7 with compressed sections,
 	# which xz cannot shrink; the fixture keeps the same recording

@@ -33,6 +33,12 @@
 #                         (`trace-cmd report` on the host).  Stock or patched
 #                         kernel; not with --ftrace (one top-level buffer).
 #                         The rootfs needs trace-cmd (build.sh installs it)
+#   --perf                also record the same events with `perf record -a
+#                         -k mono` (perf.data), converted on the host by
+#                         `perf data convert --to-ctf` into perf-ctf/ (+
+#                         perf-counts.txt: babeltrace2's counts of it).
+#                         Stock or patched kernel; with or without
+#                         --trace-cmd.  The rootfs needs linux-perf
 #   --ust                 run the UST-enabled variant of the workload
 #                         (WORKLOAD-ust, `make -C capture/workloads ust`:
 #                         bgsnapshot only, latprobe samples as
@@ -86,7 +92,7 @@ case $1 in -h|--help) usage; exit 0 ;; esac
 WORKLOAD=$1
 shift
 KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
-TRACECMD=0
+TRACECMD=0 PERF=0
 CAPTURE_TOOL=0 CAPTURE_ARGS=() STATS=0
 KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
 while [ $# -gt 0 ]; do
@@ -100,6 +106,7 @@ while [ $# -gt 0 ]; do
 	--ftrace) FTRACE=1; shift ;;
 	--ftrace-kb) FTRACE_KB=${2:?}; shift 2 ;;
 	--trace-cmd) TRACECMD=1; shift ;;
+	--perf) PERF=1; shift ;;
 	--ust) UST=1; shift ;;
 	--ust-buf-mb) UST_BUF_MB=${2:?}; shift 2 ;;
 	--capture-tool) CAPTURE_TOOL=1; shift ;;
@@ -239,6 +246,15 @@ TRACECMD_EVENTS=
 [ "$TRACECMD" -eq 0 ] || TRACECMD_EVENTS="kvm kvmmmu
 syscalls:sys_enter_ioctl syscalls:sys_exit_ioctl syscalls:sys_enter_mprotect
 syscalls:sys_exit_mprotect syscalls:sys_enter_madvise syscalls:sys_exit_madvise"
+PERF_EVENTS=
+[ "$PERF" -eq 0 ] || PERF_EVENTS="kvm:* kvmmmu:*
+syscalls:sys_enter_ioctl syscalls:sys_exit_ioctl syscalls:sys_enter_mprotect
+syscalls:sys_exit_mprotect syscalls:sys_enter_madvise syscalls:sys_exit_madvise"
+if [ "$PERF" -eq 1 ]; then
+	[ -x "$LAB/rootfs/usr/bin/perf" ] ||
+		die "--perf: no perf in the lab rootfs (rerun capture/lab/build.sh)"
+	command -v perf >/dev/null || die "--perf: no perf on the host (apt-get install linux-perf)"
+fi
 if [ "$TRACECMD" -eq 1 ]; then
 	[ -x "$LAB/rootfs/usr/bin/trace-cmd" ] ||
 		die "--trace-cmd: no trace-cmd in the lab rootfs (rerun capture/lab/build.sh)"
@@ -258,6 +274,7 @@ fi
 	printf 'FTRACE_EVENTS=%q\n' "${FTRACE_EVENTS//$'\n'/ }"
 	printf 'FTRACE_KB=%q\n' "$FTRACE_KB"
 	printf 'TRACECMD_EVENTS=%q\n' "${TRACECMD_EVENTS//$'\n'/ }"
+	printf 'PERF_EVENTS=%q\n' "${PERF_EVENTS//$'\n'/ }"
 	printf 'WORKLOAD_BIN=%q\n' "$BIN"
 	printf 'UST=%q\nUST_EVENTS=%q\nUST_BUF_MB=%q\n' "$UST" 'mmureplay:*' "$UST_BUF_MB"
 	printf 'CAPTURE_TOOL=%q\nCAPTURE_ARGS=%q\n' "$CAPTURE_TOOL" "${CAPTURE_ARGS[*]}"
@@ -275,7 +292,8 @@ OUT=$(cd "$OUT" && pwd)
 rm -rf "$OUT/trace" "$OUT/manifest.json" "$OUT/lab-manifest.json" "$OUT/console.log" "$OUT/workload.log" \
 	"$OUT/serial.log" "$OUT/event-counts.txt" "$OUT/verify.txt" \
 	"$OUT/ftrace.txt" "$OUT/ftrace-stats.txt" "$OUT/trace.dat" "$OUT/ftrace-text.txt" \
-	"$OUT/trace-report.txt" "$OUT/tracecmd.log"
+	"$OUT/trace-report.txt" "$OUT/tracecmd.log" "$OUT/perf.data" "$OUT/perf-ctf" \
+	"$OUT/perf-counts.txt" "$OUT/perf.log"
 T_BOOT=$(date +%s)
 nice -n 10 qemu-system-x86_64 \
 	-accel tcg,thread=multi -cpu max,la57=off -smp 2 -m 2G \
@@ -342,6 +360,16 @@ if [ "$TRACECMD" -eq 1 ]; then
 			"$(grep -c -v '^#' "$OUT/ftrace-text.txt") in ftrace-text.txt"
 	else
 		echo "    warning: --trace-cmd but no trace.dat / ftrace-text.txt (see $OUT/console.log)"
+	fi
+fi
+if [ "$PERF" -eq 1 ]; then
+	if [ -f "$OUT/perf.data" ] &&
+		perf data convert --to-ctf "$OUT/perf-ctf" -i "$OUT/perf.data" >>"$OUT/perf.log" 2>&1; then
+		babeltrace2 "$OUT/perf-ctf" 2>>"$OUT/perf.log" | awk '{ sub(/:$/, "", $3); print $3 }' | sort | uniq -c |
+			sort -k1,1nr -k2 >"$OUT/perf-counts.txt" || true
+		echo "    perf: $(awk '{ n += $1 } END { print n + 0 }' "$OUT/perf-counts.txt") events in perf-ctf/"
+	else
+		echo "    warning: --perf but no perf.data or no CTF from it (see $OUT/perf.log)"
 	fi
 fi
 echo "run.sh: $WORKLOAD ($KERNEL) recorded into $OUT in $(elapsed)s"
