@@ -82,6 +82,12 @@ r, db = ingest(write("trace-cut-data.dat",
                      dat[:cpu0_off + cpu0_size // 2]), 2,
                "trace.dat cut in CPU 0's events")
 check("cut short" in r.stderr, "cut data: %s" % r.stderr)
+# Cut anywhere: refused, never a crash (libtracecmd faulted inside
+# tracecmd_open() on a version 6 file cut in its CPU data).
+for k in range(1, 20):
+    ingest(write("trace-cut-%02d.dat" % k, dat[:len(dat) * k // 20]), 2,
+           "trace.dat cut at %d/20" % k)
+    os.remove(os.path.join(work, "trace-cut-%02d.dat" % k))
 full = write("trace-full.dat", dat)
 v7 = os.path.join(work, "trace-v7.dat")
 r = run(["trace-cmd", "convert", "--file-version", "7", "--compression",

@@ -16,12 +16,12 @@
  * mapped or not, so raw counts equal `trace-cmd report`'s event lines.
  *
  * A cut file: libtracecmd refuses a version 7 file cut anywhere (its
- * section index is written last), but maps a version 6 file's CPU data
- * blindly and faults past the end of a cut one.  So a version 6 file's
- * CPU table (after the "flyrecord" marker: offset and size per CPU) is
- * checked against the file's size first; the top buffer's only (an
- * instance's table is not checked: a cut inside an instance's data of a
- * version 6 file is not caught).
+ * section index is written last), but crashes in tracecmd_open() on a
+ * version 6 file whose CPU data is cut.  So a version 6 file's CPU table
+ * (after the "flyrecord" marker: offset and size per CPU) is checked
+ * against the file's size first; the top buffer's only (an instance's
+ * table is not checked: a cut inside an instance's data of a version 6
+ * file is not caught).
  */
 #define _GNU_SOURCE
 #include "ingest/reader.h"
@@ -316,14 +316,20 @@ static int is_v6(const char *path)
 	return v6;
 }
 
-/* For a little-endian version 6 file: where its top buffer's CPU data
- * ends beyond the file's end, a reason; else NULL. */
-static char *v6_cut_reason(const char *path, int ncpus)
+/*
+ * For a little-endian version 6 file: where its top buffer's CPU data
+ * ends beyond the file's end, a reason; else NULL.  The CPU table
+ * follows the "flyrecord" marker, one (offset, size) pair per CPU, the
+ * CPUs' data one after the other: so pairs are read while each starts
+ * at or after the end of the one before, without the CPU count (which
+ * only a second parse of the headers would give).
+ */
+static char *v6_cut_reason(const char *path)
 {
 	static const char marker[] = "flyrecord";
-	unsigned char head[13], pair[16];
+	unsigned char pair[16];
 	char *why = NULL, buf[65536];
-	long long size, base = 0, off, len, at = -1;
+	long long size, base = 0, off, len, at = -1, prev_end = -1;
 	size_t n, i, k = 0;
 	struct stat sb;
 	FILE *f = fopen(path, "rb");
@@ -331,12 +337,10 @@ static char *v6_cut_reason(const char *path, int ncpus)
 
 	if (!f)
 		return NULL;
-	if (fread(head, 1, sizeof(head), f) != sizeof(head) ||
-	    head[10] != '6' || head[12] != 0 || fstat(fileno(f), &sb) != 0)
+	if (fstat(fileno(f), &sb) != 0)
 		goto end;
 	size = (long long)sb.st_size;
 	/* The marker with its NUL, found across buffer boundaries. */
-	fseek(f, 0, SEEK_SET);
 	while (at < 0 && (n = fread(buf, 1, sizeof(buf), f)) > 0) {
 		for (i = 0; i < n && at < 0; i++) {
 			k = buf[i] == marker[k] ? k + 1 : buf[i] == marker[0];
@@ -347,7 +351,9 @@ static char *v6_cut_reason(const char *path, int ncpus)
 	}
 	if (at < 0 || fseek(f, at, SEEK_SET) != 0)
 		goto end;
-	for (cpu = 0; cpu < ncpus && !why; cpu++) {
+	for (cpu = 0; !why; cpu++) {
+		if (prev_end >= 0 && at + 16LL * (cpu + 1) > prev_end)
+			break;
 		if (fread(pair, 1, sizeof(pair), f) != sizeof(pair)) {
 			if (asprintf(&why, "cut short in its CPU table") < 0)
 				why = NULL;
@@ -357,6 +363,9 @@ static char *v6_cut_reason(const char *path, int ncpus)
 			off = off << 8 | pair[i];
 			len = len << 8 | pair[8 + i];
 		}
+		if (off < at + 16 || off < prev_end || len < 0)
+			break;
+		prev_end = off + len;
 		if (off + len > size &&
 		    asprintf(&why, "cut short: CPU %d's events end at byte %lld, "
 			     "the file at %lld", cpu, off + len, size) < 0)
@@ -381,7 +390,7 @@ enum ingest_status tracecmd_read(const char *path, struct ingest_tables *t,
 	enum ingest_status st = INGEST_ERR_INPUT;
 	struct tracecmd_input *handles[TC_MAX_HANDLES];
 	struct tc_state s;
-	struct tracecmd_input *top;
+	struct tracecmd_input *top = NULL;
 	char *why = NULL;
 	int i, ninst;
 
@@ -392,17 +401,10 @@ enum ingest_status tracecmd_read(const char *path, struct ingest_tables *t,
 	rr->format = "trace-cmd";
 	rr->ts_resolution_ns = 1;
 	tc_quiet();
-	/* The CPU count from the headers alone, to check the CPU table
-	 * before libtracecmd maps the data (version 6 only: parsing the
-	 * headers twice is most of the time of a small file). */
-	top = is_v6(path) ? tracecmd_open_head(path,
-					       TRACECMD_FL_LOAD_NO_PLUGINS) :
-		NULL;
-	if (top) {
-		why = v6_cut_reason(path, tep_get_cpus(tracecmd_get_tep(top)));
-		tracecmd_close(top);
-		top = NULL;
-	}
+	/* Before libtracecmd maps the data (version 7 files are refused
+	 * whole when cut). */
+	if (is_v6(path))
+		why = v6_cut_reason(path);
 	if (why) {
 		log_error("%s: not a readable trace-cmd trace.dat: %s", path,
 			  why);
