@@ -8,6 +8,7 @@ PKGS="build-essential cmake pkg-config xz-utils
       libsqlite3-dev sqlite3
       libcjson-dev
       liblttng-ust-dev lttng-tools
+      libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd
       python3 time"
 
 missing=""

@@ -1,5 +1,6 @@
 /*
- * mmureplay ingest: CTF trace directories -> capture DB.
+ * mmureplay ingest: CTF trace directories, a trace-cmd trace.dat or
+ * ftrace text -> capture DB.
  */
 #include "cli/cli.h"
 
@@ -22,11 +23,20 @@ static int run(int argc, char **argv);
 const struct cli_command cli_cmd_ingest = {
 	.name = "ingest",
 	.usage = "TRACE... -o DB",
-	.summary = "Load LTTng (CTF) traces of one capture into a SQLite DB.",
+	.summary = "Load the traces of one capture (LTTng CTF, trace-cmd "
+		   "trace.dat, ftrace text) into a SQLite DB.",
 	.details =
-	"Every directory under each TRACE that holds a 'metadata' file is\n"
-	"read as one CTF trace (kernel and UST traces of one capture go into\n"
-	"one DB, merged in time order).  Events named in schemas/events.json\n"
+	"The input's format is told by its content.  A directory: every\n"
+	"directory under it that holds a 'metadata' file is read as one CTF\n"
+	"trace (kernel and UST traces of one capture go into one DB, merged\n"
+	"in time order).  A file: a trace-cmd trace.dat (every CPU and\n"
+	"instance, fields by name from the formats stored in it), or tracefs\n"
+	"text ('trace', 'trace_pipe', 'trace-cmd report [-R] [-t]'; the\n"
+	"stock KVM events' print formats; microsecond timestamps are kept\n"
+	"as such, meta ts_resolution_ns = 1000).  The capture's manifest.json\n"
+	"is read from the input's directory or the one above.  meta\n"
+	"source_format, source_tracer and source_events record the source.\n"
+	"Events named in schemas/events.json\n"
 	"become rows of the canonical tables; every raw event name is counted\n"
 	"in raw_event, discarded events and packets go to lost.  The DB is\n"
 	"written as DB.tmp-PID and renamed when complete.  A trace that\n"

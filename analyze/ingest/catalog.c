@@ -36,10 +36,21 @@ static enum catalog_status entry_parse(const cJSON *e,
 	struct catalog_column *c;
 
 	memset(out, 0, sizeof(*out));
-	if (!cJSON_IsString(raw) || !cJSON_IsString(table) ||
-	    !cJSON_IsObject(cols))
+	if (!cJSON_IsString(table) || !cJSON_IsObject(cols))
 		return CATALOG_ERR_PARSE;
-	out->raw = raw->valuestring;
+	if (cJSON_IsString(raw)) {
+		out->raws[out->nraws++] = raw->valuestring;
+	} else if (cJSON_IsArray(raw)) {
+		cJSON_ArrayForEach(it, raw) {
+			if (!cJSON_IsString(it) ||
+			    out->nraws == CATALOG_MAX_ALTS)
+				return CATALOG_ERR_PARSE;
+			out->raws[out->nraws++] = it->valuestring;
+		}
+	}
+	if (out->nraws == 0)
+		return CATALOG_ERR_PARSE;
+	out->raw = out->raws[0];
 	out->table = table->valuestring;
 	out->store_raw_id = cJSON_IsTrue(
 		cJSON_GetObjectItemCaseSensitive(e, "raw_id"));
@@ -117,11 +128,12 @@ end:
 const struct catalog_entry *catalog_find(const struct catalog *cat,
 					 const char *raw)
 {
-	int i;
+	int i, k;
 
 	for (i = 0; i < cat->nentries; i++)
-		if (strcmp(cat->entries[i].raw, raw) == 0)
-			return &cat->entries[i];
+		for (k = 0; k < cat->entries[i].nraws; k++)
+			if (strcmp(cat->entries[i].raws[k], raw) == 0)
+				return &cat->entries[i];
 	return NULL;
 }
 

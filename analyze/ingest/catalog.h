@@ -4,7 +4,9 @@
  * It is data (schemas/events.json, embedded at build time), not code, so
  * supporting a new kernel's event or a renamed field is a one-line change.
  * Events are matched by name and their fields by name, never by position;
- * a column may list alternative field names for different kernels.
+ * an event may have several names (LTTng's probe name and ftrace's
+ * system:event name) and a column may list alternative field names for
+ * different kernels and tracers.
  */
 #ifndef MMUREPLAY_INGEST_CATALOG_H
 #define MMUREPLAY_INGEST_CATALOG_H
@@ -30,6 +32,10 @@ struct catalog_column {
 
 struct catalog_entry {
 	const char *raw;        /* raw event name, e.g. "kvm_x86_exit" */
+	/* every name of the event: LTTng's, then ftrace's "system:event"
+	 * (kvm:kvm_exit); raws[0] is raw */
+	const char *raws[CATALOG_MAX_ALTS];
+	int nraws;
 	const char *table;      /* canonical table */
 	int store_raw_id;       /* fill column raw_id with the raw name's id */
 	int ncols;

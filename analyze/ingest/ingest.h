@@ -1,8 +1,9 @@
 /*
- * ingest: CTF trace directories in, one capture database out.
+ * ingest: the traces of one capture in, one capture database out.
  *
- *   TRACE... --(src.ctf.fs per dir with a 'metadata' file)--> muxer
- *            --> sink (ingest/sink.c) --> writer thread --> NAME.tmp-PID
+ *   TRACE... --(format by content: ingest/reader.h)--> CTF graph, or
+ *            trace-cmd trace.dat, or tracefs text --> capture tables
+ *            (ingest/tables.h) --> writer thread --> NAME.tmp-PID
  *            --> rename(2) --> NAME
  *
  * Guarantees: the output exists under its name only if ingest read the
@@ -17,7 +18,8 @@
 
 enum ingest_status {
 	INGEST_OK = 0,
-	INGEST_ERR_INPUT,       /* missing path, no trace, unreadable trace */
+	INGEST_ERR_INPUT,       /* missing path, no trace, unreadable trace,
+				 * mixed formats */
 	INGEST_ERR_OUTPUT,      /* cannot write the database */
 	INGEST_PARTIAL,         /* trace broken mid-way: DB kept, truncated */
 	INGEST_ERR_INTERNAL,    /* out of memory, babeltrace2 plugin missing */

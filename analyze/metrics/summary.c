@@ -262,6 +262,11 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 	s->ts_base_ns = db_meta_get_int(db, "ts_base_ns", 0);
 	s->truncated = db_meta_get_int(db, "truncated", 0) != 0;
 	s->truncated_reason = db_meta_get_text(db, "truncated_reason");
+	s->source_format = db_meta_get_text(db, "source_format");
+	s->source_tracer = db_meta_get_text(db, "source_tracer");
+	s->source_events = db_meta_get_text(db, "source_events");
+	s->source_lossy = db_meta_get_text(db, "source_lossy");
+	s->ts_resolution_ns = db_meta_get_int(db, "ts_resolution_ns", 1);
 	for (i = 0; summary_canonical_tables[i]; i++) {
 		struct summary_count *c = PUSH(s->canon, s->ncanon,
 					    s->capcanon);
@@ -356,5 +361,9 @@ void summary_free(struct summary *s)
 	free(s->lost);
 	free(s->vcpus);
 	free(s->truncated_reason);
+	free(s->source_format);
+	free(s->source_tracer);
+	free(s->source_events);
+	free(s->source_lossy);
 	memset(s, 0, sizeof(*s));
 }

@@ -63,6 +63,10 @@ struct summary {
 	double duration_s;
 	int truncated;
 	char *truncated_reason;
+	/* Where the capture came from (meta source_*; NULL in DBs written
+	 * before they were recorded). */
+	char *source_format, *source_tracer, *source_events, *source_lossy;
+	int64_t ts_resolution_ns;           /* 1, or 1000 for text in us */
 	const char *spte_format;
 	int spte_format_detected;           /* 0: assumed */
 

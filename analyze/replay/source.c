@@ -325,9 +325,12 @@ static void decode(struct table_reader *r, struct model_event *ev)
 		const char *name = (const char *)sqlite3_column_text(st, 4);
 
 		/* Names are borrowed from the raw_event row; keep only the
-		 * distinction the replay needs. */
-		ev->u.sys.entry = name && strncmp(name, "syscall_entry_",
-						  14) == 0;
+		 * distinction the replay needs.  LTTng names an entry
+		 * syscall_entry_X, ftrace syscalls:sys_enter_X. */
+		ev->u.sys.entry = name && (strncmp(name, "syscall_entry_",
+						   14) == 0 ||
+					   strncmp(name, "syscalls:sys_enter_",
+						   19) == 0);
 		ev->u.sys.call = sys_call(name);
 		ev->u.sys.a0 = u(st, 5);
 		ev->u.sys.a1 = u(st, 6);

@@ -68,6 +68,13 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 	cJSON_AddNumberToObject(root, "ts_base_ns", (double)s->ts_base_ns);
 	cJSON_AddBoolToObject(root, "truncated", s->truncated);
 	add_str(root, "truncated_reason", s->truncated_reason);
+	o = cJSON_AddObjectToObject(root, "source");
+	add_str(o, "format", s->source_format);
+	add_str(o, "tracer", s->source_tracer);
+	add_str(o, "events", s->source_events);
+	add_str(o, "lossy", s->source_lossy);
+	cJSON_AddNumberToObject(o, "ts_resolution_ns",
+				(double)s->ts_resolution_ns);
 	o = cJSON_AddObjectToObject(root, "spte_format");
 	add_str(o, "name", s->spte_format);
 	cJSON_AddBoolToObject(o, "detected", s->spte_format_detected);

@@ -81,6 +81,13 @@ void report_summary_text(FILE *out, const struct summary *s,
 		s->truncated ? " (TRUNCATED: the trace breaks here)" : "");
 	if (s->truncated && s->truncated_reason)
 		fprintf(out, "  truncated: %s\n", s->truncated_reason);
+	if (s->source_format)
+		fprintf(out, "  source: %s from %s, timestamps to %s\n",
+			s->source_format, nz(s->source_tracer),
+			s->ts_resolution_ns >= 1000 ? "the microsecond "
+			"(text resolution)" : "the nanosecond");
+	if (s->source_lossy)
+		fprintf(out, "  not in the text: %s\n", s->source_lossy);
 	for (i = 0; i < s->ntraces; i++) {
 		const struct summary_trace *t = &s->traces[i];
 

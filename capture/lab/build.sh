@@ -19,7 +19,7 @@
 #
 # Everything lives outside the checkout in ${MMUREPLAY_CACHE:-$HOME/.cache/mmureplay}/lab:
 #   rootfs/            debootstrap tree (minbase, kmod, lttng-tools, babeltrace2,
-#                      liblttng-ust1, linux-image-amd64, headers and
+#                      liblttng-ust1, trace-cmd, linux-perf, linux-image-amd64, headers and
 #                      lttng-modules for it)
 #   rootfs.ext4        the guest root image (run.sh boots it with snapshot=on)
 #   stock/             vmlinuz, initrd.img, kernel.release of the stock kernel
@@ -245,6 +245,35 @@ fi
 [ -e "$ROOT/usr/lib/x86_64-linux-gnu/liblttng-ust.so.1" ] ||
 	die "no liblttng-ust.so.1 in the rootfs after installing $UST_PKGS"
 done_step "$UST_PKGS $(chroot "$ROOT" dpkg-query -W -f='${Version}' liblttng-ust1)"
+
+# trace-cmd and perf for the stock-host recordings (run.sh --trace-cmd,
+# --perf): a step of its own like the UST library, so an existing rootfs
+# gets them.
+step "guest ftrace tools"
+TC_PKGS="trace-cmd linux-perf"
+if [ "$(cat "$ROOT/.tracecmd-stamp" 2>/dev/null)" != "$TC_PKGS" ]; then
+	need=
+	for p in $TC_PKGS; do
+		chroot "$ROOT" dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null |
+			grep -q '^install ok installed$' || need="$need $p"
+	done
+	if [ -n "$need" ]; then
+		mount_chroot
+		in_chroot apt-get update -q >"$LAB/logs/apt-guest-tracecmd.log" 2>&1 ||
+			die "apt-get update in the rootfs failed (logs/apt-guest-tracecmd.log)"
+		# shellcheck disable=SC2086
+		in_chroot apt-get install -y -q --no-install-recommends $need \
+			>>"$LAB/logs/apt-guest-tracecmd.log" 2>&1 ||
+			die "apt-get install$need in the rootfs failed (logs/apt-guest-tracecmd.log)"
+		in_chroot apt-get clean
+		umount_chroot
+	fi
+	echo "$TC_PKGS" >"$ROOT/.tracecmd-stamp"
+	rm -f "$LAB/rootfs.ext4"
+fi
+[ -x "$ROOT/usr/bin/trace-cmd" ] && [ -x "$ROOT/usr/bin/perf" ] ||
+	die "no trace-cmd or perf in the rootfs after installing $TC_PKGS"
+done_step "$TC_PKGS $(chroot "$ROOT" dpkg-query -W -f='${Version} ' trace-cmd linux-perf)"
 
 # ------------------------------------------- lttng-modules, stock kernel
 build_stock=0 build_patched=0

@@ -19,6 +19,18 @@
 # after `lttng stop`; /out gets ftrace.txt (the `trace` file) and
 # ftrace-stats.txt (per-CPU stats, buffer size, clock, format files).
 #
+# TRACECMD_EVENTS (trace-cmd -e arguments; run.sh --trace-cmd): the same
+# run is also recorded by `trace-cmd record -C mono` into /out/trace.dat
+# (started before `lttng start`, stopped with SIGINT after `lttng stop`)
+# and by a tracefs instance "mmrtext" with the same events (trace_clock
+# mono, FTRACE_KB per CPU) whose `trace` file becomes /out/ftrace-text.txt;
+# trace-cmd's output goes to /out/tracecmd.log.
+#
+# PERF_EVENTS (perf record -e arguments; run.sh --perf): `perf record -a
+# -k mono` of the same tracepoints into /out/perf.data, started before
+# `lttng start` (once its perf_event fds are open) and stopped with SIGINT
+# after `lttng stop`; its output goes to /out/perf.log.
+#
 # UST=1 (run.sh --ust; the workload binary WORKLOAD_BIN is linked with
 # liblttng-ust from the rootfs): the same session "lab" also gets a UST
 # channel uch0 (per-UID buffers, discard mode, UST_BUF_MB per CPU, 1 MiB
@@ -114,6 +126,91 @@ ftrace_stop() {
 	log "ftrace off: $(grep -m1 'entries-in-buffer' "$OUT/ftrace.txt" | sed 's/^# *//')"
 }
 
+TRACECMD_PID=
+TEXT_INST=$TRACEFS/instances/mmrtext
+
+# trace-cmd record of the stock events, and the same events in a tracefs
+# instance kept as text; both attached to the tracepoints LTTng uses.
+tracecmd_start() {
+	local ev a args=() sys
+	[ -n "${TRACECMD_EVENTS:-}" ] || return 0
+	command -v trace-cmd >/dev/null || { log "trace-cmd: not in the rootfs"; return 0; }
+	for ev in $TRACECMD_EVENTS; do args+=(-e "$ev"); done
+	trace-cmd record -C mono -b "${FTRACE_KB:-65536}" -o "$OUT/trace.dat" "${args[@]}" \
+		>"$OUT/tracecmd.log" 2>&1 &
+	TRACECMD_PID=$!
+	# Recording has begun once it has enabled the events and turned
+	# tracing on (its "Hit Ctrl^C" line is buffered until it exits);
+	# builtins only, forks are slow under TCG.
+	for a in $(seq 1 600); do
+		read -r ev <"$TRACEFS/events/kvm/kvm_exit/enable" 2>/dev/null
+		read -r sys <"$TRACEFS/tracing_on" 2>/dev/null
+		[ "$ev" = 1 ] && [ "$sys" = 1 ] && break
+		kill -0 "$TRACECMD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	log "trace-cmd record pid $TRACECMD_PID: $(tr '\n' ' ' <"$OUT/tracecmd.log" | head -c 200)"
+	# The text instance after trace-cmd has set up its own buffers (it
+	# resets the top-level one), still before LTTng starts.
+	mkdir "$TEXT_INST" || { log "trace-cmd: cannot create $TEXT_INST"; return 0; }
+	echo mono >"$TEXT_INST/trace_clock"
+	echo "${FTRACE_KB:-65536}" >"$TEXT_INST/buffer_size_kb"
+	for ev in $TRACECMD_EVENTS; do
+		case $ev in
+		*:*) sys=${ev%%:*}; a=$TEXT_INST/events/$sys/${ev#*:}/enable ;;
+		*) a=$TEXT_INST/events/$ev/enable ;;
+		esac
+		echo 1 >"$a" || log "text instance: cannot enable $ev"
+	done
+	echo 1 >"$TEXT_INST/tracing_on"
+}
+
+tracecmd_stop() {
+	[ -n "$TRACECMD_PID" ] || return 0
+	echo 0 >"$TEXT_INST/tracing_on"
+	kill -INT "$TRACECMD_PID"
+	wait "$TRACECMD_PID"
+	log "trace-cmd record rc=$? trace.dat $(du -h "$OUT/trace.dat" 2>/dev/null | cut -f1)"
+	cat "$TEXT_INST/trace" >"$OUT/ftrace-text.txt"
+	{
+		echo "== text instance mmrtext: buffer_size_kb $(<"$TEXT_INST/buffer_size_kb") clock $(<"$TEXT_INST/trace_clock")"
+		grep -H . "$TEXT_INST"/per_cpu/cpu*/stats
+	} >>"$OUT/tracecmd.log" 2>&1
+	echo >"$TEXT_INST/set_event"
+	rmdir "$TEXT_INST" || log "cannot remove $TEXT_INST"
+	log "text instance: $(grep -m1 'entries-in-buffer' "$OUT/ftrace-text.txt" | sed 's/^# *//')"
+}
+
+PERF_PID=
+
+perf_start() {
+	local ev a args=()
+	[ -n "${PERF_EVENTS:-}" ] || return 0
+	command -v perf >/dev/null || { log "perf: not in the rootfs"; return 0; }
+	set -f	# the event names are patterns for perf, not for the shell
+	for ev in $PERF_EVENTS; do args+=(-e "$ev"); done
+	set +f
+	perf record -a -k mono -m 4M -o "$OUT/perf.data" "${args[@]}" \
+		>"$OUT/perf.log" 2>&1 &
+	PERF_PID=$!
+	for a in $(seq 1 120); do
+		ls -l "/proc/$PERF_PID/fd" 2>/dev/null | grep -q perf_event && break
+		kill -0 "$PERF_PID" 2>/dev/null || break
+		sleep 0.5
+	done
+	# Every per-CPU event is opened before recording starts; the fds
+	# appear one by one, so give the rest a moment.
+	sleep 2
+	log "perf record pid $PERF_PID"
+}
+
+perf_stop() {
+	[ -n "$PERF_PID" ] || return 0
+	kill -INT "$PERF_PID"
+	wait "$PERF_PID"
+	log "perf record rc=$? perf.data $(du -h "$OUT/perf.data" 2>/dev/null | cut -f1): $(tr '\n' ' ' <"$OUT/perf.log" | head -c 200)"
+}
+
 json_str() {
 	# JSON string of $1 (one process: forks are slow under TCG).
 	S=$1 awk 'BEGIN { s = ENVIRON["S"]; gsub(/\\/, "&&", s); gsub(/"/, "\\\"", s)
@@ -174,6 +271,7 @@ main() {
 		lttng list lab -k | sed -n '/Recording event rules/,$p' | grep -E '^\s+\S' |
 			sed 's/^/LAB-event: /'
 		ftrace_start
+		tracecmd_start
 	else
 		lab_session || return 1
 	fi
@@ -185,6 +283,7 @@ main() {
 		timeout 300 "$LAB/bin/mmureplay-capture" stop -o "$OUT" --session lab ||
 			log "mmureplay-capture stop failed"
 		ftrace_stop
+		tracecmd_stop
 		disc=$(sed -n 's/.*"discarded_events": \([0-9]*\).*/\1/p' "$OUT/manifest.json")
 		log "mmureplay-capture stopped, manifest: $(tr -d '\n' <"$OUT/manifest.json" | head -c 300)"
 	else
@@ -227,6 +326,8 @@ lab_session() {
 		log "UST channel uch0: ${UST_EVENTS:-mmureplay:*}, ${UST_BUF_MB:-8} MiB per CPU"
 	fi
 	ftrace_start
+	tracecmd_start
+	perf_start
 	lttng start >/dev/null || return 1
 }
 
@@ -296,6 +397,8 @@ run_workload() {
 lab_stop() {
 	timeout 120 lttng stop lab >/dev/null 2>&1 || log "lttng stop failed or timed out"
 	ftrace_stop
+	tracecmd_stop
+	perf_stop
 	lttng list lab >"$OUT/lttng-list.txt" 2>&1
 	grep -E 'Event-loss mode|Discarded events|Lost packets' "$OUT/lttng-list.txt"
 	disc=$(sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p' "$OUT/lttng-list.txt" |
@@ -344,6 +447,8 @@ $params
   "discarded_events": ${disc:-null},
   "ftrace": $(if [ "$FTRACE_ON" = 1 ]; then echo "{\"events\": $(json_str "$FTRACE_EVENTS"), \"buffer_size_kb\": ${FTRACE_KB:-65536}, \"trace_clock\": \"mono\", \"file\": \"ftrace.txt\"}"; else echo null; fi),
   "phase_markers": "syscall_entry_ioctl with fd = 4294967295 (-1) and cmd = 0x4d520000 | phase (ret -9 EBADF); the MARK lines of workload.log name the phases",
+  "perf": $(if [ -n "$PERF_PID" ]; then echo "{\"events\": $(json_str "$PERF_EVENTS"), \"clock\": \"mono\", \"file\": \"perf.data\", \"version\": $(json_str "$(perf version 2>/dev/null)")}"; else echo null; fi),
+  "trace_cmd": $(if [ -n "$TRACECMD_PID" ]; then echo "{\"events\": $(json_str "$TRACECMD_EVENTS"), \"buffer_size_kb\": ${FTRACE_KB:-65536}, \"trace_clock\": \"mono\", \"file\": \"trace.dat\", \"text\": \"ftrace-text.txt\", \"version\": $(json_str "$(trace-cmd -h 2>&1 | sed -n 's/^trace-cmd version //p' | head -n 1)")}"; else echo null; fi),
   "capture_tool": $([ "${CAPTURE_TOOL:-0}" = 1 ] && echo true || echo false),
   "stats_sampler": $([ "${STATS:-0}" = 1 ] && echo true || echo false),
   "trace_dir": "trace"

@@ -12,6 +12,13 @@
 # workload's phase markers) and README.md (README_TEXT_FILE if given,
 # followed by a generated summary of kernel, knobs and workload).
 # Fails if the trace has discarded events or the tarball exceeds 2 MB.
+# A run.sh --trace-cmd run also gives trace.dat.xz (converted to trace-cmd
+# file version 6, see below) and ftrace-text.txt.xz (each at most 2 MB), tracecmd-counts.txt (event lines of `trace-cmd
+# report` per event) and text-counts.txt (event lines of the text per
+# event; syscall lines "sys_X(" / "sys_X ->" as sys_enter_X / sys_exit_X).
+# A run.sh --perf run also gives perf-ctf.tar.xz (perf data convert
+# --to-ctf of perf.data, as perf-ctf/...) and perf-counts.txt
+# (babeltrace2's counts of it).
 
 set -Eeuo pipefail
 [ $# -ge 2 ] || { sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 2; }
@@ -41,6 +48,32 @@ rm -f "$DEST/.bt.err"
 python3 "$(dirname "${BASH_SOURCE[0]}")/lab-manifest.py" "$SRC/manifest.json" \
 	>"$DEST/manifest.json"
 cp "$SRC/console.log" "$DEST/console.log"
+rm -f "$DEST/perf-ctf.tar.xz" "$DEST/perf-counts.txt"
+if [ -d "$SRC/perf-ctf" ]; then
+	XZ_OPT=-9e tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
+		-C "$SRC" -cJf "$DEST/perf-ctf.tar.xz" perf-ctf
+	babeltrace2 "$SRC/perf-ctf" 2>/dev/null | awk '{ sub(/:$/, "", $3); print $3 }' | sort | uniq -c |
+		sort -k1,1nr -k2 >"$DEST/perf-counts.txt"
+fi
+if [ -f "$SRC/trace.dat" ] && [ -f "$SRC/ftrace-text.txt" ]; then
+	# trace-cmd 3.1 writes file version 7 with compressed sections,
+	# which xz cannot shrink; the fixture keeps the same recording
+	# converted to version 6 (uncompressed; what trace-cmd < 3.0 writes).
+	trace-cmd convert --file-version 6 -i "$SRC/trace.dat" -o "$DEST/trace.dat" >/dev/null
+	xz -9e -f "$DEST/trace.dat"
+	xz -9e -c "$SRC/ftrace-text.txt" >"$DEST/ftrace-text.txt.xz"
+	for f in trace.dat ftrace-text.txt; do
+		fsize=$(stat -c %s "$DEST/$f.xz")
+		[ "$fsize" -le "$MAX" ] || { echo "$f.xz is $fsize bytes (> 2 MB): shorten the workload" >&2; exit 1; }
+	done
+	trace-cmd report -i "$SRC/trace.dat" 2>/dev/null |
+		sed -n -E 's/^ *.*-[0-9]+ +\[[0-9]+\] +([^ ]+ +)?[0-9]+\.[0-9]+: ([A-Za-z0-9_]+):.*/\2/p' |
+		sort | uniq -c | sort -k1,1nr -k2 >"$DEST/tracecmd-counts.txt"
+	grep -v '^#' "$SRC/ftrace-text.txt" |
+		sed -n -E 's/^ *.*-[0-9]+ +\[[0-9]+\] +[^ ]+ +[0-9]+\.[0-9]+: ([A-Za-z0-9_]+)(:|\(| -> ).*/\1\2/p' |
+		sed -E 's/^sys_(.*)\($/sys_enter_\1/; s/^sys_(.*) -> $/sys_exit_\1/; s/:$//' |
+		sort | uniq -c | sort -k1,1nr -k2 >"$DEST/text-counts.txt"
+fi
 
 field() { sed -n -E "s/^  \"$1\": \"?([^\"]*[^\",])\"?,?\$/\1/p" "$SRC/manifest.json" | head -n 1; }
 field_or_none() { local v; v=$(field "$1"); echo "${v:-none}"; }

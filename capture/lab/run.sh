@@ -23,6 +23,22 @@
 #                         files) beside trace/; patched kernel only.  Check
 #                         with tests/lab/ftrace_vs_lttng.py DIR
 #   --ftrace-kb N         ftrace buffer_size_kb per CPU (default 65536)
+#   --trace-cmd           also record the stock kernel's KVM events with
+#                         ftrace in the same run, two ways: `trace-cmd record
+#                         -C mono` into trace.dat (events: kvm kvmmmu and the
+#                         ioctl/mprotect/madvise syscalls) and a tracefs
+#                         instance "mmrtext" with the same events whose
+#                         `trace` file is saved as ftrace-text.txt (its
+#                         buffer: --ftrace-kb per CPU); plus trace-report.txt
+#                         (`trace-cmd report` on the host).  Stock or patched
+#                         kernel; not with --ftrace (one top-level buffer).
+#                         The rootfs needs trace-cmd (build.sh installs it)
+#   --perf                also record the same events with `perf record -a
+#                         -k mono` (perf.data), converted on the host by
+#                         `perf data convert --to-ctf` into perf-ctf/ (+
+#                         perf-counts.txt: babeltrace2's counts of it).
+#                         Stock or patched kernel; with or without
+#                         --trace-cmd.  The rootfs needs linux-perf
 #   --ust                 run the UST-enabled variant of the workload
 #                         (WORKLOAD-ust, `make -C capture/workloads ust`:
 #                         bgsnapshot only, latprobe samples as
@@ -76,6 +92,7 @@ case $1 in -h|--help) usage; exit 0 ;; esac
 WORKLOAD=$1
 shift
 KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
+TRACECMD=0 PERF=0
 CAPTURE_TOOL=0 CAPTURE_ARGS=() STATS=0
 KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
 while [ $# -gt 0 ]; do
@@ -88,6 +105,8 @@ while [ $# -gt 0 ]; do
 	--timeout) TIMEOUT=${2:?}; shift 2 ;;
 	--ftrace) FTRACE=1; shift ;;
 	--ftrace-kb) FTRACE_KB=${2:?}; shift 2 ;;
+	--trace-cmd) TRACECMD=1; shift ;;
+	--perf) PERF=1; shift ;;
 	--ust) UST=1; shift ;;
 	--ust-buf-mb) UST_BUF_MB=${2:?}; shift 2 ;;
 	--capture-tool) CAPTURE_TOOL=1; shift ;;
@@ -113,6 +132,8 @@ case $KERNEL in stock|patched) ;; *) echo "run.sh: --kernel stock|patched" >&2; 
 [ "$BUF_MB" -ge 8 ] || { echo "run.sh: --buf-mb must be >= 8" >&2; exit 2; }
 [ "$FTRACE" -eq 0 ] || [ "$KERNEL" = patched ] ||
 	{ echo "run.sh: --ftrace needs --kernel patched (the new events)" >&2; exit 2; }
+[ "$FTRACE" -eq 0 ] || [ "$TRACECMD" -eq 0 ] ||
+	{ echo "run.sh: --ftrace and --trace-cmd both want the top-level ftrace buffer" >&2; exit 2; }
 if ! [[ $FTRACE_KB =~ ^[0-9]+$ ]] || [ "$FTRACE_KB" -lt 64 ] || [ "$FTRACE_KB" -gt 262144 ]; then
 	echo "run.sh: --ftrace-kb must be 64..262144" >&2; exit 2
 fi
@@ -219,6 +240,26 @@ FTRACE_EVENTS=
 kvm/kvm_remote_tlb_flush kvm/kvm_memslot_change kvmmmu/kvm_mmu_unmap_gfn_range
 kvmmmu/kvm_mmu_nx_recovery_begin kvmmmu/kvm_mmu_nx_recovery_end
 kvmmmu/kvm_mmu_nx_recover_page kvmmmu/kvm_mmu_fault_lock_wait"
+# The stock kernel's KVM events as trace-cmd -e arguments (README.md,
+# "Recording on a stock host", lists the same set).
+TRACECMD_EVENTS=
+[ "$TRACECMD" -eq 0 ] || TRACECMD_EVENTS="kvm kvmmmu
+syscalls:sys_enter_ioctl syscalls:sys_exit_ioctl syscalls:sys_enter_mprotect
+syscalls:sys_exit_mprotect syscalls:sys_enter_madvise syscalls:sys_exit_madvise"
+PERF_EVENTS=
+[ "$PERF" -eq 0 ] || PERF_EVENTS="kvm:* kvmmmu:*
+syscalls:sys_enter_ioctl syscalls:sys_exit_ioctl syscalls:sys_enter_mprotect
+syscalls:sys_exit_mprotect syscalls:sys_enter_madvise syscalls:sys_exit_madvise"
+if [ "$PERF" -eq 1 ]; then
+	[ -x "$LAB/rootfs/usr/bin/perf" ] ||
+		die "--perf: no perf in the lab rootfs (rerun capture/lab/build.sh)"
+	command -v perf >/dev/null || die "--perf: no perf on the host (apt-get install linux-perf)"
+fi
+if [ "$TRACECMD" -eq 1 ]; then
+	[ -x "$LAB/rootfs/usr/bin/trace-cmd" ] ||
+		die "--trace-cmd: no trace-cmd in the lab rootfs (rerun capture/lab/build.sh)"
+	command -v trace-cmd >/dev/null || die "--trace-cmd: no trace-cmd on the host (scripts/setup.sh)"
+fi
 {
 	printf 'WORKLOAD=%q\n' "$WORKLOAD"
 	printf 'WORKLOAD_ARGS=%q\n' "${WARGS[*]}"
@@ -232,6 +273,8 @@ kvmmmu/kvm_mmu_nx_recover_page kvmmmu/kvm_mmu_fault_lock_wait"
 	printf 'TIMEOUT=%q\n' "$TIMEOUT"
 	printf 'FTRACE_EVENTS=%q\n' "${FTRACE_EVENTS//$'\n'/ }"
 	printf 'FTRACE_KB=%q\n' "$FTRACE_KB"
+	printf 'TRACECMD_EVENTS=%q\n' "${TRACECMD_EVENTS//$'\n'/ }"
+	printf 'PERF_EVENTS=%q\n' "${PERF_EVENTS//$'\n'/ }"
 	printf 'WORKLOAD_BIN=%q\n' "$BIN"
 	printf 'UST=%q\nUST_EVENTS=%q\nUST_BUF_MB=%q\n' "$UST" 'mmureplay:*' "$UST_BUF_MB"
 	printf 'CAPTURE_TOOL=%q\nCAPTURE_ARGS=%q\n' "$CAPTURE_TOOL" "${CAPTURE_ARGS[*]}"
@@ -248,7 +291,9 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 rm -rf "$OUT/trace" "$OUT/manifest.json" "$OUT/lab-manifest.json" "$OUT/console.log" "$OUT/workload.log" \
 	"$OUT/serial.log" "$OUT/event-counts.txt" "$OUT/verify.txt" \
-	"$OUT/ftrace.txt" "$OUT/ftrace-stats.txt"
+	"$OUT/ftrace.txt" "$OUT/ftrace-stats.txt" "$OUT/trace.dat" "$OUT/ftrace-text.txt" \
+	"$OUT/trace-report.txt" "$OUT/tracecmd.log" "$OUT/perf.data" "$OUT/perf-ctf" \
+	"$OUT/perf-counts.txt" "$OUT/perf.log"
 T_BOOT=$(date +%s)
 nice -n 10 qemu-system-x86_64 \
 	-accel tcg,thread=multi -cpu max,la57=off -smp 2 -m 2G \
@@ -305,6 +350,26 @@ if [ "$FTRACE" -eq 1 ]; then
 			"(compare: tests/lab/ftrace_vs_lttng.py $OUT)"
 	else
 		echo "    warning: --ftrace but no ftrace.txt (see $OUT/console.log)"
+	fi
+fi
+if [ "$TRACECMD" -eq 1 ]; then
+	if [ -f "$OUT/trace.dat" ] && [ -f "$OUT/ftrace-text.txt" ]; then
+		trace-cmd report -i "$OUT/trace.dat" >"$OUT/trace-report.txt" 2>"$OUT/trace-report.err" ||
+			echo "    warning: trace-cmd report failed (see $OUT/trace-report.err)"
+		echo "    trace-cmd: $(grep -c -v '^ *cpus=' "$OUT/trace-report.txt") lines in trace-report.txt," \
+			"$(grep -c -v '^#' "$OUT/ftrace-text.txt") in ftrace-text.txt"
+	else
+		echo "    warning: --trace-cmd but no trace.dat / ftrace-text.txt (see $OUT/console.log)"
+	fi
+fi
+if [ "$PERF" -eq 1 ]; then
+	if [ -f "$OUT/perf.data" ] &&
+		perf data convert --to-ctf "$OUT/perf-ctf" -i "$OUT/perf.data" >>"$OUT/perf.log" 2>&1; then
+		babeltrace2 "$OUT/perf-ctf" 2>>"$OUT/perf.log" | awk '{ sub(/:$/, "", $3); print $3 }' | sort | uniq -c |
+			sort -k1,1nr -k2 >"$OUT/perf-counts.txt" || true
+		echo "    perf: $(awk '{ n += $1 } END { print n + 0 }' "$OUT/perf-counts.txt") events in perf-ctf/"
+	else
+		echo "    warning: --perf but no perf.data or no CTF from it (see $OUT/perf.log)"
 	fi
 fi
 echo "run.sh: $WORKLOAD ($KERNEL) recorded into $OUT in $(elapsed)s"

@@ -1,0 +1,467 @@
+/*
+ * The capture tables shared by every trace reader (see tables.h).
+ */
+#include "ingest/tables.h"
+
+#include "db/db.h"
+#include "util/alloc.h"
+#include "util/log.h"
+#include "util/ptrmap.h"
+#include "util/strpool.h"
+#include "util/u64map.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tables_raw {
+	const char *name;       /* interned */
+	uint64_t count;
+	const char *canonical;  /* table, or NULL */
+	char *note;
+};
+
+struct tables_lost {
+	int64_t stream_id;
+	int is_packets;
+	int has_range;
+	int64_t begin_ns, end_ns;
+	int has_count;
+	uint64_t count;
+};
+
+struct tables_thread {
+	const char *procname;
+};
+
+struct ingest_tables {
+	const struct catalog *cat;
+	struct writer *w;
+	struct ingest_chunk *chunk;
+	struct strpool strings;
+
+	struct ptrmap threads;          /* tid -> tables_thread */
+	struct u64map raw_by_name;      /* interned name -> raw index */
+
+	struct tables_raw *raws;
+	size_t nraws, capraws;
+	struct tables_stream **stream_list;
+	size_t nstreams, capstreams;
+	struct tables_trace **trace_list;
+	size_t ntraces, captraces;
+	struct tables_lost *lost;
+	size_t nlost, caplost;
+	uint64_t lost_events;
+
+	uint64_t seq;
+	int have_base;
+	int64_t ts_base;
+	int64_t last_ns;
+};
+
+struct ingest_tables *tables_create(const struct catalog *cat,
+				    struct writer *w)
+{
+	struct ingest_tables *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->cat = cat;
+	t->w = w;
+	strpool_init(&t->strings);
+	ptrmap_init(&t->threads);
+	u64map_init(&t->raw_by_name);
+	return t;
+}
+
+void tables_destroy(struct ingest_tables *t)
+{
+	size_t i;
+	int j;
+
+	if (!t)
+		return;
+	ptrmap_free_values(&t->threads);
+	u64map_free(&t->raw_by_name);
+	for (i = 0; i < t->nstreams; i++) {
+		free(t->stream_list[i]->name);
+		free(t->stream_list[i]);
+	}
+	for (i = 0; i < t->ntraces; i++) {
+		free(t->trace_list[i]->path);
+		for (j = 0; j < ENV_N; j++)
+			free(t->trace_list[i]->env[j]);
+		free(t->trace_list[i]);
+	}
+	for (i = 0; i < t->nraws; i++)
+		free(t->raws[i].note);
+	free(t->raws);
+	free(t->stream_list);
+	free(t->trace_list);
+	free(t->lost);
+	strpool_free(&t->strings);
+	free(t);
+}
+
+const struct catalog *tables_catalog(const struct ingest_tables *t)
+{
+	return t->cat;
+}
+
+const struct tables_trace *tables_trace_first(const struct ingest_tables *t)
+{
+	return t->ntraces ? t->trace_list[0] : NULL;
+}
+
+char *tables_raw_names(const struct ingest_tables *t)
+{
+	size_t i, len = 1;
+	char *out;
+
+	for (i = 0; i < t->nraws; i++)
+		len += strlen(t->raws[i].name) + 1;
+	out = malloc(len);
+	if (!out)
+		return NULL;
+	out[0] = '\0';
+	for (i = 0; i < t->nraws; i++) {
+		if (i)
+			strcat(out, ",");
+		strcat(out, t->raws[i].name);
+	}
+	return out;
+}
+
+uint64_t tables_event_count(const struct ingest_tables *t)
+{
+	return t->seq;
+}
+
+uint64_t tables_lost_count(const struct ingest_tables *t)
+{
+	return t->lost_events;
+}
+
+int64_t tables_raw(struct ingest_tables *t, const char *name)
+{
+	const char *iname = strpool_intern(&t->strings, name);
+	const struct u64map_slot *known;
+
+	if (!iname)
+		return -1;
+	known = u64map_find(&t->raw_by_name, (uintptr_t)iname);
+	if (known)
+		return (int64_t)known->val;
+	if (ALLOC_GROW(t->raws, t->nraws + 1, t->capraws))
+		return -1;
+	t->raws[t->nraws].name = iname;
+	if (u64map_put(&t->raw_by_name, (uintptr_t)iname, t->nraws) < 0)
+		return -1;
+	return (int64_t)t->nraws++;
+}
+
+void tables_raw_count(struct ingest_tables *t, uint32_t raw)
+{
+	t->raws[raw].count++;
+}
+
+static void raw_note(struct tables_raw *raw, const char *fmt, const char *a,
+		     const char *b)
+{
+	size_t n = strlen(fmt) + strlen(a) + strlen(b) + 1;
+
+	if (raw->note)
+		return;
+	raw->note = malloc(n);
+	if (raw->note)
+		snprintf(raw->note, n, fmt, a, b);
+}
+
+void tables_raw_note(struct ingest_tables *t, uint32_t raw, const char *note)
+{
+	raw_note(&t->raws[raw], "%s%s", note, "");
+}
+
+void tables_class_map(struct ingest_tables *t, struct tables_class *c,
+		      tables_field_find_fn find, const void *cls)
+{
+	struct tables_raw *raw = &t->raws[c->raw_id];
+	const struct catalog_entry *e = catalog_find(t->cat, raw->name);
+	int i, k;
+
+	c->kind = -1;
+	if (!e)
+		return;
+	raw->canonical = e->table;
+	c->ncols = e->ncols;
+	for (i = 0; i < e->ncols; i++) {
+		const struct catalog_column *col = &e->cols[i];
+		enum col_src src = COL_ABSENT;
+		uint64_t m = 0;
+
+		if (col->nfields == 0) {
+			c->col[i].src = COL_CONST;
+			c->col[i].cval = col->const_val;
+			continue;
+		}
+		for (k = 0; k < col->nfields && src == COL_ABSENT; k++)
+			src = find(cls, col->fields[k], &m);
+		c->col[i].src = src;
+		c->col[i].member = m;
+		if (src == COL_ABSENT && col->required) {
+			raw_note(raw, "required field '%s' (column %s) is "
+				 "missing or of an unknown type",
+				 col->fields[0], col->name);
+			log_warn("event %s: field '%s' missing or of an unknown "
+				 "type (unknown event version?): counted, "
+				 "not mapped to %s", raw->name, col->fields[0],
+				 e->table);
+			c->kind = -1;
+			return;
+		}
+	}
+	if (e->store_raw_id) {
+		c->col[c->ncols].src = COL_RAW_ID;
+		c->col[c->ncols].cval = c->raw_id;
+		c->ncols++;
+	}
+	c->kind = (int)(e - t->cat->entries);
+}
+
+struct tables_trace *tables_trace_add(struct ingest_tables *t,
+				      const char *path)
+{
+	struct tables_trace *tr = calloc(1, sizeof(*tr));
+
+	if (!tr || ALLOC_GROW(t->trace_list, t->ntraces + 1, t->captraces) ||
+	    !(tr->path = strdup(path ? path : ""))) {
+		free(tr);
+		return NULL;
+	}
+	tr->id = (int64_t)t->ntraces + 1;
+	t->trace_list[t->ntraces++] = tr;
+	return tr;
+}
+
+struct tables_stream *tables_stream_add(struct ingest_tables *t,
+					struct tables_trace *tr,
+					const char *name)
+{
+	struct tables_stream *ss = calloc(1, sizeof(*ss));
+
+	if (!ss ||
+	    ALLOC_GROW(t->stream_list, t->nstreams + 1, t->capstreams)) {
+		free(ss);
+		return NULL;
+	}
+	ss->trace = tr;
+	ss->id = (int64_t)t->nstreams + 1;
+	ss->name = name ? strdup(name) : NULL;
+	t->stream_list[t->nstreams++] = ss;
+	return ss;
+}
+
+uint64_t tables_seq(struct ingest_tables *t, int64_t ns)
+{
+	if (!t->have_base) {
+		t->have_base = 1;
+		t->ts_base = ns;
+	}
+	t->last_ns = ns;
+	return t->seq++;
+}
+
+int64_t tables_ts(const struct ingest_tables *t, int64_t ns)
+{
+	return ns - t->ts_base;
+}
+
+struct ingest_row *tables_row_next(struct ingest_tables *t)
+{
+	if (!t->chunk)
+		t->chunk = writer_chunk_get(t->w);
+	return &t->chunk->rows[t->chunk->n];
+}
+
+void tables_row_commit(struct ingest_tables *t)
+{
+	if (++t->chunk->n == CHUNK_ROWS) {
+		writer_chunk_submit(t->w, t->chunk);
+		t->chunk = NULL;
+	}
+}
+
+int tables_writer_failed(const struct ingest_tables *t)
+{
+	return writer_failed(t->w);
+}
+
+void tables_flush(struct ingest_tables *t)
+{
+	if (t->chunk && t->chunk->n)
+		writer_chunk_submit(t->w, t->chunk);
+	t->chunk = NULL;
+}
+
+const char *tables_intern(struct ingest_tables *t, const char *s)
+{
+	return strpool_intern(&t->strings, s);
+}
+
+int tables_thread_note(struct ingest_tables *t, int64_t tid,
+		       const char *name, uint64_t seq)
+{
+	struct tables_thread *th = ptrmap_get(&t->threads, (uint64_t)tid);
+	struct ingest_row *r;
+	const char *iname;
+
+	if (th && strcmp(th->procname, name) == 0)
+		return 0;
+	iname = strpool_intern(&t->strings, name);
+	if (!iname)
+		return -1;
+	if (!th) {
+		th = calloc(1, sizeof(*th));
+		if (!th || ptrmap_put(&t->threads, (uint64_t)tid, th) < 0) {
+			free(th);
+			return -1;
+		}
+	}
+	th->procname = iname;
+	r = tables_row_next(t);
+	memset(r, 0, sizeof(*r));
+	r->kind = ROW_KIND_THREAD(t->cat);
+	r->tid = tid;
+	r->seq = (int64_t)seq;
+	r->textmask = 1;
+	r->v[0].text = iname;
+	tables_row_commit(t);
+	return 0;
+}
+
+int tables_lost_add(struct ingest_tables *t, const struct tables_stream *s,
+		    int is_packets, int has_range, int64_t begin_ns,
+		    int64_t end_ns, int has_count, uint64_t count)
+{
+	struct tables_lost *l;
+
+	if (ALLOC_GROW(t->lost, t->nlost + 1, t->caplost))
+		return -1;
+	l = &t->lost[t->nlost++];
+	l->stream_id = s->id;
+	l->is_packets = is_packets;
+	l->has_range = has_range;
+	l->begin_ns = begin_ns;
+	l->end_ns = end_ns;
+	l->has_count = has_count;
+	l->count = count;
+	if (has_count && !is_packets)
+		t->lost_events += count;
+	return 0;
+}
+
+static int store_bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+	return v ? sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC) :
+		sqlite3_bind_null(st, i);
+}
+
+static int store_step(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+enum tables_status tables_store(struct ingest_tables *t, sqlite3 *db)
+{
+	enum tables_status status = TABLES_ERR_SQL;
+	sqlite3_stmt *st = NULL;
+	size_t i;
+	int j;
+
+#define TRACE_ENV_COL(e, key, col) ", " col
+#define TRACE_ENV_PARAM(e, key, col) ",?"
+	if (sqlite3_prepare_v2(db, "INSERT INTO trace (id, path"
+			       TRACE_ENV_LIST(TRACE_ENV_COL) ") VALUES (?,?"
+			       TRACE_ENV_LIST(TRACE_ENV_PARAM) ")", -1, &st,
+			       NULL))
+		goto end;
+	for (i = 0; i < t->ntraces; i++) {
+		struct tables_trace *tr = t->trace_list[i];
+
+		sqlite3_bind_int64(st, 1, tr->id);
+		store_bind_text(st, 2, tr->path);
+		for (j = 0; j < ENV_N; j++)
+			store_bind_text(st, 3 + j, tr->env[j]);
+		if (store_step(st) < 0)
+			goto end;
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "INSERT INTO stream (id, trace_id, name, "
+			       "events) VALUES (?,?,?,?)", -1, &st, NULL))
+		goto end;
+	for (i = 0; i < t->nstreams; i++) {
+		sqlite3_bind_int64(st, 1, t->stream_list[i]->id);
+		sqlite3_bind_int64(st, 2, t->stream_list[i]->trace->id);
+		store_bind_text(st, 3, t->stream_list[i]->name);
+		sqlite3_bind_int64(st, 4, (int64_t)t->stream_list[i]->events);
+		if (store_step(st) < 0)
+			goto end;
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "INSERT INTO raw_event (id, name, count, "
+			       "canonical, note) VALUES (?,?,?,?,?)", -1, &st,
+			       NULL))
+		goto end;
+	for (i = 0; i < t->nraws; i++) {
+		sqlite3_bind_int64(st, 1, (int64_t)i);
+		store_bind_text(st, 2, t->raws[i].name);
+		sqlite3_bind_int64(st, 3, (int64_t)t->raws[i].count);
+		store_bind_text(st, 4, t->raws[i].note ? NULL :
+				t->raws[i].canonical);
+		store_bind_text(st, 5, t->raws[i].note);
+		if (store_step(st) < 0)
+			goto end;
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "INSERT INTO lost (stream_id, kind, "
+			       "begin_ts, end_ts, count) VALUES (?,?,?,?,?)",
+			       -1, &st, NULL))
+		goto end;
+	for (i = 0; i < t->nlost; i++) {
+		struct tables_lost *l = &t->lost[i];
+
+		sqlite3_bind_int64(st, 1, l->stream_id);
+		store_bind_text(st, 2, l->is_packets ? "packets" : "events");
+		if (l->has_range) {
+			sqlite3_bind_int64(st, 3, l->begin_ns - t->ts_base);
+			sqlite3_bind_int64(st, 4, l->end_ns - t->ts_base);
+		} else {
+			sqlite3_bind_null(st, 3);
+			sqlite3_bind_null(st, 4);
+		}
+		if (l->has_count)
+			sqlite3_bind_int64(st, 5, (int64_t)l->count);
+		else
+			sqlite3_bind_null(st, 5);
+		if (store_step(st) < 0)
+			goto end;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (db_meta_set_int(db, "ts_base_ns", t->ts_base) != DB_OK ||
+	    db_meta_set_int(db, "events", (int64_t)t->seq) != DB_OK ||
+	    db_meta_set_int(db, "last_ts", t->last_ns - t->ts_base) != DB_OK ||
+	    db_meta_set_int(db, "lost_events",
+			    (int64_t)t->lost_events) != DB_OK)
+		goto end;
+	status = TABLES_OK;
+end:
+	if (status != TABLES_OK)
+		log_error("%s: cannot store capture tables: %s",
+			  sqlite3_db_filename(db, "main"), sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return status;
+}
