@@ -31,11 +31,11 @@ one directory up).  Checks:
     largest is unbounded (a vCPU of the TCG lab descheduled between
     two probes: 35 ms seen);
   - the summary totals are the same; `mmureplay fidelity` passes on the
-    ftrace DBs and observes LTTng's figures.  (On this run it fails on
-    LTTng's own recording: 4 faults traced on leaves the model holds
-    present, which the ftrace DBs' order does not give; the same rows,
-    timestamps a few microseconds later.  Printed, not asserted: it is
-    the replay's verdict on the oracle, not a property of ingest.)
+    ftrace DBs and on LTTng's, and the ftrace DBs observe LTTng's
+    figures.  (LTTng's timestamps, a few microseconds later, put 4
+    faults before the first traced zap of their stock recovery batch:
+    the zap explains them, as the replay allows until the faulting vCPU
+    traces anything else.)
     perf's DB is checked to run the self-check, not for its verdict: it
     holds two records twice, and perf data convert keeps no process
     names, so the stock inferences that need the NX recovery worker's
@@ -389,8 +389,10 @@ def fidelity(db):
 
 
 fl = fidelity(dbs["lttng"])
-print("fidelity on LTTng: ok %s, observed %s, predicted %s"
-      % (fl and fl["ok"], fl and fl["observed"], fl and fl["predicted"]))
+# LTTng's timestamps come 2-4 us later than ftrace's: 4 faults precede
+# the first traced zap of their recovery batch there (stock: no begin
+# event), explained by that zap (nx_recovery_batch exemption).
+check(fl and fl["ok"] and fl["rc"] == 0, "fidelity on LTTng fails: %s" % fl)
 for k in ("dat", "text"):
     f = fidelity(dbs[k])
     check(f and f["ok"] and f["rc"] == 0, "fidelity on %s fails: %s"

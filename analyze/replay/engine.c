@@ -200,6 +200,8 @@ static void handle(struct engine *e, const struct model_event *ev)
 	if (!t)
 		return;
 	e->res->events++;
+	if (t->npending_next)
+		fault_pending_thread_event(e, t);
 	switch (ev->kind) {
 	case MEV_SPTE_CHANGE:
 		engine_on_spte(e, t, ev);

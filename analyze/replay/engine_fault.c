@@ -7,6 +7,7 @@
 #include "replay/engine_int.h"
 
 #include "util/alloc.h"
+#include "util/assert.h"
 
 static int permits(const struct spte_format *f, uint64_t spte, uint64_t err)
 {
@@ -25,11 +26,42 @@ static int pending_live(const struct engine *e, const struct pending_fault *p)
 	    p->pend_window->ctx_seq == p->pend_window_seq)
 		return 1;
 	if ((p->pend_reasons & (1u << EXEMPT_NX_BATCH)) &&
-	    e->batch.batch_active &&
-	    e->batch.batch_first_seq == p->pend_batch_seq)
+	    (p->pend_next_batch || (e->batch.batch_active &&
+				    e->batch.batch_first_seq ==
+				    p->pend_batch_seq)))
 		return 1;
 	return (p->pend_reasons & (1u << EXEMPT_SET_REGION)) &&
 		e->setregion_threads > 0;
+}
+
+static void pending_remove(struct engine *e, size_t i)
+{
+	struct pending_fault *p = &e->pending[i];
+
+	if (p->pend_next_batch) {
+		struct thread_ctx *t = (struct thread_ctx *)p->pend_next_batch;
+
+		MR_ASSERT_DBG(t->npending_next > 0);
+		t->npending_next--;
+	}
+	*p = e->pending[--e->npending];
+}
+
+void fault_pending_thread_event(struct engine *e, struct thread_ctx *t)
+{
+	size_t i = 0;
+
+	while (i < e->npending) {
+		struct pending_fault *p = &e->pending[i];
+
+		if (p->pend_next_batch != t) {
+			i++;
+			continue;
+		}
+		engine_mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, p->pend_seq,
+				p->pend_ts, p->pend_gfn, 0, 1);
+		pending_remove(e, i);
+	}
 }
 
 void fault_pending_expire(struct engine *e, int all)
@@ -45,7 +77,7 @@ void fault_pending_expire(struct engine *e, int all)
 		}
 		engine_mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, p->pend_seq,
 				p->pend_ts, p->pend_gfn, 0, 1);
-		*p = e->pending[--e->npending];
+		pending_remove(e, i);
 	}
 }
 
@@ -59,8 +91,9 @@ static enum fault_exempt pending_holder(const struct engine *e,
 	    t->ctx_seq == p->pend_window_seq)
 		return EXEMPT_WINDOW;
 	if ((p->pend_reasons & (1u << EXEMPT_NX_BATCH)) && t->is_worker &&
-	    e->batch.batch_active &&
-	    e->batch.batch_first_seq == p->pend_batch_seq)
+	    (p->pend_next_batch || (e->batch.batch_active &&
+				    e->batch.batch_first_seq ==
+				    p->pend_batch_seq)))
 		return EXEMPT_NX_BATCH;
 	if ((p->pend_reasons & (1u << EXEMPT_SET_REGION)) && t->in_setregion)
 		return EXEMPT_SET_REGION;
@@ -95,7 +128,7 @@ void fault_pending_explain(struct engine *e, const struct thread_ctx *t,
 		}
 		e->res->faults_predicted++;
 		e->res->faults_exempt[why]++;
-		*p = e->pending[--e->npending];
+		pending_remove(e, i);
 	}
 }
 
@@ -104,8 +137,9 @@ void fault_pending_explain(struct engine *e, const struct thread_ctx *t,
  * that removed the permission may still be traced (enum fault_exempt):
  * then it waits for that change.
  */
-static void fault_defer(struct engine *e, const struct model_event *ev,
-			uint64_t gfn, uint64_t err)
+static void fault_defer(struct engine *e, struct thread_ctx *self,
+			const struct model_event *ev, uint64_t gfn,
+			uint64_t err)
 {
 	struct pending_fault p = {
 		.pend_seq = ev->seq, .pend_gfn = gfn, .pend_err = err,
@@ -126,6 +160,16 @@ static void fault_defer(struct engine *e, const struct model_event *ev,
 	}
 	if (e->setregion_threads)
 		p.pend_reasons |= 1u << EXEMPT_SET_REGION;
+	/*
+	 * A stock batch is seen from its first traced zap; the worker wrote
+	 * that SPTE before its tracepoint fired.  Under the write lock it
+	 * is traced before the faulting thread can do anything traced.
+	 */
+	if (!p.pend_reasons && e->opts->n_nx_worker_tids &&
+	    !e->scan->seen[MEV_NX_RECOVERY] && !self->is_worker) {
+		p.pend_reasons |= 1u << EXEMPT_NX_BATCH;
+		p.pend_next_batch = self;
+	}
 	if (!p.pend_reasons || !engine_rule(e, RULE_LATE_CHANGE)) {
 		engine_mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, ev->seq,
 				ev->ts, gfn, 0, 1);
@@ -136,6 +180,8 @@ static void fault_defer(struct engine *e, const struct model_event *ev,
 		return;
 	}
 	e->pending[e->npending++] = p;
+	if (p.pend_next_batch)
+		self->npending_next++;
 }
 
 void engine_on_fault(struct engine *e, struct thread_ctx *t,
@@ -163,7 +209,7 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 	if (!allowed)
 		r->faults_predicted++;
 	else
-		fault_defer(e, ev, gfn, err);
+		fault_defer(e, t, ev, gfn, err);
 	/*
 	 * A huge leaf is zapped by the fault only when the fault maps below
 	 * its level (kvm_tdp_mmu_map(): a large SPTE above goal_level is

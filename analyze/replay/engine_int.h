@@ -103,6 +103,7 @@ struct thread_ctx {
 	int64_t npf_exit_ts;            /* 0: not in an NPF exit */
 	int64_t contention_ts;          /* 0: not waiting for a lock */
 	int in_setregion;               /* KVM_SET_USER_MEMORY_REGION */
+	int npending_next;              /* its faults waiting on a batch */
 };
 
 /* One NX recovery batch: one wake-up of the worker. */
@@ -136,6 +137,10 @@ struct pending_fault {
 	unsigned pend_reasons;          /* 1 << enum fault_exempt */
 	const struct thread_ctx *pend_window;
 	uint64_t pend_window_seq, pend_batch_seq;
+	/* Stock: the batch whose first zap is not traced yet; the faulting
+	 * thread, whose next event ends the wait (a write-locked zap is
+	 * traced under the lock the fault path needs). */
+	const struct thread_ctx *pend_next_batch;
 };
 
 /*
@@ -257,6 +262,9 @@ void fault_pending_explain(struct engine *e, const struct thread_ctx *t,
 /* Judge the pending faults whose exemption ended (all: the trace did)
  * without the change that would explain them: mismatches. */
 void fault_pending_expire(struct engine *e, int all);
+/* Thread t's next event: its faults waiting on a stock batch's first
+ * zap wait no longer. */
+void fault_pending_thread_event(struct engine *e, struct thread_ctx *t);
 /* A fault under the policy at ts (the per-second series too). */
 void overlay_fault(struct engine *e, int64_t ts);
 
