@@ -8,8 +8,9 @@
 #   --kernel stock    Debian 12 rootfs + Debian's own kernel (linux-image-amd64
 #                     from bookworm-security, same version as the host's
 #                     linux-source-6.1) + lttng-modules built against it.
-#   --kernel patched  the rootfs, plus the patched kernel built in
-#                     $MMUREPLAY_CACHE/ks/build (kernel-series/check.sh --full):
+#   --kernel patched  the rootfs, plus the patched kernel from
+#                     $MMUREPLAY_CACHE/ks/6.1/build (kernel-series/check.sh
+#                     --full --kernel 6.1):
 #                     bzImage, its modules and its lttng-modules, staged for
 #                     run.sh (booted with -kernel, no initrd, modules on a
 #                     second disk).
@@ -30,7 +31,7 @@
 #
 # lttng-modules: Debian's lttng-modules-dkms source (apt-get download +
 # dpkg -x; never apt-get install it: its DKMS hook breaks dpkg on 6.1.1xx),
-# with the kernel-series/lttng-modules patches listed in kernel-series/series
+# with the lttng-modules patches listed in kernel-series/linux-6.1/series
 # (hrtimer_start and kvm_entry/kvm_page_fault prototype fixes, the x86 KVM
 # probes in dkms.conf/Kbuild, probes for the TDP MMU and hva-unmap
 # tracepoints and for the mmureplay tracepoints).  For the stock kernel,
@@ -48,8 +49,9 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 CACHE=${MMUREPLAY_CACHE:-$HOME/.cache/mmureplay}
 LAB=$CACHE/lab
-KS=$CACHE/ks
-SERIES_DIR=$TOP/kernel-series
+# The lab runs Linux 6.1: its series and check.sh's cache of that kernel.
+KS=$CACHE/ks/6.1
+SERIES_DIR=$TOP/kernel-series/linux-6.1
 JOBS=${JOBS:-2}
 SUITE=bookworm
 NICE=(nice -n 10)
@@ -160,7 +162,7 @@ LTTNG_VER=$(dpkg-deb -f "$LTTNG_DEB" Version)
 mapfile -t LTTNG_PATCHES < <(awk '$1 == "patch" && $2 == "lttng-modules" { print $3 }' \
 	"$SERIES_DIR/series" 2>/dev/null)
 [ "${#LTTNG_PATCHES[@]}" -gt 0 ] ||
-	die "no lttng-modules patches in kernel-series/series (the lab needs the TDP MMU probes)"
+	die "no lttng-modules patches in kernel-series/linux-6.1/series (the lab needs the TDP MMU probes)"
 PATCH_SUM=$( (echo "$LTTNG_VER"; for p in "${LTTNG_PATCHES[@]}"; do cat "$SERIES_DIR/$p"; done) |
 	sha1sum | cut -c1-12)
 LTTNG_SRC=$LAB/src/lttng-modules-$PATCH_SUM
@@ -287,7 +289,7 @@ all) build_stock=1 build_patched=1 ;;
 auto) build_stock=1 build_patched=$PATCHED_OK ;;
 esac
 if [ "$build_patched" -eq 1 ] && [ "$PATCHED_OK" -eq 0 ]; then
-	die "no patched kernel build in $KS/build (run kernel-series/check.sh --full first)"
+	die "no patched kernel build in $KS/build (run kernel-series/check.sh --full --kernel 6.1 first)"
 fi
 
 if [ "$build_stock" -eq 1 ]; then
