@@ -71,14 +71,42 @@ con.close()
 r = run([mmr, "summary", newer])
 check(r.returncode == 2 and newer in r.stderr and "newer" in r.stderr and
       len(r.stderr.strip().splitlines()) == 1, "newer schema: %r" % r.stderr)
-r = run([mmr, "summary", notrace])
-check(r.returncode == 2 and notrace in r.stderr and
-      len(r.stderr.strip().splitlines()) == 1, "not a DB: %r" % r.stderr)
+# The same failure, the same code, in every command that reads a DB.
+for cmd in ("summary", "fidelity", "replay", "report", "spikes"):
+    for path, what in ((newer, "newer"), (notrace, "not a capture"),
+                       (os.path.join(work, "nope.db"), "No such file")):
+        r = run([mmr, cmd, path])
+        check(r.returncode == 2 and path in r.stderr and what in r.stderr
+              and len(r.stderr.strip().splitlines()) == 1,
+              "%s on %s: %d %r" % (cmd, what, r.returncode, r.stderr))
 
 # Usage errors.
 check(run([mmr, "ingest", good]).returncode == 1, "ingest without -o")
 check(run([mmr, "summary", "--bogus", "x"]).returncode == 1, "bad option")
 check(run([mmr, "frobnicate"]).returncode == 1, "unknown command")
+
+# Option values: typed, ranged, checked before any file is touched (the
+# DB named does not exist: exit 1, not 2), one line naming the option.
+anydb = os.path.join(work, "any.db")
+for args, names, what in (
+        (["fidelity", anydb, "--nx-ratio", "abc"], "--nx-ratio",
+         "not a number"),
+        (["replay", anydb, "--nx-ratio", "4x"], "'4x'", "trailing junk"),
+        (["replay", anydb, "--nx-period=0"], "--nx-period", "below range"),
+        (["replay", anydb, "--nx-period", "99999999999"], "--nx-period",
+         "above range"),
+        (["spikes", anydb, "--top", "65"], "0..64", "--top range"),
+        (["spikes", anydb, "--threshold-us=-3"], "--threshold-us",
+         "negative threshold"),
+        (["spikes", anydb, "--top="], "--top", "empty value"),
+        (["summary", anydb, "--json=yes"], "--json", "flag with a value"),
+        (["fidelity", anydb, "--nx-ratio"], "--nx-ratio", "missing value"),
+        (["report", anydb, "--bogus=1"], "--bogus", "unknown option")):
+    expect_fail(args, 1, names, what)
+# Every command that reads a DB takes it the same way: no DB, two DBs.
+for cmd in ("summary", "fidelity", "replay", "report", "spikes"):
+    expect_fail([cmd], 1, "one DB", cmd + " without a DB")
+    expect_fail([cmd, anydb, anydb], 1, "one DB", cmd + " with two DBs")
 for cmd in ("ingest", "summary"):
     r = run([mmr, cmd, "--help"])
     check(r.returncode == 0 and "Usage: mmureplay " + cmd in r.stdout and
@@ -113,6 +141,15 @@ check(db_rows(cutdb, q % 1) == db_rows(full, q % 1), "cut: cpu 1 intact")
 part, whole = db_rows(cutdb, q % 0), db_rows(full, q % 0)
 check(0 < len(part) < len(whole) and whole[:len(part)] == part,
       "cut: cpu 0 is a prefix (%d of %d)" % (len(part), len(whole)))
+# "--name=VALUE" is "--name VALUE".
+eq, sp = os.path.join(work, "eq.json"), os.path.join(work, "sp.json")
+check(run([mmr, "summary", full, "--json", "--output=" + eq]).returncode
+      == 0 and run([mmr, "summary", full, "--json", "-o", sp]).returncode
+      == 0, "summary --output=FILE")
+check(open(eq).read() == open(sp).read() != "", "--output=FILE is -o FILE")
+r = run([mmr, "spikes", full, "--json", "--top=3"])
+check(r.returncode == 0 and r.stdout == run(
+    [mmr, "spikes", full, "--json", "--top", "3"]).stdout, "--top=3")
 check(u64(-1) == 0xFFFFFFFFFFFFFFFF, "u64 helper")
 
 # -o onto something that is not a regular file: written in place (a

@@ -1,33 +1,98 @@
 /*
  * The mmureplay command line: one binary, one subcommand per pipeline
- * stage.  Each subcommand declares its options in a table (struct
- * cli_option) that drives both parsing and --help, so the two cannot
- * disagree.
+ * stage.
  *
- * Exit codes (documented in --help and the README):
+ * Three tables drive it, so that what is parsed, what is checked and
+ * what --help says cannot disagree:
+ *   - each subcommand's options (struct cli_option): typed, an integer
+ *     option with its range, parsed once by cli_parse() for every
+ *     command ("--name VALUE", "--name=VALUE", "-x VALUE");
+ *   - main.c's commands[], with flags (CLI_NEEDS_DB) that main applies
+ *     before the command runs, so every command that reads a DB takes
+ *     it, opens it and fails on it the same way;
+ *   - CLI_EXIT_LIST below: the exit codes and their meaning, printed by
+ *     every --help.  The README's table says the same
+ *     (tests/test_exit_codes.py compares them).
+ *
+ * Invariants: a command returns an enum cli_exit; an error is one line
+ * on stderr, printed where it is detected; the same failure has the same
+ * code in every command (a DB that cannot be read or queried: INPUT; out
+ * of memory: INTERNAL; a result that cannot be written: OUTPUT).
  */
 #ifndef MMUREPLAY_CLI_CLI_H
 #define MMUREPLAY_CLI_CLI_H
 
 #include <sqlite3.h>
+#include <stdio.h>
 
+/* X(enumerator, code, meaning) */
+#define CLI_EXIT_LIST(X) \
+	X(CLI_EXIT_OK, 0, "success") \
+	X(CLI_EXIT_USAGE, 1, "bad command line: unknown command, option or " \
+	  "name, an option's value missing or out of its range") \
+	X(CLI_EXIT_INPUT, 2, "bad input: missing path, not a trace (CTF, " \
+	  "trace.dat or ftrace text), corrupt metadata or headers, a text " \
+	  "line that does not follow its event's format, not a capture DB, " \
+	  "DB from a newer schema") \
+	X(CLI_EXIT_PARTIAL, 3, "the trace breaks mid-way (e.g. a stream " \
+	  "file or a text copy cut short): what was read is written and " \
+	  "marked truncated") \
+	X(CLI_EXIT_OUTPUT, 4, "the output cannot be written (nothing is " \
+	  "left half-written)") \
+	X(CLI_EXIT_INTERNAL, 5, "internal error (out of memory, babeltrace2 " \
+	  "plugins missing)") \
+	X(CLI_EXIT_CHECK, 6, "the replay self-check is off its tolerance " \
+	  "(what-if withheld)")
+
+#define CLI_EXIT_ENUM_ENTRY(e, code, meaning) e = code,
 enum cli_exit {
-	CLI_EXIT_OK = 0,
-	CLI_EXIT_USAGE = 1,     /* bad command line */
-	CLI_EXIT_INPUT = 2,     /* bad input: missing, not a trace/DB, newer
-				 * schema, corrupt metadata */
-	CLI_EXIT_PARTIAL = 3,   /* trace broken mid-way: result written,
-				 * marked truncated */
-	CLI_EXIT_OUTPUT = 4,    /* cannot write the result */
-	CLI_EXIT_INTERNAL = 5,  /* out of memory, missing babeltrace2 plugin */
-	CLI_EXIT_CHECK = 6,     /* the replay self-check is off tolerance */
+	CLI_EXIT_LIST(CLI_EXIT_ENUM_ENTRY)
+};
+
+enum cli_opt_type {
+	CLI_TYPE_FLAG,          /* no value */
+	CLI_TYPE_STRING,        /* one value; given twice, the last */
+	CLI_TYPE_LIST,          /* repeatable: the values, comma-joined */
+	CLI_TYPE_INT,           /* a decimal integer in [min, max] */
 };
 
 struct cli_option {
 	const char *name;       /* long name without "--" */
 	char short_name;        /* 0: none */
-	const char *arg;        /* NULL: a flag */
+	enum cli_opt_type type;
+	const char *arg;        /* the value's name in --help */
 	const char *help;
+	long long min, max;     /* CLI_TYPE_INT */
+};
+
+#define CLI_FLAG(l, s, h) { (l), (s), CLI_TYPE_FLAG, NULL, (h), 0, 0 }
+#define CLI_STRING(l, s, a, h) { (l), (s), CLI_TYPE_STRING, (a), (h), 0, 0 }
+#define CLI_LIST(l, s, a, h) { (l), (s), CLI_TYPE_LIST, (a), (h), 0, 0 }
+#define CLI_INT(l, s, a, lo, hi, h) \
+	{ (l), (s), CLI_TYPE_INT, (a), (h), (lo), (hi) }
+/* -o FILE of every command that writes a result (cli_output()). */
+#define CLI_OUTPUT CLI_STRING("output", 'o', "FILE", \
+			      "write to FILE (temp + rename) instead of stdout")
+#define CLI_END { NULL, 0, CLI_TYPE_FLAG, NULL, NULL, 0, 0 }
+
+/* Options one command may have (its table, CLI_END excluded). */
+#define CLI_MAX_OPTIONS 16
+
+/* What main hands a command: its options, parsed, and its DB. */
+struct cli_args {
+	/* Option i as given ("" for a flag), NULL when absent. */
+	const char *str[CLI_MAX_OPTIONS];
+	long long num[CLI_MAX_OPTIONS];         /* CLI_TYPE_INT: the value */
+	char **pos;                             /* positional arguments */
+	int npos;
+	const char *path;                       /* CLI_NEEDS_DB: the DB */
+	sqlite3 *db;                            /* open; main closes it */
+};
+
+/* commands[] flags (main.c), applied before the command runs. */
+enum cli_command_flags {
+	CLI_NEEDS_DB = 1 << 0,  /* exactly one positional DB, opened */
+	CLI_DB_WRITE = 1 << 1,  /* ... read-write (default read-only) */
 };
 
 struct cli_command {
@@ -35,25 +100,33 @@ struct cli_command {
 	const char *usage;      /* after "mmureplay NAME " */
 	const char *summary;    /* one line */
 	const char *details;    /* paragraph(s) for --help */
-	const struct cli_option *options;   /* terminated by name == NULL */
-	int (*run)(int argc, char **argv);
+	const struct cli_option *options;   /* ends with CLI_END */
+	int (*run)(struct cli_args *a);     /* an enum cli_exit */
 };
 
-/*
- * Parse argv against cmd->options.  On return values[i] holds the
- * argument of option i ("" for a given flag, NULL if absent) and the
- * positional arguments are moved to argv[0..*npos).  Returns -1 after
- * printing a usage error, 1 when --help was printed, 0 otherwise.
- */
-int cli_parse(const struct cli_command *cmd, int argc, char **argv,
-	      const char **values, int *npos);
+enum cli_parse_status {
+	CLI_PARSE_OK = 0,
+	CLI_PARSE_HELP,         /* --help was printed */
+	CLI_PARSE_ERROR,        /* a usage error was printed */
+};
+
+/* Parse argv against cmd->options into *a (positionals: a->pos). */
+enum cli_parse_status cli_parse(const struct cli_command *cmd, int argc,
+				char **argv, struct cli_args *a);
 void cli_help(const struct cli_command *cmd);
+
+/* Writes res as text, naming the DB it came from. */
+typedef void cli_text_fn(FILE *out, const void *res, const char *db_path);
 /*
- * The command's one positional DB argument (npos of them were given),
- * opened; CLI_EXIT_OK, or the exit status after the error was printed.
+ * A command's result to path (NULL or "-": stdout), whole or not at all:
+ * json (malloc'd, freed here; NULL: out of memory) when as_json, else
+ * text(res).  A CLI_EXIT_*, after the error was printed.
  */
-int cli_open_db(const struct cli_command *cmd, int npos, char **argv,
-		int read_only, sqlite3 **db);
+int cli_output(const char *path, int as_json, char *json,
+	       cli_text_fn *text, const void *res, const char *db_path);
+
+/* summary_compute()'s status as an exit code (metrics/summary.h). */
+int cli_exit_summary(int summary_status);
 
 extern const struct cli_command cli_cmd_ingest;
 extern const struct cli_command cli_cmd_summary;

@@ -4,37 +4,36 @@
  */
 #include "cli/cli.h"
 
-#include "db/db.h"
 #include "metrics/fidelity.h"
 #include "replay/capture_info.h"
 #include "replay/engine.h"
 #include "report/report.h"
 #include "util/log.h"
-#include "util/outfile.h"
 
+#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 enum { OPT_JSON, OPT_OUTPUT, OPT_POLICY, OPT_RATIO, OPT_RULE_OFF, OPT_N };
 
 static const struct cli_option options[] = {
-	[OPT_JSON] = { "json", 0, NULL, "JSON instead of a text table" },
-	[OPT_OUTPUT] = { "output", 'o', "FILE",
-			 "write to FILE (temp + rename) instead of stdout" },
-	[OPT_POLICY] = { "recorded-policy", 0, "NAME",
-			 "the policy the trace was recorded with (default: "
-			 "from the manifest's knobs, else baseline)" },
-	[OPT_RATIO] = { "nx-ratio", 0, "N",
-			"NX recovery ratio the trace ran with (default: "
-			"from the manifest; unknown: batch sizes unchecked)" },
-	[OPT_RULE_OFF] = { "rule-off", 0, "NAME[,NAME]",
-			   "for tests: switch model rules off, to see the "
-			   "self-check notice (names: engine.h)" },
-	[OPT_N] = { NULL, 0, NULL, NULL },
+	[OPT_JSON] = CLI_FLAG("json", 0, "JSON instead of a text table"),
+	[OPT_OUTPUT] = CLI_OUTPUT,
+	[OPT_POLICY] = CLI_STRING("recorded-policy", 0, "NAME",
+				  "the policy the trace was recorded with "
+				  "(default: from the manifest's knobs, else "
+				  "baseline)"),
+	[OPT_RATIO] = CLI_INT("nx-ratio", 0, "N", 1, UINT_MAX,
+			      "NX recovery ratio the trace ran with (default: "
+			      "from the manifest; unknown: batch sizes "
+			      "unchecked)"),
+	[OPT_RULE_OFF] = CLI_LIST("rule-off", 0, "NAME[,NAME]",
+				  "for tests: switch model rules off, to see "
+				  "the self-check notice (names: engine.h)"),
+	[OPT_N] = CLI_END,
 };
 
-static int run(int argc, char **argv);
+static int run(struct cli_args *a);
 
 const struct cli_command cli_cmd_fidelity = {
 	.name = "fidelity",
@@ -167,70 +166,61 @@ static int rules_parse(const char *arg, unsigned *mask)
 	return 0;
 }
 
-static int run(int argc, char **argv)
+struct fidelity_output {
+	const struct fidelity *fid;
+	const struct replay_result *res;
+};
+
+static void text(FILE *out, const void *f, const char *db_path)
 {
-	const char *v[OPT_N];
+	const struct fidelity_output *o = f;
+
+	report_fidelity_text(out, o->fid, o->res, db_path);
+}
+
+static int run(struct cli_args *a)
+{
 	const struct policy *pol = NULL;
 	struct capture_info ci;
 	struct replay_result res = { 0 };
 	struct fidelity fid;
-	struct outfile out = { 0 };
-	sqlite3 *db = NULL;
-	char *json = NULL;
+	struct fidelity_output fo = { &fid, &res };
 	unsigned rules_off = 0;
-	int npos, rc;
+	int rc = CLI_EXIT_USAGE;
 
-	rc = cli_parse(&cli_cmd_fidelity, argc, argv, v, &npos);
-	if (rc)
-		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-	if (v[OPT_RULE_OFF] && rules_parse(v[OPT_RULE_OFF], &rules_off) < 0)
-		return CLI_EXIT_USAGE;
-	if (v[OPT_POLICY] && !(pol = policy_find(v[OPT_POLICY]))) {
-		fprintf(stderr, "mmureplay fidelity: unknown policy '%s'\n",
-			v[OPT_POLICY]);
-		return CLI_EXIT_USAGE;
-	}
-	rc = cli_open_db(&cli_cmd_fidelity, npos, argv, 1, &db);
-	if (rc != CLI_EXIT_OK)
+	if (a->str[OPT_RULE_OFF] &&
+	    rules_parse(a->str[OPT_RULE_OFF], &rules_off) < 0)
 		goto end;
+	if (a->str[OPT_POLICY] && !(pol = policy_find(a->str[OPT_POLICY]))) {
+		fprintf(stderr, "mmureplay fidelity: unknown policy '%s'\n",
+			a->str[OPT_POLICY]);
+		goto end;
+	}
 	if (pol) {
 		rc = CLI_EXIT_INPUT;
-		if (capture_info_read(db, &ci) < 0)
+		if (capture_info_read(a->db, &ci) < 0)
 			goto end;
 		ci.recorded = pol;
 	} else {
-		rc = cli_recorded_policy(db, argv[0], &ci);
+		rc = cli_recorded_policy(a->db, a->path, &ci);
 		if (rc != CLI_EXIT_OK)
 			goto end;
 	}
-	if (v[OPT_RATIO])
-		ci.nx_ratio = strtoll(v[OPT_RATIO], NULL, 10);
-	rc = cli_replay_one(db, argv[0], &ci, ci.recorded, rules_off, &res);
+	if (a->str[OPT_RATIO])
+		ci.nx_ratio = a->num[OPT_RATIO];
+	rc = cli_replay_one(a->db, a->path, &ci, ci.recorded, rules_off,
+			    &res);
 	if (rc != CLI_EXIT_OK)
 		goto end;
 	fidelity_compute(&res, fidelity_default_tolerance, &fid);
-	cli_capture_damage(&ci, argv[0], &fid);
-	rc = CLI_EXIT_OUTPUT;
-	if (outfile_open(&out, v[OPT_OUTPUT] ? v[OPT_OUTPUT] : "-") < 0)
-		goto end;
-	if (v[OPT_JSON]) {
-		json = report_fidelity_json(&fid, &res, argv[0]);
-		if (!json) {
-			rc = CLI_EXIT_INTERNAL;
-			goto end;
-		}
-		fprintf(out.fp, "%s\n", json);
-	} else {
-		report_fidelity_text(out.fp, &fid, &res, argv[0]);
-	}
-	if (outfile_commit(&out) < 0)
-		goto end;
-	rc = fid.ok ? CLI_EXIT_OK : CLI_EXIT_CHECK;
+	cli_capture_damage(&ci, a->path, &fid);
+	rc = cli_output(a->str[OPT_OUTPUT], a->str[OPT_JSON] != NULL,
+			a->str[OPT_JSON] ?
+			report_fidelity_json(&fid, &res, a->path) : NULL,
+			text, &fo, a->path);
+	if (rc == CLI_EXIT_OK && !fid.ok)
+		rc = CLI_EXIT_CHECK;
 end:
-	outfile_discard(&out);
-	free(json);
 	replay_result_free(&res);
-	if (db)
-		sqlite3_close(db);
 	return rc;
 }

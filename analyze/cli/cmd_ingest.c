@@ -11,14 +11,13 @@
 enum { OPT_OUTPUT, OPT_QUIET, OPT_N };
 
 static const struct cli_option options[] = {
-	[OPT_OUTPUT] = { "output", 'o', "DB",
-			 "capture database to write (required)" },
-	[OPT_QUIET] = { "quiet", 'q', NULL,
-			"no closing line on stderr" },
-	[OPT_N] = { NULL, 0, NULL, NULL },
+	[OPT_OUTPUT] = CLI_STRING("output", 'o', "DB",
+				  "capture database to write (required)"),
+	[OPT_QUIET] = CLI_FLAG("quiet", 'q', "no closing line on stderr"),
+	[OPT_N] = CLI_END,
 };
 
-static int run(int argc, char **argv);
+static int run(struct cli_args *a);
 
 const struct cli_command cli_cmd_ingest = {
 	.name = "ingest",
@@ -45,27 +44,22 @@ const struct cli_command cli_cmd_ingest = {
 	.run = run,
 };
 
-static int run(int argc, char **argv)
+static int run(struct cli_args *a)
 {
-	const char *v[OPT_N];
 	struct ingest_opts opts;
 	struct ingest_result res;
-	int npos, rc;
 
-	rc = cli_parse(&cli_cmd_ingest, argc, argv, v, &npos);
-	if (rc)
-		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-	if (npos == 0 || !v[OPT_OUTPUT]) {
+	if (a->npos == 0 || !a->str[OPT_OUTPUT]) {
 		fprintf(stderr, "mmureplay ingest: need TRACE... and -o DB "
 			"(see --help)\n");
 		return CLI_EXIT_USAGE;
 	}
-	opts.inputs = (const char *const *)argv;
-	opts.ninputs = npos;
-	opts.output = v[OPT_OUTPUT];
+	opts.inputs = (const char *const *)a->pos;
+	opts.ninputs = a->npos;
+	opts.output = a->str[OPT_OUTPUT];
 	switch (ingest_run(&opts, &res)) {
 	case INGEST_OK:
-		if (!v[OPT_QUIET])
+		if (!a->str[OPT_QUIET])
 			fprintf(stderr, "mmureplay: %s: %llu events from %d "
 				"trace(s), %llu lost\n", opts.output,
 				(unsigned long long)res.events, res.ntraces,

@@ -11,10 +11,9 @@
 #include "replay/source.h"
 #include "report/report.h"
 #include "util/log.h"
-#include "util/outfile.h"
 
+#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define MAX_POLICIES 16
@@ -23,23 +22,24 @@ enum { OPT_POLICY, OPT_JSON, OPT_OUTPUT, OPT_RATIO, OPT_PERIOD, OPT_FORCE,
        OPT_N };
 
 static const struct cli_option options[] = {
-	[OPT_POLICY] = { "policy", 'p', "NAME",
-			 "policy to replay (repeatable; default: all)" },
-	[OPT_JSON] = { "json", 0, NULL, "JSON instead of text tables" },
-	[OPT_OUTPUT] = { "output", 'o', "FILE",
-			 "write to FILE (temp + rename) instead of stdout" },
-	[OPT_RATIO] = { "nx-ratio", 0, "N",
-			"NX recovery ratio of the trace (default: manifest)" },
-	[OPT_PERIOD] = { "nx-period", 0, "MS",
-			 "NX recovery period of the trace, ms (default: "
-			 "manifest)" },
-	[OPT_FORCE] = { "force", 0, NULL,
-			"after a failed self-check, give and store the "
-			"what-if anyway, marked unverified (exit 6 still)" },
-	[OPT_N] = { NULL, 0, NULL, NULL },
+	[OPT_POLICY] = CLI_LIST("policy", 'p', "NAME",
+				"policy to replay (repeatable; default: all)"),
+	[OPT_JSON] = CLI_FLAG("json", 0, "JSON instead of text tables"),
+	[OPT_OUTPUT] = CLI_OUTPUT,
+	[OPT_RATIO] = CLI_INT("nx-ratio", 0, "N", 1, UINT_MAX,
+			      "NX recovery ratio of the trace (default: "
+			      "manifest)"),
+	[OPT_PERIOD] = CLI_INT("nx-period", 0, "MS", 1, UINT_MAX,
+			       "NX recovery period of the trace, ms (default: "
+			       "manifest)"),
+	[OPT_FORCE] = CLI_FLAG("force", 0,
+			       "after a failed self-check, give and store the "
+			       "what-if anyway, marked unverified (exit 6 "
+			       "still)"),
+	[OPT_N] = CLI_END,
 };
 
-static int run(int argc, char **argv);
+static int run(struct cli_args *a);
 
 const struct cli_command cli_cmd_replay = {
 	.name = "replay",
@@ -100,35 +100,40 @@ static int policies_parse(const char *arg, const struct policy *recorded,
 	return n;
 }
 
-static int run(int argc, char **argv)
+struct replay_output {
+	const struct replay_metrics *met;
+	int shown;
+	const struct fidelity *fid;
+};
+
+static void text(FILE *out, const void *r, const char *db_path)
 {
-	const char *v[OPT_N];
+	const struct replay_output *o = r;
+
+	report_replay_text(out, o->met, o->shown, o->fid, db_path);
+}
+
+static int run(struct cli_args *a)
+{
+	sqlite3 *db = a->db;
 	const struct policy *pols[MAX_POLICIES];
 	struct replay_result res[MAX_POLICIES];
 	struct replay_metrics met[MAX_POLICIES];
 	struct fidelity fid;
 	struct capture_info ci;
-	struct outfile out = { 0 };
-	sqlite3 *db = NULL;
-	char *json = NULL;
+	struct replay_output ro = { met, 0, &fid };
 	double duration;
-	int npos, rc, n, i, shown, done = 0;
+	int rc, n, i, shown, done = 0;
 
 	memset(res, 0, sizeof(res));
-	rc = cli_parse(&cli_cmd_replay, argc, argv, v, &npos);
-	if (rc)
-		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-	rc = cli_open_db(&cli_cmd_replay, npos, argv, 0, &db);
+	rc = cli_recorded_policy(db, a->path, &ci);
 	if (rc != CLI_EXIT_OK)
 		goto end;
-	rc = cli_recorded_policy(db, argv[0], &ci);
-	if (rc != CLI_EXIT_OK)
-		goto end;
-	if (v[OPT_RATIO])
-		ci.nx_ratio = strtoll(v[OPT_RATIO], NULL, 10);
-	if (v[OPT_PERIOD])
-		ci.nx_period_ms = strtoll(v[OPT_PERIOD], NULL, 10);
-	n = policies_parse(v[OPT_POLICY], ci.recorded, pols);
+	if (a->str[OPT_RATIO])
+		ci.nx_ratio = a->num[OPT_RATIO];
+	if (a->str[OPT_PERIOD])
+		ci.nx_period_ms = a->num[OPT_PERIOD];
+	n = policies_parse(a->str[OPT_POLICY], ci.recorded, pols);
 	if (n < 0) {
 		rc = CLI_EXIT_USAGE;
 		goto end;
@@ -151,23 +156,23 @@ static int run(int argc, char **argv)
 	}
 	if (ci.recorded != &policy_baseline)
 		log_warn("%s: recorded with %s: what-if figures are relative "
-			 "to it", argv[0], ci.recorded->name);
+			 "to it", a->path, ci.recorded->name);
 	duration = (double)db_meta_get_int(db, "last_ts", 0) / 1e9;
 	/* Each policy reads the capture twice: read it from the stream. */
 	if (source_stream_ensure(db) < 0) {
 		rc = CLI_EXIT_OUTPUT;
 		goto end;
 	}
-	rc = cli_replay_policies(db, argv[0], &ci, pols, n, 0, res, &done);
+	rc = cli_replay_policies(db, a->path, &ci, pols, n, 0, res, &done);
 	if (rc != CLI_EXIT_OK)
 		goto end;
 	for (i = 0; i < n; i++)
 		replay_metrics_compute(&res[i], duration, &met[i]);
 	fidelity_compute(&res[0], fidelity_default_tolerance, &fid);
-	cli_capture_damage(&ci, argv[0], &fid);
+	cli_capture_damage(&ci, a->path, &fid);
 	/* A failed self-check leaves only itself: the recorded policy's
 	 * run, no what-if, not even one an earlier replay stored. */
-	if (!fid.ok && !v[OPT_FORCE])
+	if (!fid.ok && !a->str[OPT_FORCE])
 		shown = 0;
 	else
 		shown = n;
@@ -186,28 +191,16 @@ static int run(int argc, char **argv)
 		}
 	if (db_exec(db, "COMMIT") != DB_OK)
 		goto end;
-	if (outfile_open(&out, v[OPT_OUTPUT] ? v[OPT_OUTPUT] : "-") < 0)
-		goto end;
-	if (v[OPT_JSON]) {
-		json = report_replay_json(met, shown, res, &res[0], &fid,
-					  argv[0]);
-		if (!json) {
-			rc = CLI_EXIT_INTERNAL;
-			goto end;
-		}
-		fprintf(out.fp, "%s\n", json);
-	} else {
-		report_replay_text(out.fp, met, shown, &fid, argv[0]);
-	}
-	if (outfile_commit(&out) < 0)
-		goto end;
-	rc = fid.ok ? CLI_EXIT_OK : CLI_EXIT_CHECK;
+	ro.shown = shown;
+	rc = cli_output(a->str[OPT_OUTPUT], a->str[OPT_JSON] != NULL,
+			a->str[OPT_JSON] ?
+			report_replay_json(met, shown, res, &res[0], &fid,
+					   a->path) : NULL,
+			text, &ro, a->path);
+	if (rc == CLI_EXIT_OK && !fid.ok)
+		rc = CLI_EXIT_CHECK;
 end:
-	outfile_discard(&out);
-	free(json);
 	for (i = 0; i < done; i++)
 		replay_result_free(&res[i]);
-	if (db)
-		sqlite3_close(db);
 	return rc;
 }

@@ -4,25 +4,24 @@
  */
 #include "cli/cli.h"
 
-#include "db/db.h"
 #include "metrics/replay_metrics.h"
 #include "metrics/spikes.h"
 #include "metrics/summary.h"
 #include "replay/capture_info.h"
 #include "report/report.h"
-#include "util/outfile.h"
 
 #include <stdio.h>
 
 enum { OPT_OUTPUT, OPT_N };
 
 static const struct cli_option options[] = {
-	[OPT_OUTPUT] = { "output", 'o', "FILE",
-			 "HTML file to write (temp + rename; default stdout)" },
-	[OPT_N] = { NULL, 0, NULL, NULL },
+	[OPT_OUTPUT] = CLI_STRING("output", 'o', "FILE",
+				  "HTML file to write (temp + rename; default "
+				  "stdout)"),
+	[OPT_N] = CLI_END,
 };
 
-static int run(int argc, char **argv);
+static int run(struct cli_args *a);
 
 const struct cli_command cli_cmd_report = {
 	.name = "report",
@@ -36,42 +35,38 @@ const struct cli_command cli_cmd_report = {
 	.run = run,
 };
 
-static int run(int argc, char **argv)
-{
-	const char *v[OPT_N];
-	struct summary s = { 0 };
-	struct capture_info ci;
+struct report_input {
+	struct summary s;
+	struct stored_run *runs;
+	int n;
 	struct spikes sp;
-	struct stored_run *runs = NULL;
-	struct outfile out = { 0 };
-	sqlite3 *db = NULL;
-	int npos, rc, n = 0;
+};
 
-	rc = cli_parse(&cli_cmd_report, argc, argv, v, &npos);
-	if (rc)
-		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-	rc = cli_open_db(&cli_cmd_report, npos, argv, 1, &db);
+static void html(FILE *out, const void *in, const char *db_path)
+{
+	const struct report_input *r = in;
+
+	report_html(out, &r->s, r->runs, r->n, &r->sp, db_path);
+}
+
+static int run(struct cli_args *a)
+{
+	struct report_input r = { 0 };
+	struct capture_info ci;
+	int rc;
+
+	rc = cli_exit_summary(summary_compute(a->db, &r.s));
 	if (rc != CLI_EXIT_OK)
 		goto end;
-	rc = CLI_EXIT_INTERNAL;
-	if (summary_compute(db, &s) != SUMMARY_OK ||
-	    replay_metrics_load(db, &runs, &n) < 0 ||
-	    capture_info_read(db, &ci) < 0 ||
-	    spikes_compute(db, ci.fmt, 0, 10, ci.workers, ci.nworkers,
-			   &sp) < 0)
+	rc = CLI_EXIT_INPUT;
+	if (replay_metrics_load(a->db, &r.runs, &r.n) < 0 ||
+	    capture_info_read(a->db, &ci) < 0 ||
+	    spikes_compute(a->db, ci.fmt, 0, 10, ci.workers, ci.nworkers,
+			   &r.sp) < 0)
 		goto end;
-	rc = CLI_EXIT_OUTPUT;
-	if (outfile_open(&out, v[OPT_OUTPUT] ? v[OPT_OUTPUT] : "-") < 0)
-		goto end;
-	report_html(out.fp, &s, runs, n, &sp, argv[0]);
-	if (outfile_commit(&out) < 0)
-		goto end;
-	rc = CLI_EXIT_OK;
+	rc = cli_output(a->str[OPT_OUTPUT], 0, NULL, html, &r, a->path);
 end:
-	outfile_discard(&out);
-	replay_metrics_free_runs(runs, n);
-	summary_free(&s);
-	if (db)
-		sqlite3_close(db);
+	replay_metrics_free_runs(r.runs, r.n);
+	summary_free(&r.s);
 	return rc;
 }

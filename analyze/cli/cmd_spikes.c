@@ -7,27 +7,25 @@
 #include "metrics/spikes.h"
 #include "replay/capture_info.h"
 #include "report/report.h"
-#include "util/log.h"
-#include "util/outfile.h"
 
+#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 enum { OPT_THRESHOLD, OPT_TOP, OPT_JSON, OPT_OUTPUT, OPT_N };
 
 static const struct cli_option options[] = {
-	[OPT_THRESHOLD] = { "threshold-us", 0, "US",
-			    "a spike is a sample >= US (default: the p99 of "
-			    "its probe phase)" },
-	[OPT_TOP] = { "top", 0, "N", "list the N largest spikes (default "
-		      "10, at most 64)" },
-	[OPT_JSON] = { "json", 0, NULL, "JSON instead of text tables" },
-	[OPT_OUTPUT] = { "output", 'o', "FILE",
-			 "write to FILE (temp + rename) instead of stdout" },
-	[OPT_N] = { NULL, 0, NULL, NULL },
+	[OPT_THRESHOLD] = CLI_INT("threshold-us", 0, "US", 1,
+				  LLONG_MAX / 1000,
+				  "a spike is a sample >= US (default: the "
+				  "p99 of its probe phase)"),
+	[OPT_TOP] = CLI_INT("top", 0, "N", 0, SPIKES_TOP_MAX,
+			    "list the N largest spikes (default 10)"),
+	[OPT_JSON] = CLI_FLAG("json", 0, "JSON instead of text tables"),
+	[OPT_OUTPUT] = CLI_OUTPUT,
+	[OPT_N] = CLI_END,
 };
 
-static int run(int argc, char **argv);
+static int run(struct cli_args *a);
 
 const struct cli_command cli_cmd_spikes = {
 	.name = "spikes",
@@ -46,65 +44,23 @@ const struct cli_command cli_cmd_spikes = {
 	.run = run,
 };
 
-static int run(int argc, char **argv)
+static void text(FILE *out, const void *s, const char *db_path)
 {
-	const char *v[OPT_N];
+	report_spikes_text(out, s, db_path);
+}
+
+static int run(struct cli_args *a)
+{
 	struct capture_info ci;
 	struct spikes s;
-	struct outfile out = { 0 };
-	sqlite3 *db = NULL;
-	char *json = NULL, *end;
-	long long thr = 0, top = 10;
-	int npos, rc;
+	long long thr = a->str[OPT_THRESHOLD] ? a->num[OPT_THRESHOLD] : 0;
+	long long top = a->str[OPT_TOP] ? a->num[OPT_TOP] : 10;
 
-	rc = cli_parse(&cli_cmd_spikes, argc, argv, v, &npos);
-	if (rc)
-		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-	if (v[OPT_THRESHOLD]) {
-		thr = strtoll(v[OPT_THRESHOLD], &end, 10);
-		if (*end || thr <= 0) {
-			fprintf(stderr, "mmureplay spikes: --threshold-us "
-				"wants a positive number of microseconds\n");
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (v[OPT_TOP]) {
-		top = strtoll(v[OPT_TOP], &end, 10);
-		if (*end || top < 0 || top > SPIKES_TOP_MAX) {
-			fprintf(stderr, "mmureplay spikes: --top wants 0..%d\n",
-				SPIKES_TOP_MAX);
-			return CLI_EXIT_USAGE;
-		}
-	}
-	rc = cli_open_db(&cli_cmd_spikes, npos, argv, 1, &db);
-	if (rc != CLI_EXIT_OK)
-		goto end;
-	rc = CLI_EXIT_INPUT;
-	if (capture_info_read(db, &ci) < 0 ||
-	    spikes_compute(db, ci.fmt, thr * 1000, (int)top, ci.workers,
+	if (capture_info_read(a->db, &ci) < 0 ||
+	    spikes_compute(a->db, ci.fmt, thr * 1000, (int)top, ci.workers,
 			   ci.nworkers, &s) < 0)
-		goto end;
-	rc = CLI_EXIT_OUTPUT;
-	if (outfile_open(&out, v[OPT_OUTPUT] ? v[OPT_OUTPUT] : "-") < 0)
-		goto end;
-	if (v[OPT_JSON]) {
-		json = report_spikes_json(&s, argv[0]);
-		if (!json) {
-			log_error("%s: out of memory", argv[0]);
-			rc = CLI_EXIT_INTERNAL;
-			goto end;
-		}
-		fprintf(out.fp, "%s\n", json);
-	} else {
-		report_spikes_text(out.fp, &s, argv[0]);
-	}
-	if (outfile_commit(&out) < 0)
-		goto end;
-	rc = CLI_EXIT_OK;
-end:
-	outfile_discard(&out);
-	free(json);
-	if (db)
-		sqlite3_close(db);
-	return rc;
+		return CLI_EXIT_INPUT;
+	return cli_output(a->str[OPT_OUTPUT], a->str[OPT_JSON] != NULL,
+			  a->str[OPT_JSON] ? report_spikes_json(&s, a->path) :
+			  NULL, text, &s, a->path);
 }

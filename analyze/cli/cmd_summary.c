@@ -3,11 +3,8 @@
  */
 #include "cli/cli.h"
 
-#include "db/db.h"
 #include "metrics/summary.h"
 #include "report/report.h"
-#include "util/log.h"
-#include "util/outfile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +12,12 @@
 enum { OPT_JSON, OPT_OUTPUT, OPT_N };
 
 static const struct cli_option options[] = {
-	[OPT_JSON] = { "json", 0, NULL, "JSON instead of text tables" },
-	[OPT_OUTPUT] = { "output", 'o', "FILE",
-			 "write to FILE (temp + rename) instead of stdout" },
-	[OPT_N] = { NULL, 0, NULL, NULL },
+	[OPT_JSON] = CLI_FLAG("json", 0, "JSON instead of text tables"),
+	[OPT_OUTPUT] = CLI_OUTPUT,
+	[OPT_N] = CLI_END,
 };
 
-static int run(int argc, char **argv);
+static int run(struct cli_args *a);
 
 const struct cli_command cli_cmd_summary = {
 	.name = "summary",
@@ -38,46 +34,23 @@ const struct cli_command cli_cmd_summary = {
 	.run = run,
 };
 
-static int run(int argc, char **argv)
+static void text(FILE *out, const void *s, const char *db_path)
 {
-	const char *v[OPT_N];
-	struct summary s = { 0 };
-	struct outfile out = { 0 };
-	sqlite3 *db = NULL;
-	char *json = NULL;
-	int npos, rc;
+	report_summary_text(out, s, db_path);
+}
 
-	rc = cli_parse(&cli_cmd_summary, argc, argv, v, &npos);
-	if (rc)
-		return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-	rc = cli_open_db(&cli_cmd_summary, npos, argv, 1, &db);
+static int run(struct cli_args *a)
+{
+	struct summary s = { 0 };
+	int rc;
+
+	rc = cli_exit_summary(summary_compute(a->db, &s));
 	if (rc != CLI_EXIT_OK)
 		goto end;
-	rc = CLI_EXIT_INTERNAL;
-	if (summary_compute(db, &s) != SUMMARY_OK)
-		goto end;
-	rc = CLI_EXIT_OUTPUT;
-	if (outfile_open(&out, v[OPT_OUTPUT] ? v[OPT_OUTPUT] : "-") < 0)
-		goto end;
-	if (v[OPT_JSON]) {
-		json = report_summary_json(&s, argv[0]);
-		if (!json) {
-			log_error("%s: out of memory", argv[0]);
-			rc = CLI_EXIT_INTERNAL;
-			goto end;
-		}
-		fprintf(out.fp, "%s\n", json);
-	} else {
-		report_summary_text(out.fp, &s, argv[0]);
-	}
-	if (outfile_commit(&out) < 0)
-		goto end;
-	rc = CLI_EXIT_OK;
+	rc = cli_output(a->str[OPT_OUTPUT], a->str[OPT_JSON] != NULL,
+			a->str[OPT_JSON] ? report_summary_json(&s, a->path) :
+			NULL, text, &s, a->path);
 end:
-	outfile_discard(&out);
-	free(json);
 	summary_free(&s);
-	if (db)
-		sqlite3_close(db);
 	return rc;
 }

@@ -1,35 +1,64 @@
 /*
- * mmureplay: entry point, subcommand dispatch and the option parser
+ * mmureplay: entry point, the commands[] table and the option parser
  * shared by every subcommand (see cli.h).
+ *
+ * main parses a command's options, applies its commands[] flags (the DB
+ * it needs, opened with the schema check of db_open()), runs it, and
+ * closes what it opened: a command never opens or closes its DB itself.
  */
 #include "cli/cli.h"
 
 #include "db/db.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const struct cli_command *const commands[] = {
-	&cli_cmd_ingest,
-	&cli_cmd_summary,
-	&cli_cmd_fidelity,
-	&cli_cmd_replay,
-	&cli_cmd_report,
-	&cli_cmd_spikes,
-	NULL,
+static const struct {
+	const struct cli_command *cmd;
+	unsigned flags;                 /* enum cli_command_flags */
+} commands[] = {
+	{ &cli_cmd_ingest, 0 },
+	{ &cli_cmd_summary, CLI_NEEDS_DB },
+	{ &cli_cmd_fidelity, CLI_NEEDS_DB },
+	{ &cli_cmd_replay, CLI_NEEDS_DB | CLI_DB_WRITE },
+	{ &cli_cmd_report, CLI_NEEDS_DB },
+	{ &cli_cmd_spikes, CLI_NEEDS_DB },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+#define CLI_EXIT_HELP_ENTRY(e, code, meaning) [code] = meaning,
+static const char *const exit_meanings[] = {
+	CLI_EXIT_LIST(CLI_EXIT_HELP_ENTRY)
 };
 
-static const char exit_codes[] =
-	"Exit status:\n"
-	"  0  success\n"
-	"  1  bad command line\n"
-	"  2  bad input (missing path, not a CTF trace, corrupt metadata,\n"
-	"     not a capture DB, DB from a newer mmureplay)\n"
-	"  3  the trace breaks mid-way: what was read is written and marked\n"
-	"     truncated\n"
-	"  4  cannot write the output (nothing is left half-written)\n"
-	"  5  internal error (out of memory, babeltrace2 plugins missing)\n"
-	"  6  the replay self-check (fidelity) is off its tolerance\n";
+/* "  N  meaning", wrapped at 72 columns under the meaning. */
+static void exit_codes_print(void)
+{
+	const size_t width = 72 - 5;
+	size_t code, len;
+	const char *s;
+
+	printf("Exit status:\n");
+	for (code = 0; code < sizeof(exit_meanings) / sizeof(*exit_meanings);
+	     code++) {
+		printf("  %zu  ", code);
+		for (s = exit_meanings[code]; *s; s += len) {
+			len = strlen(s);
+			if (len > width) {
+				len = width;
+				while (len > 0 && s[len] != ' ')
+					len--;
+			}
+			printf("%.*s\n", (int)len, s);
+			while (s[len] == ' ')
+				len++;
+			if (s[len])
+				printf("     ");
+		}
+	}
+}
 
 void cli_help(const struct cli_command *cmd)
 {
@@ -42,123 +71,180 @@ void cli_help(const struct cli_command *cmd)
 		printf("\n%s", cmd->details);
 	printf("\nOptions:\n");
 	for (o = cmd->options; o->name; o++) {
+		const char *sep = o->arg ? " " : "", *arg = o->arg ? o->arg : "";
+
 		if (o->short_name)
 			snprintf(left, sizeof(left), "-%c, --%s%s%s",
-				 o->short_name, o->name, o->arg ? " " : "",
-				 o->arg ? o->arg : "");
+				 o->short_name, o->name, sep, arg);
 		else
 			snprintf(left, sizeof(left), "    --%s%s%s", o->name,
-				 o->arg ? " " : "", o->arg ? o->arg : "");
+				 sep, arg);
 		printf("  %-24s %s\n", left, o->help);
 	}
-	printf("  %-24s %s\n\n%s", "-h, --help", "show this help",
-	       exit_codes);
+	printf("  %-24s %s\n\n", "-h, --help", "show this help");
+	exit_codes_print();
 }
 
-static const struct cli_option *find_opt(const struct cli_command *cmd,
-					 const char *arg, int *idx)
+/* The option arg names ("--name", "--name=VALUE" or "-x"), or NULL;
+ * *value: what follows '=', else NULL. */
+static const struct cli_option *opt_find(const struct cli_command *cmd,
+					 const char *arg, const char **value)
 {
 	const struct cli_option *o;
+	const char *eq = NULL;
+	size_t len = 0;
 
-	for (o = cmd->options; o->name; o++) {
-		if ((arg[1] == '-' && strcmp(arg + 2, o->name) == 0) ||
-		    (arg[1] != '-' && arg[2] == '\0' && o->short_name &&
-		     arg[1] == o->short_name)) {
-			*idx = (int)(o - cmd->options);
-			return o;
-		}
+	*value = NULL;
+	if (arg[1] == '-') {
+		eq = strchr(arg + 2, '=');
+		len = eq ? (size_t)(eq - (arg + 2)) : strlen(arg + 2);
 	}
-	return NULL;
+	for (o = cmd->options; o->name; o++) {
+		if (arg[1] == '-' ? strlen(o->name) == len &&
+		    strncmp(arg + 2, o->name, len) == 0 :
+		    arg[2] == '\0' && o->short_name && arg[1] == o->short_name)
+			break;
+	}
+	if (!o->name)
+		return NULL;
+	if (eq)
+		*value = eq + 1;
+	return o;
 }
 
-int cli_parse(const struct cli_command *cmd, int argc, char **argv,
-	      const char **values, int *npos)
+/* The value of an integer option, range-checked; -1 after the error. */
+static int opt_int(const struct cli_command *cmd, const struct cli_option *o,
+		   const char *value, long long *out)
 {
-	static char joined[1024];       /* one repeatable option per call */
+	char *end;
+
+	errno = 0;
+	*out = strtoll(value, &end, 10);
+	if (*value && !*end && errno == 0 && *out >= o->min && *out <= o->max)
+		return 0;
+	fprintf(stderr, "mmureplay %s: --%s wants an integer in %lld..%lld, "
+		"not '%s'\n", cmd->name, o->name, o->min, o->max, value);
+	return -1;
+}
+
+/* A repeated CLI_TYPE_LIST option: its values, comma-joined. */
+static const char *opt_join(const char *prev, const char *value)
+{
+	static char joined[1024];       /* one list option per command */
+	size_t len = strlen(joined);
+
+	if (prev != joined)
+		len = (size_t)snprintf(joined, sizeof(joined), "%s", prev);
+	if (len < sizeof(joined))
+		snprintf(joined + len, sizeof(joined) - len, ",%s", value);
+	return joined;
+}
+
+enum cli_parse_status cli_parse(const struct cli_command *cmd, int argc,
+				char **argv, struct cli_args *a)
+{
 	const struct cli_option *o;
+	const char *value;
 	int i, idx, only_pos = 0;
 
-	*npos = 0;
-	for (i = 0; cmd->options[i].name; i++)
-		values[i] = NULL;
+	memset(a, 0, sizeof(*a));
+	a->pos = argv;
 	for (i = 0; i < argc; i++) {
-		const char *a = argv[i];
+		const char *arg = argv[i];
 
-		if (only_pos || a[0] != '-' || a[1] == '\0') {
-			argv[(*npos)++] = argv[i];
+		if (only_pos || arg[0] != '-' || arg[1] == '\0') {
+			argv[a->npos++] = argv[i];
 			continue;
 		}
-		if (strcmp(a, "--") == 0) {
+		if (strcmp(arg, "--") == 0) {
 			only_pos = 1;
 			continue;
 		}
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
 			cli_help(cmd);
-			return 1;
+			return CLI_PARSE_HELP;
 		}
-		o = find_opt(cmd, a, &idx);
+		o = opt_find(cmd, arg, &value);
 		if (!o) {
 			fprintf(stderr, "mmureplay %s: unknown option '%s' "
-				"(see --help)\n", cmd->name, a);
-			return -1;
+				"(see --help)\n", cmd->name, arg);
+			return CLI_PARSE_ERROR;
 		}
-		if (!o->arg) {
-			values[idx] = "";
+		idx = (int)(o - cmd->options);
+		if (o->type == CLI_TYPE_FLAG) {
+			if (value) {
+				fprintf(stderr, "mmureplay %s: --%s takes no "
+					"value\n", cmd->name, o->name);
+				return CLI_PARSE_ERROR;
+			}
+			a->str[idx] = "";
 			continue;
 		}
-		if (i + 1 >= argc) {
-			fprintf(stderr, "mmureplay %s: option '%s' needs %s\n",
-				cmd->name, a, o->arg);
-			return -1;
+		if (!value) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "mmureplay %s: option '%s' "
+					"needs %s\n", cmd->name, arg, o->arg);
+				return CLI_PARSE_ERROR;
+			}
+			value = argv[++i];
 		}
-		i++;
-		/* A repeated option collects its values, comma-separated. */
-		if (values[idx]) {
-			size_t len = strlen(joined);
-
-			if (values[idx] != joined)
-				len = (size_t)snprintf(joined, sizeof(joined),
-						       "%s", values[idx]);
-			snprintf(joined + len, sizeof(joined) - len, ",%s",
-				 argv[i]);
-			values[idx] = joined;
-		} else {
-			values[idx] = argv[i];
-		}
+		if (o->type == CLI_TYPE_INT &&
+		    opt_int(cmd, o, value, &a->num[idx]) < 0)
+			return CLI_PARSE_ERROR;
+		if (o->type == CLI_TYPE_LIST && a->str[idx])
+			value = opt_join(a->str[idx], value);
+		a->str[idx] = value;
 	}
-	return 0;
+	return CLI_PARSE_OK;
 }
 
-int cli_open_db(const struct cli_command *cmd, int npos, char **argv,
-		int read_only, sqlite3 **db)
+static int command_run(const struct cli_command *cmd, unsigned flags,
+		       int argc, char **argv)
 {
-	*db = NULL;
-	if (npos != 1) {
-		fprintf(stderr, "mmureplay %s: need exactly one DB (see "
-			"--help)\n", cmd->name);
+	struct cli_args a;
+	int rc;
+
+	switch (cli_parse(cmd, argc, argv, &a)) {
+	case CLI_PARSE_OK:
+		break;
+	case CLI_PARSE_HELP:
+		return CLI_EXIT_OK;
+	default:
 		return CLI_EXIT_USAGE;
 	}
-	return db_open(argv[0], read_only, db) == DB_OK ? CLI_EXIT_OK :
-		CLI_EXIT_INPUT;
+	if (flags & CLI_NEEDS_DB) {
+		if (a.npos != 1) {
+			fprintf(stderr, "mmureplay %s: need exactly one DB "
+				"(see --help)\n", cmd->name);
+			return CLI_EXIT_USAGE;
+		}
+		a.path = a.pos[0];
+		if (db_open(a.path, !(flags & CLI_DB_WRITE), &a.db) != DB_OK)
+			return CLI_EXIT_INPUT;
+	}
+	rc = cmd->run(&a);
+	if (a.db)
+		sqlite3_close(a.db);
+	return rc;
 }
 
 static void main_help(void)
 {
-	int i;
+	size_t i;
 
 	printf("Usage: mmureplay COMMAND [OPTIONS] ARGS...\n\n"
 	       "Trace-driven offline analysis of KVM TDP MMU event streams\n"
 	       "recorded with LTTng.\n\nCommands:\n");
-	for (i = 0; commands[i]; i++)
-		printf("  %-10s %s\n", commands[i]->name,
-		       commands[i]->summary);
-	printf("\n'mmureplay COMMAND --help' describes a command.\n\n%s",
-	       exit_codes);
+	for (i = 0; i < NCOMMANDS; i++)
+		printf("  %-10s %s\n", commands[i].cmd->name,
+		       commands[i].cmd->summary);
+	printf("\n'mmureplay COMMAND --help' describes a command.\n\n");
+	exit_codes_print();
 }
 
 int main(int argc, char **argv)
 {
-	int i;
+	size_t i;
 
 	if (argc < 2) {
 		main_help();
@@ -173,9 +259,10 @@ int main(int argc, char **argv)
 		printf("mmureplay " MMUREPLAY_VERSION "\n");
 		return CLI_EXIT_OK;
 	}
-	for (i = 0; commands[i]; i++)
-		if (strcmp(argv[1], commands[i]->name) == 0)
-			return commands[i]->run(argc - 2, argv + 2);
+	for (i = 0; i < NCOMMANDS; i++)
+		if (strcmp(argv[1], commands[i].cmd->name) == 0)
+			return command_run(commands[i].cmd, commands[i].flags,
+					   argc - 2, argv + 2);
 	fprintf(stderr, "mmureplay: unknown command '%s' (see --help)\n",
 		argv[1]);
 	return CLI_EXIT_USAGE;
