@@ -5,11 +5,14 @@
  * "tables" the replay reads the canonical tables instead.  POLICY "all":
  * every registered policy in one process, the first pass made once, as
  * `mmureplay replay` runs them; events then counts each policy's pass.
+ * The DB is opened as mmureplay opens it (db_open(): the schema check)
+ * and replayed through the same session (replay/session.h).
  * Prints "events seconds events_per_s peak_tdp_entries peak_rss_kib
  * derive_seconds stream_bytes".
  */
+#include "db/db.h"
 #include "replay/capture_info.h"
-#include "replay/engine.h"
+#include "replay/session.h"
 #include "replay/source.h"
 #include "replay/stream.h"
 
@@ -46,12 +49,10 @@ int main(int argc, char **argv)
 {
 	const struct policy *one[2] = { NULL, NULL };
 	const struct policy *const *pols = one;
+	struct replay_session s;
 	struct capture_info ci;
 	struct replay_result r;
-	struct replay_opts o;
 	struct timespec t0;
-	struct source *src;
-	struct scan scan;
 	sqlite3 *db;
 	double secs, derive = 0;
 	int64_t events = 0, peak = 0;
@@ -66,8 +67,8 @@ int main(int argc, char **argv)
 		pols = policy_registry;
 	else if (!(one[0] = policy_find(argv[2])))
 		return 1;
-	if (sqlite3_open_v2(argv[1], &db, SQLITE_OPEN_READWRITE |
-			    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+	/* Read-write: the stream may be derived. */
+	if (db_open(argv[1], 0, &db) != DB_OK ||
 	    capture_info_read(db, &ci) < 0)
 		return 1;
 	if (!tables && !stream_current(db)) {
@@ -76,24 +77,12 @@ int main(int argc, char **argv)
 			return 1;
 		derive = since(&t0);
 	}
-	src = tables ? source_open_tables(db) : source_open(db);
-	if (!src)
-		return 1;
-	memset(&o, 0, sizeof(o));
-	o.policy = pols[0];
-	o.nx_ratio = ci.nx_ratio;
-	o.nx_period_ms = ci.nx_period_ms;
-	o.fmt = ci.fmt;
-	o.nx_worker_tids = ci.workers;
-	o.n_nx_worker_tids = ci.nworkers;
-	o.npf_exit_reason = ci.npf_exit_reason;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (replay_prepare(src, &o, &scan) != REPLAY_OK)
+	if (replay_session_open(&s, db, &ci, 0, tables ? REPLAY_INPUT_TABLES :
+				REPLAY_INPUT_ANY) != REPLAY_OK)
 		return 1;
 	for (i = 0; pols[i]; i++) {
-		o.policy = pols[i];
-		o.self_check = o.policy == ci.recorded;
-		if (replay_run_scanned(src, &o, &scan, &r) != REPLAY_OK)
+		if (replay_session_run(&s, pols[i], &r) != REPLAY_OK)
 			return 1;
 		events += r.events;
 		if (r.peak_tdp_entries > peak)
@@ -101,11 +90,10 @@ int main(int argc, char **argv)
 		replay_result_free(&r);
 	}
 	secs = since(&t0);
-	scan_free(&scan);
+	replay_session_close(&s);
 	printf("%lld %.6f %.0f %lld %ld %.6f %lld\n", (long long)events,
 	       secs, (double)events / secs, (long long)peak, peak_rss_kib(),
 	       derive, (long long)stream_bytes(db));
-	source_close(src);
 	sqlite3_close(db);
 	return 0;
 }

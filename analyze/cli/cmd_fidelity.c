@@ -7,6 +7,7 @@
 #include "metrics/fidelity.h"
 #include "replay/capture_info.h"
 #include "replay/engine.h"
+#include "replay/session.h"
 #include "report/report.h"
 #include "util/log.h"
 
@@ -89,41 +90,22 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 			unsigned rules_off, struct replay_result *res,
 			int *done)
 {
-	struct replay_opts o;
-	struct source *src;
+	struct replay_session s;
 	enum replay_status st;
-	struct scan scan;
 	int rc = CLI_EXIT_INPUT;
 
 	*done = 0;
-	src = source_open(db);
-	if (!src)
-		return CLI_EXIT_INPUT;
-	memset(&o, 0, sizeof(o));
-	o.fmt = ci->fmt;
-	o.nx_worker_tids = ci->workers;
-	o.n_nx_worker_tids = ci->nworkers;
-	o.npf_exit_reason = ci->npf_exit_reason;
-	o.nx_ratio = ci->nx_ratio;
-	o.nx_period_ms = ci->nx_period_ms;
-	o.rules_off = rules_off;
-	/* The first pass does not depend on the policy: once for all. */
-	o.policy = pols[0];
-	st = replay_prepare(src, &o, &scan);
-	for (; st == REPLAY_OK && *done < n; (*done)++) {
-		o.policy = pols[*done];
-		o.self_check = o.policy == ci->recorded;
-		st = replay_run_scanned(src, &o, &scan, &res[*done]);
-	}
-	scan_free(&scan);
-	source_close(src);
+	st = replay_session_open(&s, db, ci, rules_off, REPLAY_INPUT_ANY);
+	for (; st == REPLAY_OK && *done < n; (*done)++)
+		st = replay_session_run(&s, pols[*done], &res[*done]);
+	replay_session_close(&s);
 	switch (st) {
 	case REPLAY_OK:
 		rc = CLI_EXIT_OK;
 		break;
 	case REPLAY_ERR_POLICY:
 		log_error("%s: policy %s needs a period that is a multiple "
-			  "of the recorded one", path, o.policy->name);
+			  "of the recorded one", path, pols[*done - 1]->name);
 		rc = CLI_EXIT_USAGE;
 		break;
 	case REPLAY_ERR_NOMEM:

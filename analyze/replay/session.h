@@ -1,0 +1,54 @@
+/*
+ * A replay session: one capture replayed under several policies, the
+ * way `mmureplay replay` and bench/replay_bench.c run them.
+ *
+ * The first pass (scan.h) does not depend on the policy: a session makes
+ * it once, when it opens, and each replay_session_run() is one pass of
+ * the engine under one policy.  The run whose policy is the one the
+ * capture was recorded with (capture_info.recorded) is the self-check.
+ *
+ * Invariants: between open and close the session owns its source and
+ * the scan; a run's result belongs to the caller (replay_result_free()),
+ * also after a failed run.
+ */
+#ifndef MMUREPLAY_REPLAY_SESSION_H
+#define MMUREPLAY_REPLAY_SESSION_H
+
+#include "replay/capture_info.h"
+#include "replay/engine.h"
+#include "replay/scan.h"
+#include "replay/source.h"
+
+#include <sqlite3.h>
+
+enum replay_session_input {
+	REPLAY_INPUT_ANY,       /* the replay stream when current, else
+				 * the canonical tables (source_open()) */
+	REPLAY_INPUT_TABLES,    /* always the tables (bench, tests) */
+};
+
+struct replay_session {
+	struct source *src;
+	struct scan scan;
+	struct replay_opts opts;
+	const struct policy *recorded;
+};
+
+/*
+ * Open db's events and make the first pass; ci: the capture's facts (the
+ * caller may have overridden some, e.g. the NX ratio); rules_off: model
+ * rules a test switched off (enum replay_rule), else 0.  On failure the
+ * session holds nothing.
+ */
+enum replay_status replay_session_open(struct replay_session *s,
+				       sqlite3 *db,
+				       const struct capture_info *ci,
+				       unsigned rules_off,
+				       enum replay_session_input input);
+/* One pass under pol into *res. */
+enum replay_status replay_session_run(struct replay_session *s,
+				      const struct policy *pol,
+				      struct replay_result *res);
+void replay_session_close(struct replay_session *s);
+
+#endif
