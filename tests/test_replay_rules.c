@@ -1,7 +1,7 @@
 /*
  * Replay rules on small hand-built event sequences (SYNTHETIC events in
  * the shape the Linux 6.1 TDP MMU traces them), one scenario per rule of
- * DESIGN.md "The model":
+ * docs/design.md, "The model":
  *
  *   perm-upgrade   a zap on a pure upgrade, then a read fault: avoided;
  *                  then a write fault on the kept read-only leaf: still

@@ -28,7 +28,8 @@
 #define REPLAY_SOURCE_LIST(X) \
 	/* not known: the decision never applies */ \
 	X(REPLAY_SRC_NONE, "unknown") \
-	/* derived from stock events (see DESIGN) */ \
+	/* derived from stock events (docs/design.md, "Stock and \
+	 * patched kernels") */ \
 	X(REPLAY_SRC_INFERRED, "inferred") \
 	/* traced by the patched kernel */ \
 	X(REPLAY_SRC_MEASURED, "measured")

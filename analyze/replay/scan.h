@@ -7,8 +7,9 @@
  *   - which invalidations were pure permission upgrades: measured from
  *     the patched notifier flags / unmap decision; on stock kernels from
  *     the enclosing mprotect(2) (PROT_WRITE kept: upgrade), else inferred
- *     as DESIGN.md says: every leaf it zapped that came back came back
- *     identical (same pfn, same permissions; A/D bits aside);
+ *     (docs/design.md, "Stock and patched kernels"): every leaf it
+ *     zapped that came back came back identical (same pfn, same
+ *     permissions; A/D bits aside);
  *   - when dirty logging was on, on stock kernels: a
  *     KVM_SET_USER_MEMORY_REGION ioctl that write-protects or splits
  *     leaves turns it on; the next one turns it off.

@@ -13,7 +13,8 @@
  *
  * Invariants: the stream holds exactly the events of the canonical tables
  * (the source over the tables and the source over the stream return
- * identical model events, tests/test_stream); it is written in one
+ * identical model events: tests/stream_check.c, run by
+ * tests/test_replay_fixture.py); it is written in one
  * transaction, so it is there whole or not at all; it is current only
  * while meta 'replay_stream_format' is this build's format and meta
  * 'replay_stream_of' equals the capture's meta 'events'.  A capture DB is
