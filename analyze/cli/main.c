@@ -79,7 +79,11 @@ void cli_help(const struct cli_command *cmd)
 		else
 			snprintf(left, sizeof(left), "    --%s%s%s", o->name,
 				 sep, arg);
-		printf("  %-24s %s\n", left, o->help);
+		if (o->type == CLI_TYPE_INT)
+			printf("  %-24s %s (%lld..%lld)\n", left, o->help,
+			       o->min, o->max);
+		else
+			printf("  %-24s %s\n", left, o->help);
 	}
 	printf("  %-24s %s\n\n", "-h, --help", "show this help");
 	exit_codes_print();
