@@ -11,8 +11,9 @@ cd "$top"
 sh scripts/setup.sh
 
 dir=build
-# The hot-path invariant checks stay on in every test build.
-flags="-DMMUREPLAY_ASSERT_DBG=ON"
+# The hot-path invariant checks stay on in every test build, and a
+# compiler warning fails it (packagers leave MMUREPLAY_WERROR off).
+flags="-DMMUREPLAY_ASSERT_DBG=ON -DMMUREPLAY_WERROR=ON"
 skip="lab"
 if [ "${1:-}" = "--sanitize" ]; then
 	dir=build-asan

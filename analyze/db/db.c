@@ -17,13 +17,14 @@
 
 extern const char schema_capture_sql[];
 
-static char *path_dup_fmt(const char *fmt, const char *a, long b)
+/* "PATH.tmp-PID": the name a DB is written under until complete. */
+static char *tmp_path_of(const char *path)
 {
-	size_t n = strlen(fmt) + strlen(a) + 32;
+	size_t n = strlen(path) + 32;
 	char *s = malloc(n);
 
 	if (s)
-		snprintf(s, n, fmt, a, b);
+		snprintf(s, n, "%s.tmp-%ld", path, (long)getpid());
 	return s;
 }
 
@@ -55,7 +56,7 @@ enum db_status db_out_create(struct db_out *out, const char *path)
 		return DB_ERR_IO;
 	}
 	out->path = strdup(path);
-	out->tmp_path = path_dup_fmt("%s.tmp-%ld", path, (long)getpid());
+	out->tmp_path = tmp_path_of(path);
 	if (!out->path || !out->tmp_path) {
 		log_error("%s: out of memory", path);
 		goto end;

@@ -10,6 +10,7 @@
 #include "util/strpool.h"
 #include "util/u64map.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,21 +166,31 @@ void tables_raw_count(struct ingest_tables *t, uint32_t raw)
 	t->raws[raw].count++;
 }
 
-static void raw_note(struct tables_raw *raw, const char *fmt, const char *a,
-		     const char *b)
+static void raw_note(struct tables_raw *raw, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void raw_note(struct tables_raw *raw, const char *fmt, ...)
 {
-	size_t n = strlen(fmt) + strlen(a) + strlen(b) + 1;
+	va_list ap;
+	int n;
 
 	if (raw->note)
 		return;
-	raw->note = malloc(n);
-	if (raw->note)
-		snprintf(raw->note, n, fmt, a, b);
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	raw->note = malloc((size_t)n + 1);
+	if (!raw->note)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(raw->note, (size_t)n + 1, fmt, ap);
+	va_end(ap);
 }
 
 void tables_raw_note(struct ingest_tables *t, uint32_t raw, const char *note)
 {
-	raw_note(&t->raws[raw], "%s%s", note, "");
+	raw_note(&t->raws[raw], "%s", note);
 }
 
 void tables_class_map(struct ingest_tables *t, struct tables_class *c,

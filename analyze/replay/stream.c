@@ -273,9 +273,8 @@ static __attribute__((noinline)) uint64_t get_varint_long(struct cursor *c)
 		return 0;
 	}
 	while (c->p < c->end && shift < 64) {
-		unsigned char b = *c->p++;
-
-		v |= (uint64_t)(b & 0x7f) << shift;
+		b = *c->p++;
+		v |= (b & 0x7f) << shift;
 		if (!(b & 0x80))
 			return v;
 		shift += 7;
