@@ -4,6 +4,7 @@ was read, marked truncated.
 
 usage: test_bad_input.py MMUREPLAY FIXTURE_DIR WORK_DIR
 """
+import json
 import os
 import shutil
 import sqlite3
@@ -101,7 +102,9 @@ for args, names, what in (
         (["spikes", anydb, "--top="], "--top", "empty value"),
         (["summary", anydb, "--json=yes"], "--json", "flag with a value"),
         (["fidelity", anydb, "--nx-ratio"], "--nx-ratio", "missing value"),
-        (["report", anydb, "--bogus=1"], "--bogus", "unknown option")):
+        (["report", anydb, "--bogus=1"], "--bogus", "unknown option"),
+        (["replay", anydb] + ["--policy", "x" * 1000] * 5, "--policy",
+         "list option too long")):
     expect_fail(args, 1, names, what)
 # Every command that reads a DB takes it the same way: no DB, two DBs.
 for cmd in ("summary", "fidelity", "replay", "report", "spikes"):
@@ -150,6 +153,12 @@ check(open(eq).read() == open(sp).read() != "", "--output=FILE is -o FILE")
 r = run([mmr, "spikes", full, "--json", "--top=3"])
 check(r.returncode == 0 and r.stdout == run(
     [mmr, "spikes", full, "--json", "--top", "3"]).stdout, "--top=3")
+# A list option collects every value, repeated or comma-separated.
+r = run([mmr, "replay", full, "--json", "-p", "perm-upgrade", "-p",
+         "nx-readlock", "--policy=nx-skip-dirty"])
+check(r.returncode == 0 and sorted(json.loads(r.stdout)["policies"]) ==
+      ["baseline", "nx-readlock", "nx-skip-dirty", "perm-upgrade"],
+      "repeated --policy: %d %s" % (r.returncode, r.stderr))
 check(u64(-1) == 0xFFFFFFFFFFFFFFFF, "u64 helper")
 
 # -o onto something that is not a regular file: written in place (a

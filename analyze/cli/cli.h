@@ -87,6 +87,9 @@ struct cli_args {
 	int npos;
 	const char *path;                       /* CLI_NEEDS_DB: the DB */
 	sqlite3 *db;                            /* open; main closes it */
+	/* Where repeated CLI_TYPE_LIST values are joined (str[] points in). */
+	char lists[4096];
+	size_t lists_used;
 };
 
 /* commands[] flags (main.c), applied before the command runs. */

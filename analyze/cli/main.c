@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 
 #include "db/db.h"
+#include "util/assert.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -131,17 +132,23 @@ static int opt_int(const struct cli_command *cmd, const struct cli_option *o,
 	return -1;
 }
 
-/* A repeated CLI_TYPE_LIST option: its values, comma-joined. */
-static const char *opt_join(const char *prev, const char *value)
+/* A repeated CLI_TYPE_LIST option: "prev,value" in a->lists; NULL after
+ * the error when they do not fit. */
+static const char *opt_join(const struct cli_command *cmd,
+			    const struct cli_option *o, struct cli_args *a,
+			    const char *prev, const char *value)
 {
-	static char joined[1024];       /* one list option per command */
-	size_t len = strlen(joined);
+	size_t room = sizeof(a->lists) - a->lists_used;
+	char *s = a->lists + a->lists_used;
+	int n = snprintf(s, room, "%s,%s", prev, value);
 
-	if (prev != joined)
-		len = (size_t)snprintf(joined, sizeof(joined), "%s", prev);
-	if (len < sizeof(joined))
-		snprintf(joined + len, sizeof(joined) - len, ",%s", value);
-	return joined;
+	if (n < 0 || (size_t)n >= room) {
+		fprintf(stderr, "mmureplay %s: --%s: too many values\n",
+			cmd->name, o->name);
+		return NULL;
+	}
+	a->lists_used += (size_t)n + 1;
+	return s;
 }
 
 enum cli_parse_status cli_parse(const struct cli_command *cmd, int argc,
@@ -153,6 +160,9 @@ enum cli_parse_status cli_parse(const struct cli_command *cmd, int argc,
 
 	memset(a, 0, sizeof(*a));
 	a->pos = argv;
+	for (o = cmd->options; o->name; o++)
+		;
+	MR_ASSERT(o - cmd->options <= CLI_MAX_OPTIONS);
 	for (i = 0; i < argc; i++) {
 		const char *arg = argv[i];
 
@@ -195,8 +205,9 @@ enum cli_parse_status cli_parse(const struct cli_command *cmd, int argc,
 		if (o->type == CLI_TYPE_INT &&
 		    opt_int(cmd, o, value, &a->num[idx]) < 0)
 			return CLI_PARSE_ERROR;
-		if (o->type == CLI_TYPE_LIST && a->str[idx])
-			value = opt_join(a->str[idx], value);
+		if (o->type == CLI_TYPE_LIST && a->str[idx] &&
+		    !(value = opt_join(cmd, o, a, a->str[idx], value)))
+			return CLI_PARSE_ERROR;
 		a->str[idx] = value;
 	}
 	return CLI_PARSE_OK;
