@@ -112,19 +112,8 @@ pkg_version() {
 
 # The URIs of the host's apt sources that serve suite $1 (deb822 and
 # one-line formats).
-apt_uri_for() {
-	local suite=$1 f
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -r "$f" ] || continue
-		awk -v s="$suite" '
-			/^[ \t]*$/ { if (u != "" && ok) { print u; done = 1; exit } u = ""; ok = 0; next }
-			/^URIs:/ { u = $2 }
-			/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == s) ok = 1 }
-			END { if (!done && u != "" && ok) print u }' "$f"
-	done
-	cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-		awk -v s="$suite" '$1 == "deb" { for (i = 2; i < NF; i++) if ($i ~ /^[a-z]+:\/\// && $(i + 1) == s) print $i }' || true
-}
+# shellcheck source=scripts/apt-mirror.sh
+. "$HERE/../scripts/apt-mirror.sh"
 
 # Download Debian package $1 version $2 into $KS/debs and print the path
 # of the .deb.  $3 is the Debian suite to fetch it from if the host's apt
