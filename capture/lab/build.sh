@@ -209,59 +209,45 @@ IMG_VER=$(chroot "$ROOT" dpkg-query -W -f='${Version}' "linux-image-$KVER")
 	echo "    warning: guest kernel $IMG_VER, host linux-source-6.1 $SRC_VER: KVM private headers may not match"
 done_step "kernel $KVER ($IMG_VER)"
 
-# LTTng-UST for the dynamically linked UST workloads (run.sh --ust): a
-# step of its own, so that an existing rootfs gets it without a rebuild.
-step "guest UST library"
-UST_PKGS="liblttng-ust1"
-if [ "$(cat "$ROOT/.ust-stamp" 2>/dev/null)" != "$UST_PKGS" ]; then
-	need=
-	for p in $UST_PKGS; do
+# Install Debian packages $2 (a list) into the rootfs as a step of its own,
+# remembered in stamp $ROOT/.$1-stamp (log logs/apt-guest-$1.log), so an
+# existing rootfs gets them without a rebuild; only rootfs.ext4 is made
+# again.
+guest_pkgs() {
+	local tag=$1 pkgs=$2 need= p
+	[ "$(cat "$ROOT/.$tag-stamp" 2>/dev/null)" != "$pkgs" ] || return 0
+	for p in $pkgs; do
 		chroot "$ROOT" dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null |
 			grep -q '^install ok installed$' || need="$need $p"
 	done
 	if [ -n "$need" ]; then
 		mount_chroot
-		in_chroot apt-get update -q >"$LAB/logs/apt-guest-ust.log" 2>&1 ||
-			die "apt-get update in the rootfs failed (logs/apt-guest-ust.log)"
+		in_chroot apt-get update -q >"$LAB/logs/apt-guest-$tag.log" 2>&1 ||
+			die "apt-get update in the rootfs failed (logs/apt-guest-$tag.log)"
 		# shellcheck disable=SC2086
 		in_chroot apt-get install -y -q --no-install-recommends $need \
-			>>"$LAB/logs/apt-guest-ust.log" 2>&1 ||
-			die "apt-get install$need in the rootfs failed (logs/apt-guest-ust.log)"
+			>>"$LAB/logs/apt-guest-$tag.log" 2>&1 ||
+			die "apt-get install$need in the rootfs failed (logs/apt-guest-$tag.log)"
 		in_chroot apt-get clean
 		umount_chroot
 	fi
-	echo "$UST_PKGS" >"$ROOT/.ust-stamp"
+	echo "$pkgs" >"$ROOT/.$tag-stamp"
 	rm -f "$LAB/rootfs.ext4"
-fi
+}
+
+# LTTng-UST for the dynamically linked UST workloads (run.sh --ust).
+step "guest UST library"
+UST_PKGS="liblttng-ust1"
+guest_pkgs ust "$UST_PKGS"
 [ -e "$ROOT/usr/lib/x86_64-linux-gnu/liblttng-ust.so.1" ] ||
 	die "no liblttng-ust.so.1 in the rootfs after installing $UST_PKGS"
 done_step "$UST_PKGS $(chroot "$ROOT" dpkg-query -W -f='${Version}' liblttng-ust1)"
 
 # trace-cmd and perf for the stock-host recordings (run.sh --trace-cmd,
-# --perf): a step of its own like the UST library, so an existing rootfs
-# gets them.
+# --perf).
 step "guest ftrace tools"
 TC_PKGS="trace-cmd linux-perf"
-if [ "$(cat "$ROOT/.tracecmd-stamp" 2>/dev/null)" != "$TC_PKGS" ]; then
-	need=
-	for p in $TC_PKGS; do
-		chroot "$ROOT" dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null |
-			grep -q '^install ok installed$' || need="$need $p"
-	done
-	if [ -n "$need" ]; then
-		mount_chroot
-		in_chroot apt-get update -q >"$LAB/logs/apt-guest-tracecmd.log" 2>&1 ||
-			die "apt-get update in the rootfs failed (logs/apt-guest-tracecmd.log)"
-		# shellcheck disable=SC2086
-		in_chroot apt-get install -y -q --no-install-recommends $need \
-			>>"$LAB/logs/apt-guest-tracecmd.log" 2>&1 ||
-			die "apt-get install$need in the rootfs failed (logs/apt-guest-tracecmd.log)"
-		in_chroot apt-get clean
-		umount_chroot
-	fi
-	echo "$TC_PKGS" >"$ROOT/.tracecmd-stamp"
-	rm -f "$LAB/rootfs.ext4"
-fi
+guest_pkgs tracecmd "$TC_PKGS"
 [ -x "$ROOT/usr/bin/trace-cmd" ] && [ -x "$ROOT/usr/bin/perf" ] ||
 	die "no trace-cmd or perf in the rootfs after installing $TC_PKGS"
 done_step "$TC_PKGS $(chroot "$ROOT" dpkg-query -W -f='${Version} ' trace-cmd linux-perf)"
