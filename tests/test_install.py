@@ -46,11 +46,12 @@ for cmd in cmds:
     for opt in re.findall(r"--([a-z][a-z0-9-]*)", text.split("Options:")[1]):
         check("--" + opt in man, "mmureplay.1 names %s --%s" % (cmd, opt))
 codes = top.split("Exit status:\n")[1]
-meanings = re.split(r"\n  \d+  ", "\n" + codes.strip("\n"))[1:]
-check(len(meanings) == 7, "7 exit codes in --help")
-for i, m in enumerate(meanings):
+meanings = re.findall(r"^  (\d+) +(.*?)(?=^  \d+ |\Z)", codes.strip("\n"),
+                      re.M | re.S)
+check(len(meanings) == 10, "10 exit codes in --help: %r" % meanings)
+for i, m in meanings:
     m = " ".join(m.split())
-    check(".B %d %s" % (i, m) in man, "mmureplay.1 exit %d: %s" % (i, m))
+    check(".B %s %s" % (i, m) in man, "mmureplay.1 exit %s: %s" % (i, m))
 cap = os.path.join(prefix, bindir, "mmureplay-capture")
 r = run([cap, "--help"])
 with open(os.path.join(prefix, mandir, "man1", "mmureplay-capture.1")) as f:

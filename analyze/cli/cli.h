@@ -33,7 +33,8 @@
 	X(CLI_EXIT_INPUT, 2, "bad input: missing path, not a trace (CTF, " \
 	  "trace.dat or ftrace text), corrupt metadata or headers, a text " \
 	  "line that does not follow its event's format, not a capture DB, " \
-	  "DB from a newer schema") \
+	  "DB from a newer schema, a CTF read stopped by the no-progress " \
+	  "watchdog") \
 	X(CLI_EXIT_PARTIAL, 3, "the trace breaks mid-way (e.g. a stream " \
 	  "file or a text copy cut short): what was read is written and " \
 	  "marked truncated") \
@@ -42,7 +43,11 @@
 	X(CLI_EXIT_INTERNAL, 5, "internal error (out of memory, babeltrace2 " \
 	  "plugins missing)") \
 	X(CLI_EXIT_CHECK, 6, "the replay self-check is off its tolerance " \
-	  "(what-if withheld)")
+	  "(what-if withheld)") \
+	X(CLI_EXIT_SIGHUP, 129, "stopped by SIGHUP: the unfinished output " \
+	  "is removed, an earlier one is untouched") \
+	X(CLI_EXIT_SIGINT, 130, "stopped by SIGINT (Ctrl-C), the same way") \
+	X(CLI_EXIT_SIGTERM, 143, "stopped by SIGTERM, the same way")
 
 #define CLI_EXIT_ENUM_ENTRY(e, code, meaning) e = code,
 enum cli_exit {

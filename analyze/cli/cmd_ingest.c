@@ -8,12 +8,15 @@
 
 #include <stdio.h>
 
-enum { OPT_OUTPUT, OPT_QUIET, OPT_N };
+enum { OPT_OUTPUT, OPT_QUIET, OPT_WATCHDOG, OPT_N };
 
 static const struct cli_option options[] = {
 	[OPT_OUTPUT] = CLI_STRING("output", 'o', "DB",
 				  "capture database to write (required)"),
 	[OPT_QUIET] = CLI_FLAG("quiet", 'q', "no closing line on stderr"),
+	[OPT_WATCHDOG] = CLI_INT("watchdog", 0, "SECONDS", 0, 86400,
+				 "stop a CTF read that makes no progress for "
+				 "SECONDS (default 60; 0: never)"),
 	[OPT_N] = CLI_END,
 };
 
@@ -39,7 +42,12 @@ const struct cli_command cli_cmd_ingest = {
 	"become rows of the canonical tables; every raw event name is counted\n"
 	"in raw_event, discarded events and packets go to lost.  The DB is\n"
 	"written as DB.tmp-PID and renamed when complete.  A trace that\n"
-	"breaks mid-way keeps what was read, marked truncated (exit 3).\n",
+	"breaks mid-way keeps what was read, marked truncated (exit 3).\n"
+	"Each CTF metadata file is checked before babeltrace2 reads it (a\n"
+	"packet cut short, bad headers, text ending inside a declaration:\n"
+	"exit 2), and a CTF read that makes no progress for --watchdog\n"
+	"seconds is stopped with exit 2: babeltrace2 2.0.4 can spin forever\n"
+	"on damaged metadata.\n",
 	.options = options,
 	.run = run,
 };
@@ -57,6 +65,9 @@ static int run(struct cli_args *a)
 	opts.inputs = (const char *const *)a->pos;
 	opts.ninputs = a->npos;
 	opts.output = a->str[OPT_OUTPUT];
+	opts.watchdog_s = a->str[OPT_WATCHDOG] ?
+		(unsigned)a->num[OPT_WATCHDOG] : 60;
+	opts.watchdog_exit = CLI_EXIT_INPUT;
 	switch (ingest_run(&opts, &res)) {
 	case INGEST_OK:
 		if (!a->str[OPT_QUIET])

@@ -10,6 +10,7 @@
 #include "replay/engine.h"
 #include "replay/source.h"
 #include "report/report.h"
+#include "util/cleanup.h"
 #include "util/log.h"
 
 #include <limits.h>
@@ -178,19 +179,28 @@ static int run(struct cli_args *a)
 		shown = n;
 	/* All runs land together or not at all. */
 	rc = CLI_EXIT_OUTPUT;
-	if (db_exec(db, "BEGIN IMMEDIATE") != DB_OK)
+	cleanup_signals_hold();
+	if (db_exec(db, "BEGIN IMMEDIATE") != DB_OK) {
+		cleanup_signals_release();
 		goto end;
+	}
 	if (!fid.ok && replay_metrics_clear(db) < 0) {
 		db_exec(db, "ROLLBACK");
+		cleanup_signals_release();
 		goto end;
 	}
 	for (i = 0; i < (shown ? shown : 1); i++)
 		if (replay_metrics_store(db, &res[i], &met[i], fid.ok) < 0) {
 			db_exec(db, "ROLLBACK");
+			cleanup_signals_release();
 			goto end;
 		}
-	if (db_exec(db, "COMMIT") != DB_OK)
+	if (db_exec(db, "COMMIT") != DB_OK) {
+		db_exec(db, "ROLLBACK");
+		cleanup_signals_release();
 		goto end;
+	}
+	cleanup_signals_release();
 	ro.shown = shown;
 	rc = cli_output(a->str[OPT_OUTPUT], a->str[OPT_JSON] != NULL,
 			a->str[OPT_JSON] ?

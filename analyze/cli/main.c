@@ -10,8 +10,10 @@
 
 #include "db/db.h"
 #include "util/assert.h"
+#include "util/cleanup.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,23 +31,31 @@ static const struct {
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-#define CLI_EXIT_HELP_ENTRY(e, code, meaning) [code] = meaning,
-static const char *const exit_meanings[] = {
+#define CLI_EXIT_HELP_ENTRY(e, code, meaning) { code, meaning },
+static const struct {
+	int code;
+	const char *meaning;
+} exit_meanings[] = {
 	CLI_EXIT_LIST(CLI_EXIT_HELP_ENTRY)
 };
 
-/* "  N  meaning", wrapped at 72 columns under the meaning. */
+/* The signal handler (util/cleanup.c) exits with 128 + the signal. */
+_Static_assert(CLI_EXIT_SIGHUP == 128 + SIGHUP &&
+	       CLI_EXIT_SIGINT == 128 + SIGINT &&
+	       CLI_EXIT_SIGTERM == 128 + SIGTERM,
+	       "signal exit codes follow the shell's 128 + N");
+
+/* "  N    meaning", wrapped at 72 columns under the meaning. */
 static void exit_codes_print(void)
 {
-	const size_t width = 72 - 5;
-	size_t code, len;
+	const size_t width = 72 - 7;
+	size_t i, len;
 	const char *s;
 
 	printf("Exit status:\n");
-	for (code = 0; code < sizeof(exit_meanings) / sizeof(*exit_meanings);
-	     code++) {
-		printf("  %zu  ", code);
-		for (s = exit_meanings[code]; *s; s += len) {
+	for (i = 0; i < sizeof(exit_meanings) / sizeof(*exit_meanings); i++) {
+		printf("  %-3d  ", exit_meanings[i].code);
+		for (s = exit_meanings[i].meaning; *s; s += len) {
 			len = strlen(s);
 			if (len > width) {
 				len = width;
@@ -56,7 +66,7 @@ static void exit_codes_print(void)
 			while (s[len] == ' ')
 				len++;
 			if (s[len])
-				printf("     ");
+				printf("       ");
 		}
 	}
 }
@@ -274,6 +284,7 @@ int main(int argc, char **argv)
 		printf("mmureplay " MMUREPLAY_VERSION "\n");
 		return CLI_EXIT_OK;
 	}
+	cleanup_signals_install();
 	for (i = 0; i < NCOMMANDS; i++)
 		if (strcmp(argv[1], commands[i].cmd->name) == 0)
 			return command_run(commands[i].cmd, commands[i].flags,

@@ -6,6 +6,7 @@
 #include "db/db.h"
 
 #include "util/assert.h"
+#include "util/cleanup.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -62,6 +63,8 @@ enum db_status db_out_create(struct db_out *out, const char *path)
 		goto end;
 	}
 	unlink(out->tmp_path);
+	cleanup_stale_reap(path);
+	cleanup_tmp_add(out->tmp_path);
 	/* One thread at a time uses the connection (ingest hands it from
 	 * the writer thread back with pthread_join): no per-call mutex. */
 	if (sqlite3_open_v2(out->tmp_path, &out->db,
@@ -106,11 +109,18 @@ enum db_status db_out_publish(struct db_out *out)
 		goto end;
 	}
 	out->db = NULL;
+	/* After the rename the name is the result, not a temporary. */
+	cleanup_signals_hold();
 	if (rename(out->tmp_path, out->path) != 0) {
+		cleanup_signals_release();
 		log_error("%s: cannot rename into place: %s", out->path,
 			  strerror(errno));
 		goto end;
 	}
+	cleanup_tmp_remove(out->tmp_path);
+	free(out->tmp_path);
+	out->tmp_path = NULL;
+	cleanup_signals_release();
 	st = DB_OK;
 end:
 	db_out_discard(out);
@@ -123,8 +133,10 @@ void db_out_discard(struct db_out *out)
 		sqlite3_close(out->db);
 		out->db = NULL;
 	}
-	if (out->tmp_path)
+	if (out->tmp_path) {
+		cleanup_tmp_remove(out->tmp_path);
 		unlink(out->tmp_path);
+	}
 	free(out->tmp_path);
 	free(out->path);
 	out->tmp_path = NULL;

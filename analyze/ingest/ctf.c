@@ -5,15 +5,20 @@
  *            --> sink (ingest/sink.c) --> capture tables
  *
  * A trace refused because a stream file is cut short is retried from a
- * salvaged view (ingest/salvage.h), once per trace directory.
+ * salvaged view (ingest/salvage.h), once per trace directory.  Each
+ * metadata file passes the guard (ingest/metaguard.h) before babeltrace2
+ * sees it, and the graph is built and run under the no-progress watchdog
+ * (util/watchdog.h): the sink kicks it per message batch.
  */
 #define _GNU_SOURCE
 #include "ingest/reader.h"
 
+#include "ingest/metaguard.h"
 #include "ingest/salvage.h"
 #include "ingest/sink.h"
 #include "ingest/tracedirs.h"
 #include "util/log.h"
+#include "util/watchdog.h"
 
 #include <babeltrace2/babeltrace.h>
 #include <stdio.h>
@@ -117,6 +122,7 @@ static enum ingest_status graph_add_sources(struct ingest_graph *g,
 			    BT_TRUE))
 			goto end;
 		snprintf(name, sizeof(name), SRC_PREFIX "%d", i);
+		watchdog_kick();
 		if (bt_graph_add_source_component(g->graph, cls, name, params,
 						  BT_LOGGING_LEVEL_NONE, &src)
 		    != BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
@@ -247,6 +253,32 @@ static char *tracer_describe(struct ingest_tables *t)
 	return out;
 }
 
+/*
+ * Every trace's metadata through the guard; INGEST_OK or INGEST_ERR_INPUT
+ * after the error line.  MMUREPLAY_TEST_NO_METADATA_GUARD=1 skips it, so
+ * that the tests can show the watchdog catching what the guard would.
+ */
+static enum ingest_status metadata_guard(const struct tracedirs *td)
+{
+	const char *off = getenv("MMUREPLAY_TEST_NO_METADATA_GUARD");
+	enum ingest_status st = INGEST_OK;
+	char path[4096], *why = NULL;
+	int i;
+
+	if (off && strcmp(off, "1") == 0)
+		return st;
+	for (i = 0; i < td->n && st == INGEST_OK; i++) {
+		snprintf(path, sizeof(path), "%s/metadata", td->dirs[i].path);
+		if (metaguard_check(path, &why) != METAGUARD_OK) {
+			log_error("%s: %s", path, why);
+			st = INGEST_ERR_INPUT;
+		}
+		free(why);
+		why = NULL;
+	}
+	return st;
+}
+
 enum ingest_status ctf_read(const struct ingest_opts *opts,
 			    struct ingest_tables *t, struct reader_result *rr)
 {
@@ -264,7 +296,14 @@ enum ingest_status ctf_read(const struct ingest_opts *opts,
 	rr->ntraces = td.n;
 	rr->format = "ctf";
 	rr->ts_resolution_ns = 1;
+	st = metadata_guard(&td);
+	if (st != INGEST_OK)
+		goto end;
 	st = INGEST_ERR_INTERNAL;
+	if (watchdog_start(opts->watchdog_s, opts->inputs[0],
+			   "babeltrace2's CTF source is stuck; damaged trace?",
+			   opts->watchdog_exit) != WATCHDOG_OK)
+		goto end;
 	sink = sink_create(t);
 	if (!sink)
 		goto end;
@@ -303,6 +342,7 @@ enum ingest_status ctf_read(const struct ingest_opts *opts,
 	rr->tracer = tracer_describe(t);
 	st = INGEST_OK;
 end:
+	watchdog_stop();
 	graph_destroy(&g);
 	sink_destroy(sink);
 	tracedirs_free(&td);

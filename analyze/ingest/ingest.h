@@ -29,6 +29,10 @@ struct ingest_opts {
 	const char *const *inputs;
 	int ninputs;
 	const char *output;
+	/* Stop a CTF read making no progress for this long (0: never), and
+	 * exit with this code (util/watchdog.h). */
+	unsigned watchdog_s;
+	int watchdog_exit;
 };
 
 struct ingest_result {

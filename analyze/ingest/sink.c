@@ -11,6 +11,7 @@
 
 #include "util/assert.h"
 #include "util/log.h"
+#include "util/watchdog.h"
 #include "util/ptrmap.h"
 
 #include <inttypes.h>
@@ -485,6 +486,7 @@ sink_bt_consume(bt_message_iterator *it, void *user_data)
 		s->failed = 1;
 		st = BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
 	}
+	watchdog_kick();
 	if ((tables_event_count(s->t) & 0xffff) < count)
 		log_progress("ingest: events", tables_event_count(s->t));
 	return st;

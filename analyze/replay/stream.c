@@ -27,6 +27,7 @@
 
 #include "db/db.h"
 #include "util/assert.h"
+#include "util/cleanup.h"
 #include "util/log.h"
 
 #include <stddef.h>
@@ -422,6 +423,8 @@ void stream_writer_abort(struct stream_writer *w)
 	db_exec(w->db, "ROLLBACK");
 	free(w->buf);
 	free(w);
+	/* The DB is as before: an interrupt that came meanwhile exits. */
+	cleanup_signals_release();
 }
 
 enum stream_status stream_writer_begin(sqlite3 *db,
@@ -437,9 +440,12 @@ enum stream_status stream_writer_begin(sqlite3 *db,
 		return STREAM_ERR;
 	}
 	w->db = db;
+	/* Written in place: an interrupt rolls back (cleanup.h). */
+	cleanup_signals_hold();
 	if (db_exec(db, "BEGIN IMMEDIATE") != DB_OK) {
 		free(w->buf);
 		free(w);
+		cleanup_signals_release();
 		return STREAM_ERR;
 	}
 	if (db_exec(db, create_sql) != DB_OK ||
@@ -501,6 +507,9 @@ static enum stream_status chunk_flush(struct stream_writer *w)
 
 	if (!w->chunk_events)
 		return STREAM_OK;
+	/* Interrupted: stop here; the abort rolls back and exits. */
+	if (cleanup_interrupted())
+		return STREAM_ERR;
 	sqlite3_bind_int64(w->ins, 1, w->chunk);
 	sqlite3_bind_int64(w->ins, 2, (int64_t)w->first_seq);
 	sqlite3_bind_int64(w->ins, 3, w->chunk_events);
@@ -551,6 +560,7 @@ enum stream_status stream_writer_commit(struct stream_writer *w)
 		goto end;
 	free(w->buf);
 	free(w);
+	cleanup_signals_release();
 	return STREAM_OK;
 end:
 	stream_writer_abort(w);

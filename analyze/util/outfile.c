@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "util/outfile.h"
 
+#include "util/cleanup.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -38,6 +39,8 @@ int outfile_open(struct outfile *o, const char *path)
 		outfile_discard(o);
 		return -1;
 	}
+	cleanup_stale_reap(path);
+	cleanup_tmp_add(o->tmp);
 	o->fp = fopen(o->tmp, "w");
 	if (!o->fp) {
 		log_error("%s: cannot create: %s", path, strerror(errno));
@@ -64,13 +67,19 @@ int outfile_commit(struct outfile *o)
 		goto end;
 	}
 	o->fp = NULL;
+	/* After the rename the name is the result, not a temporary. */
+	cleanup_signals_hold();
 	if (o->tmp && rename(o->tmp, o->path) != 0) {
+		cleanup_signals_release();
 		log_error("%s: cannot rename into place: %s", o->path,
 			  strerror(errno));
 		goto end;
 	}
+	if (o->tmp)
+		cleanup_tmp_remove(o->tmp);
 	free(o->tmp);
 	o->tmp = NULL;
+	cleanup_signals_release();
 	rc = 0;
 end:
 	outfile_discard(o);
@@ -81,8 +90,10 @@ void outfile_discard(struct outfile *o)
 {
 	if (o->fp && o->fp != stdout)
 		fclose(o->fp);
-	if (o->tmp)
+	if (o->tmp) {
+		cleanup_tmp_remove(o->tmp);
 		unlink(o->tmp);
+	}
 	free(o->tmp);
 	free(o->path);
 	memset(o, 0, sizeof(*o));
