@@ -243,7 +243,13 @@ check_kernel() {
 	LOGS=$D/logs
 	mkdir -p "$LOGS" "$KS/debs"
 	exec 9>"$D/.lock"
-	flock -n 9 || die "another check.sh is running on $D"
+	# A --quick run (CI) waits for a --full build of the same kernel to
+	# end rather than failing; two builds at once are refused.
+	if ! flock -n 9; then
+		[ "$MODE" = quick ] || die "another check.sh is running on $D"
+		echo "    waiting for another check.sh on $D (up to 1 h)"
+		flock -w 3600 9 || die "another check.sh held $D for 1 h"
+	fi
 
 	# ----------------------------------------------------------- sources
 	step "sources"
