@@ -35,7 +35,7 @@ doc = {int(m.group(1)): m.group(2) for m in
 
 r = run([mmr, "--help"])
 top = help_codes(r.stdout)
-check(r.returncode == 0 and len(top) == 10, "--help lists 10 codes: %r" % top)
+check(r.returncode == 0 and len(top) == 11, "--help lists 11 codes: %r" % top)
 check(top == doc, "README and --help differ:\n%r\n%r" % (doc, top))
 for cmd in ("ingest", "summary", "fidelity", "replay", "report", "spikes"):
     r = run([mmr, cmd, "--help"])

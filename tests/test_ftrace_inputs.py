@@ -54,7 +54,7 @@ import sqlite3
 import sys
 import tarfile
 
-from mmrtest import check, finish, fresh_dir, run, summary_json
+from mmrtest import check, db_rows, finish, fresh_dir, run, summary_json
 
 mmr, fixture, work = sys.argv[1:4]
 fresh_dir(work)
@@ -348,7 +348,17 @@ def undup(rows):
 pk = per_cpu(dbs["perf"], KVM)
 dups = sum(len(v) for v in pk.values()) - \
     sum(len(v) for v in undup(pk).values())
-print("perf.data records held twice: %d" % dups)
+check(dups == 0, "perf rows held twice in the DB: %d" % dups)
+# The CLI shows them: a line equal to the one before but for its delta.
+lines = [re.sub(r"\(\+[0-9.?]+\) ", "", ln) for ln in bt.stdout.splitlines()]
+cli_dups = sum(1 for i in range(1, len(lines)) if lines[i] == lines[i - 1])
+got = db_rows(dbs["perf"], "SELECT value FROM meta WHERE key = "
+              "'source_duplicates'")
+check(cli_dups > 0 and got == [(cli_dups,)],
+      "perf records dropped as repeats: %s, the CLI shows %d" % (got, cli_dups))
+check(sums["perf"]["source"]["duplicates_dropped"] == cli_dups,
+      "summary: %s" % sums["perf"]["source"])
+print("perf.data records held twice (dropped at ingest): %d" % cli_dups)
 ppairs = contiguous(lk, undup(pk), "LTTng's KVM rows in perf")
 check(len(ppairs) == sum(len(v) for v in lk.values()) and ppairs,
       "LTTng rows matched in perf: %d" % len(ppairs))
@@ -401,6 +411,13 @@ for k in ("dat", "text"):
           "fidelity on %s observes %s, on LTTng %s"
           % (k, f and f["observed"], fl and fl["observed"]))
 fp = fidelity(dbs["perf"])
+# perf.data's repeats dropped, the self-check passes; perf data convert
+# without --all names no thread, so NX recovery is unknown, not 0.
+check(fp and fp["ok"] and fp["rc"] == 0, "fidelity on perf fails: %s" % fp)
+check(fp and fp["observed_how"]["nx_recovered"] == "unknown" and
+      fp["check_kind"]["nx_recovered"] == "unchecked",
+      "perf without thread names: NX recovery %s / %s"
+      % (fp and fp["observed_how"], fp and fp["check_kind"]))
 print("fidelity on perf: ok %s, observed %s, predicted %s, knowledge %s"
       % (fp and fp["ok"], fp and fp["observed"], fp and fp["predicted"],
          fp and fp["knowledge"]))

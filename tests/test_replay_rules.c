@@ -154,6 +154,7 @@ static int run(const struct policy *p, struct replay_result *r)
 		.fmt = spte_format_get(SPTE_FORMAT_NPT),
 		.nx_worker_tids = workers,
 		.n_nx_worker_tids = 1,
+		.nx_workers_known = 1,
 		.npf_exit_reason = 0x400,
 		.nx_ratio = nx_ratio,
 		.nx_period_ms = nx_period_ms,

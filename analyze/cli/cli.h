@@ -44,6 +44,9 @@
 	  "plugins missing)") \
 	X(CLI_EXIT_CHECK, 6, "the replay self-check is off its tolerance " \
 	  "(what-if withheld)") \
+	X(CLI_EXIT_CANNOT, 7, "the source cannot answer the command: the " \
+	  "events it needs were not recorded (said in one line, naming " \
+	  "them)") \
 	X(CLI_EXIT_SIGHUP, 129, "stopped by SIGHUP: the unfinished output " \
 	  "is removed, an earlier one is untouched") \
 	X(CLI_EXIT_SIGINT, 130, "stopped by SIGINT (Ctrl-C), the same way") \

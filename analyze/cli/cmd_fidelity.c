@@ -4,6 +4,7 @@
  */
 #include "cli/cli.h"
 
+#include "metrics/coverage.h"
 #include "metrics/fidelity.h"
 #include "replay/capture_info.h"
 #include "replay/engine.h"
@@ -60,6 +61,28 @@ const struct cli_command cli_cmd_fidelity = {
 int cli_recorded_policy(sqlite3 *db, const char *path,
 			struct capture_info *ci)
 {
+	struct coverage cov;
+	const char *gap;
+	int rc = CLI_EXIT_OK;
+
+	/* A source without the replay's events: say so, not zeros. */
+	switch (coverage_load(db, &cov)) {
+	case COVERAGE_OK:
+		break;
+	case COVERAGE_ERR_NOMEM:
+		log_error("%s: out of memory", path);
+		return CLI_EXIT_INTERNAL;
+	default:
+		return CLI_EXIT_INPUT;
+	}
+	gap = coverage_gap(&cov, COVERAGE_REPLAY);
+	if (gap) {
+		log_error("%s: cannot replay: %s", path, gap);
+		rc = CLI_EXIT_CANNOT;
+	}
+	coverage_free(&cov);
+	if (rc != CLI_EXIT_OK)
+		return rc;
 	if (capture_info_read(db, ci) < 0)
 		return CLI_EXIT_INPUT;
 	if (ci->knobs_on > 1) {

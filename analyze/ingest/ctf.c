@@ -340,6 +340,8 @@ enum ingest_status ctf_read(const struct ingest_opts *opts,
 		rr->bad = strdup(bad_dir ? bad_dir : opts->inputs[0]);
 	}
 	rr->tracer = tracer_describe(t);
+	rr->duplicates = sink_duplicates(sink);
+	rr->events = sink_declared(sink);
 	st = INGEST_OK;
 end:
 	watchdog_stop();

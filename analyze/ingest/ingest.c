@@ -154,11 +154,50 @@ static const char *format_noun(enum ingest_format fmt)
 	}
 }
 
+/*
+ * The canonical tables the source's events can fill (meta source_tables):
+ * what the capture can answer, fired or not (metrics/coverage.h).  names:
+ * the event names, comma-separated.  Malloc'd; NULL: out of memory.
+ */
+static char *source_tables(const struct catalog *cat, const char *names)
+{
+	size_t cap = 2, len = 1;
+	const struct catalog_entry *e;
+	char *out, *list, *name, *save = NULL, key[128];
+	int i;
+
+	for (i = 0; i < cat->nentries; i++)
+		cap += strlen(cat->entries[i].table) + 1;
+	out = malloc(cap);
+	list = strdup(names ? names : "");
+	if (!out || !list) {
+		free(out);
+		free(list);
+		return NULL;
+	}
+	memcpy(out, ",", 2);
+	for (name = strtok_r(list, ",", &save); name;
+	     name = strtok_r(NULL, ",", &save)) {
+		e = catalog_find(cat, name);
+		if (!e || snprintf(key, sizeof(key), ",%s,", e->table) >=
+		    (int)sizeof(key) || strstr(out, key))
+			continue;
+		len += (size_t)snprintf(out + len, cap - len, "%s,", e->table);
+	}
+	free(list);
+	/* Without the guard commas. */
+	memmove(out, out + 1, len);
+	if (len > 1)
+		out[len - 2] = '\0';
+	return out;
+}
+
 /* The source of the capture: meta keys the summary shows. */
 static int source_store(sqlite3 *db, const struct reader_result *rr,
-			struct ingest_tables *t)
+			struct ingest_tables *t, const struct catalog *cat)
 {
 	char *names = rr->events ? NULL : tables_raw_names(t);
+	char *tables = source_tables(cat, rr->events ? rr->events : names);
 	int rc;
 
 	rc = db_meta_set_text(db, "source_format", rr->format) == DB_OK &&
@@ -170,8 +209,13 @@ static int source_store(sqlite3 *db, const struct reader_result *rr,
 		db_meta_set_int(db, "ts_resolution_ns",
 				rr->ts_resolution_ns) == DB_OK &&
 		(!rr->lossy || db_meta_set_text(db, "source_lossy",
-						rr->lossy) == DB_OK) ? 0 : -1;
+						rr->lossy) == DB_OK) &&
+		(!rr->duplicates || db_meta_set_int(db, "source_duplicates",
+				(int64_t)rr->duplicates) == DB_OK) &&
+		tables && db_meta_set_text(db, "source_tables", tables) ==
+		DB_OK ? 0 : -1;
 	free(names);
+	free(tables);
 	return rc;
 }
 
@@ -252,7 +296,7 @@ enum ingest_status ingest_run(const struct ingest_opts *opts,
 	    (rr.truncated && db_meta_set_text(out.db, "truncated_reason",
 					      rr.why) != DB_OK) ||
 	    db_meta_set_int(out.db, "catalogue_version", cat.version) !=
-	    DB_OK || source_store(out.db, &rr, t) < 0 ||
+	    DB_OK || source_store(out.db, &rr, t, &cat) < 0 ||
 	    manifest_store(out.db, opts) < 0 ||
 	    db_out_publish(&out) != DB_OK)
 		goto end;

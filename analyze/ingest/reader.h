@@ -36,6 +36,7 @@ struct reader_result {
 	char *lossy;            /* meta source_lossy: what the input could
 				 * not give back, or NULL: nothing */
 	int64_t ts_resolution_ns;
+	uint64_t duplicates;    /* meta source_duplicates: repeats dropped */
 	int ntraces;
 	int truncated;
 	char *why;              /* when truncated */

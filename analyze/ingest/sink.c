@@ -10,6 +10,7 @@
 #include "ingest/sink.h"
 
 #include "util/assert.h"
+#include "util/alloc.h"
 #include "util/log.h"
 #include "util/watchdog.h"
 #include "util/ptrmap.h"
@@ -27,6 +28,16 @@ struct sink_class {
 	int64_t tid_member;     /* common context, -1: none */
 	int64_t tid_payload;    /* perf's CTF: perf_tid in the payload */
 	int64_t procname_member;
+	/* perf's side-band records (perf data convert --all): counted in
+	 * raw_event, no place in the time line; perf_comm names a thread. */
+	int sideband;
+	int64_t comm_tid, comm_name;    /* perf_comm payload members */
+};
+
+/* The side-band record classes perf data convert --to-ctf --all writes.
+ * Synthesized ones carry time 0 (threads that existed at the start). */
+static const char *const perf_sideband[] = {
+	"perf_comm", "perf_fork", "perf_exit", "perf_mmap", "perf_mmap2",
 };
 
 #define TRACE_ENV_KEY(e, key, col) [e] = key,
@@ -46,6 +57,15 @@ struct ingest_sink {
 	const bt_packet *last_packet;
 	int64_t last_cpu;
 	int failed;                     /* out of memory: stop the graph */
+	/* perf samples: the last one's digest, and how many were exact
+	 * repeats of the one before (dropped: see sink_duplicates()). */
+	uint64_t last_digest;
+	uint64_t duplicates;
+	/* Event classes the metadata declares, fired or not: ",a,b,"
+	 * (what the tracer was asked to record; sink_declared()). */
+	struct ptrmap stream_classes;   /* bt_stream_class * seen */
+	char *declared;
+	size_t declared_len, declared_cap;
 };
 
 struct ingest_sink *sink_create(struct ingest_tables *t)
@@ -56,6 +76,7 @@ struct ingest_sink *sink_create(struct ingest_tables *t)
 		return NULL;
 	s->t = t;
 	ptrmap_init(&s->classes);
+	ptrmap_init(&s->stream_classes);
 	ptrmap_init(&s->streams);
 	ptrmap_init(&s->traces);
 	return s;
@@ -66,6 +87,8 @@ void sink_destroy(struct ingest_sink *s)
 	if (!s)
 		return;
 	ptrmap_free_values(&s->classes);
+	ptrmap_free(&s->stream_classes);
+	free(s->declared);
 	ptrmap_free(&s->streams);
 	ptrmap_free(&s->traces);
 	free(s);
@@ -160,7 +183,19 @@ static struct sink_class *class_resolve(struct ingest_sink *s,
 	c->tid_payload = c->tid_member >= 0 ? -1 : member_index(
 		bt_event_class_borrow_payload_field_class_const(ec),
 		"perf_tid");
-	if (name)
+	for (size_t k = 0; name && k < sizeof(perf_sideband) /
+		     sizeof(perf_sideband[0]); k++)
+		c->sideband |= strcmp(name, perf_sideband[k]) == 0;
+	c->comm_tid = c->comm_name = -1;
+	if (c->sideband && strcmp(name, "perf_comm") == 0) {
+		c->comm_tid = member_index(
+			bt_event_class_borrow_payload_field_class_const(ec),
+			"tid");
+		c->comm_name = member_index(
+			bt_event_class_borrow_payload_field_class_const(ec),
+			"comm");
+	}
+	if (name && !c->sideband)
 		tables_class_map(s->t, &c->map, payload_find,
 				 bt_event_class_borrow_payload_field_class_const(
 					 ec));
@@ -277,6 +312,82 @@ static int64_t field_int(const bt_field *st, uint64_t member,
 	}
 }
 
+/* FNV-1a over n bytes, continuing from h. */
+static uint64_t digest_add(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/*
+ * A perf sample's digest: its class, stream, time and every top-level
+ * payload field.  perf.data can hold a record twice (same time, same
+ * fields, back to back; `perf script` prints both); the kernel cannot
+ * emit that twice (an SPTE change from old to new needs old back first).
+ */
+static uint64_t sample_digest(const bt_event *ev, const bt_event_class *ec,
+			      const bt_stream *st, int64_t ns)
+{
+	const bt_field *pl = bt_event_borrow_payload_field_const(ev), *f;
+	uint64_t h = 0xcbf29ce484222325ull, i, n, v;
+	uintptr_t id[2] = { (uintptr_t)ec, (uintptr_t)st };
+	const char *str;
+
+	h = digest_add(h, id, sizeof(id));
+	h = digest_add(h, &ns, sizeof(ns));
+	n = pl ? bt_field_class_structure_get_member_count(
+		bt_field_borrow_class_const(pl)) : 0;
+	for (i = 0; i < n; i++) {
+		f = bt_field_structure_borrow_member_field_by_index_const(pl, i);
+		if (bt_field_class_type_is(bt_field_get_class_type(f),
+					   BT_FIELD_CLASS_TYPE_SIGNED_INTEGER)) {
+			v = (uint64_t)bt_field_integer_signed_get_value(f);
+			h = digest_add(h, &v, sizeof(v));
+		} else if (bt_field_class_type_is(bt_field_get_class_type(f),
+					BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER)) {
+			v = bt_field_integer_unsigned_get_value(f);
+			h = digest_add(h, &v, sizeof(v));
+		} else if (bt_field_get_class_type(f) ==
+			   BT_FIELD_CLASS_TYPE_STRING) {
+			str = bt_field_string_get_value(f);
+			h = digest_add(h, str, strlen(str) + 1);
+		}
+	}
+	return h;
+}
+
+static int64_t payload_int(const bt_field *pl, int64_t member)
+{
+	const bt_field *f =
+		bt_field_structure_borrow_member_field_by_index_const(
+			pl, (uint64_t)member);
+
+	return bt_field_class_type_is(bt_field_get_class_type(f),
+				      BT_FIELD_CLASS_TYPE_SIGNED_INTEGER) ?
+		bt_field_integer_signed_get_value(f) :
+		(int64_t)bt_field_integer_unsigned_get_value(f);
+}
+
+/* A perf side-band record: perf_comm names its thread (from the next
+ * event on); none takes a sequence number or moves the time base. */
+static int sideband_note(struct ingest_sink *s, const struct sink_class *c,
+			 const bt_event *ev)
+{
+	const bt_field *pl = bt_event_borrow_payload_field_const(ev);
+
+	if (c->comm_tid < 0 || c->comm_name < 0)
+		return 0;
+	return tables_thread_note(s->t, payload_int(pl, c->comm_tid),
+		bt_field_string_get_value(
+			bt_field_structure_borrow_member_field_by_index_const(
+				pl, (uint64_t)c->comm_name)),
+		tables_event_count(s->t));
+}
+
 static int handle_event(struct ingest_sink *s, const bt_message *msg)
 {
 	const bt_event *ev = bt_message_event_borrow_event_const(msg);
@@ -303,11 +414,22 @@ static int handle_event(struct ingest_sink *s, const bt_message *msg)
 	}
 	s->last_sstream->events++;
 	tables_raw_count(s->t, m->raw_id);
+	if (c->sideband)
+		return sideband_note(s, c, ev);
 
 	if (c->has_clock)
 		bt_clock_snapshot_get_ns_from_origin(
 			bt_message_event_borrow_default_clock_snapshot_const(
 				msg), &ns);
+	if (c->tid_payload >= 0) {
+		uint64_t d = sample_digest(ev, ec, st, ns);
+
+		if (d == s->last_digest) {
+			s->duplicates++;
+			return 0;
+		}
+		s->last_digest = d;
+	}
 	seq = tables_seq(s->t, ns);
 	if (c->cpu_member >= 0) {
 		const bt_packet *p = bt_event_borrow_packet_const(ev);
@@ -334,15 +456,8 @@ static int handle_event(struct ingest_sink *s, const bt_message *msg)
 				seq) < 0)
 			return -1;
 	} else if (c->tid_payload >= 0) {
-		const bt_field *f =
-			bt_field_structure_borrow_member_field_by_index_const(
-				bt_event_borrow_payload_field_const(ev),
-				(uint64_t)c->tid_payload);
-
-		tid = bt_field_class_type_is(bt_field_get_class_type(f),
-			BT_FIELD_CLASS_TYPE_SIGNED_INTEGER) ?
-			bt_field_integer_signed_get_value(f) :
-			(int64_t)bt_field_integer_unsigned_get_value(f);
+		tid = payload_int(bt_event_borrow_payload_field_const(ev),
+				  c->tid_payload);
 	} else {
 		nullmask |= ROW_NULL_TID;
 	}
@@ -428,14 +543,74 @@ static int handle_discarded(struct ingest_sink *s, const bt_message *msg,
 			       count);
 }
 
+/* Append name to s->declared unless it is there; 0 or -1 (memory). */
+static int declared_add(struct ingest_sink *s, const char *name)
+{
+	size_t n = strlen(name);
+	char key[512];
+
+	if (!s->declared_len) {
+		if (ALLOC_GROW(s->declared, 2, s->declared_cap) < 0)
+			return -1;
+		memcpy(s->declared, ",", 2);
+		s->declared_len = 1;
+	}
+	if (n + 3 > sizeof(key))
+		return 0;
+	snprintf(key, sizeof(key), ",%s,", name);
+	if (strstr(s->declared, key))
+		return 0;
+	if (ALLOC_GROW(s->declared, s->declared_len + n + 2,
+		       s->declared_cap) < 0)
+		return -1;
+	memcpy(s->declared + s->declared_len, name, n);
+	memcpy(s->declared + s->declared_len + n, ",", 2);
+	s->declared_len += n + 1;
+	return 0;
+}
+
+/* The event classes of a stream class, once per stream class. */
+static int declared_note(struct ingest_sink *s, const bt_stream_class *sc)
+{
+	uint64_t i, n;
+	const char *name;
+
+	if (ptrmap_get(&s->stream_classes, (uintptr_t)sc))
+		return 0;
+	if (ptrmap_put(&s->stream_classes, (uintptr_t)sc, (void *)sc) < 0)
+		return -1;
+	n = bt_stream_class_get_event_class_count(sc);
+	for (i = 0; i < n; i++) {
+		name = bt_event_class_get_name(
+			bt_stream_class_borrow_event_class_by_index_const(sc, i));
+		if (name && declared_add(s, name) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+char *sink_declared(const struct ingest_sink *s)
+{
+	char *out;
+
+	if (s->declared_len < 2)
+		return NULL;
+	/* Without the guard commas. */
+	out = strndup(s->declared + 1, s->declared_len - 2);
+	return out;
+}
+
 static int handle_message(struct ingest_sink *s, const bt_message *msg)
 {
+	const bt_stream *st;
+
 	switch (bt_message_get_type(msg)) {
 	case BT_MESSAGE_TYPE_EVENT:
 		return handle_event(s, msg);
 	case BT_MESSAGE_TYPE_STREAM_BEGINNING:
-		return stream_register(s,
-			bt_message_stream_beginning_borrow_stream_const(msg)) ?
+		st = bt_message_stream_beginning_borrow_stream_const(msg);
+		return stream_register(s, st) &&
+			declared_note(s, bt_stream_borrow_class_const(st)) == 0 ?
 			0 : -1;
 	case BT_MESSAGE_TYPE_DISCARDED_EVENTS:
 		return handle_discarded(s, msg, 0);
@@ -490,6 +665,11 @@ sink_bt_consume(bt_message_iterator *it, void *user_data)
 	if ((tables_event_count(s->t) & 0xffff) < count)
 		log_progress("ingest: events", tables_event_count(s->t));
 	return st;
+}
+
+uint64_t sink_duplicates(const struct ingest_sink *s)
+{
+	return s->duplicates;
 }
 
 void sink_bt_finalize(void *user_data)

@@ -13,11 +13,17 @@
 #include "ingest/tables.h"
 
 #include <babeltrace2/babeltrace.h>
+#include <stdint.h>
 
 struct ingest_sink;
 
 struct ingest_sink *sink_create(struct ingest_tables *t);
 void sink_destroy(struct ingest_sink *s);
+/* perf samples dropped as exact repeats of the one before them. */
+uint64_t sink_duplicates(const struct ingest_sink *s);
+/* The event classes the traces' metadata declare, comma-separated
+ * (malloc'd; NULL when none or out of memory). */
+char *sink_declared(const struct ingest_sink *s);
 
 /* bt_graph_add_simple_sink_component() callbacks; user_data is the sink. */
 bt_graph_simple_sink_component_initialize_func_status

@@ -54,11 +54,14 @@ void fidelity_compute(const struct replay_result *r,
 	       r->flushes_measured ? "measured" : "inferred",
 	       r->flushes_measured ? FID_CHECK_PREDICTED :
 	       FID_CHECK_RESTATED);
+	/* Without a way to tell the worker's zaps from others (no thread
+	 * names, no recovery events) the observed side is unknown. */
 	metric(&out->m[FID_NX_RECOVERED], "nx_recovered",
 	       r->nx_recovered_observed, r->nx_recovered_predicted,
-	       tol[FID_NX_RECOVERED], r->nx_ratio_known ? "measured" :
-	       "unchecked", r->nx_ratio_known ? FID_CHECK_PREDICTED :
-	       FID_CHECK_UNCHECKED);
+	       tol[FID_NX_RECOVERED], !r->nx_workers_known ? "unknown" :
+	       r->nx_ratio_known ? "measured" : "unchecked",
+	       r->nx_ratio_known && r->nx_workers_known ?
+	       FID_CHECK_PREDICTED : FID_CHECK_UNCHECKED);
 	out->metrics_ok = 1;
 	for (i = 0; i < FID_METRICS; i++)
 		out->metrics_ok &= out->m[i].ok;

@@ -267,6 +267,16 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 	s->source_events = db_meta_get_text(db, "source_events");
 	s->source_lossy = db_meta_get_text(db, "source_lossy");
 	s->ts_resolution_ns = db_meta_get_int(db, "ts_resolution_ns", 1);
+	s->source_duplicates = db_meta_get_int(db, "source_duplicates", 0);
+	switch (coverage_load(db, &s->cov)) {
+	case COVERAGE_OK:
+		break;
+	case COVERAGE_ERR_NOMEM:
+		st = SUMMARY_ERR_NOMEM;
+		goto end;
+	default:
+		goto end;
+	}
 	for (i = 0; summary_canonical_tables[i]; i++) {
 		struct summary_count *c = PUSH(s->canon, s->ncanon,
 					    s->capcanon);
@@ -333,6 +343,7 @@ void summary_free(struct summary *s)
 {
 	int i;
 
+	coverage_free(&s->cov);
 	for (i = 0; i < s->nraw; i++) {
 		free(s->raw[i].name);
 		free(s->raw[i].canonical);

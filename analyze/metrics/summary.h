@@ -8,6 +8,7 @@
 #ifndef MMUREPLAY_METRICS_SUMMARY_H
 #define MMUREPLAY_METRICS_SUMMARY_H
 
+#include "metrics/coverage.h"
 #include "metrics/latency.h"
 
 #include <sqlite3.h>
@@ -67,6 +68,7 @@ struct summary {
 	 * before they were recorded). */
 	char *source_format, *source_tracer, *source_events, *source_lossy;
 	int64_t ts_resolution_ns;           /* 1, or 1000 for text in us */
+	int64_t source_duplicates;          /* repeats dropped at ingest */
 	const char *spte_format;
 	int spte_format_detected;           /* 0: assumed */
 
@@ -91,6 +93,10 @@ struct summary {
 	struct summary_counter_check counters[SUMMARY_COUNTER_CHECKS];
 
 	struct latency latency;
+
+	/* What the source can give: a figure with a gap is unknown, and
+	 * its count and rate are shown as such, never as 0. */
+	struct coverage cov;
 
 	int64_t faults, leaf_zaps, invalidations;
 	double faults_per_s, leaf_zaps_per_s, invalidations_per_s;

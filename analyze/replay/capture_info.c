@@ -104,6 +104,13 @@ int capture_info_read(sqlite3 *db, struct capture_info *ci)
 	while (sqlite3_step(st) == SQLITE_ROW &&
 	       ci->nworkers < CAPTURE_MAX_WORKERS)
 		ci->workers[ci->nworkers++] = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT EXISTS (SELECT 1 FROM thread)", -1,
+			       &st, NULL) != SQLITE_OK)
+		goto end;
+	ci->workers_known = ci->nworkers > 0 ||
+		(sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0));
 	rc = 0;
 end:
 	if (rc < 0)

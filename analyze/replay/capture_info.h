@@ -22,6 +22,9 @@ struct capture_info {
 	int64_t npf_exit_reason;
 	int32_t workers[CAPTURE_MAX_WORKERS];
 	int nworkers;
+	/* The NX recovery worker can be told: its events were traced, or
+	 * the source names threads (perf's CTF without --all names none). */
+	int workers_known;
 	const struct policy *recorded;  /* baseline unless a knob was on */
 	int recorded_from_manifest;
 	int knobs_on;                   /* > 1: no single policy matches */

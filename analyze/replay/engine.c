@@ -285,6 +285,7 @@ enum replay_status replay_run_scanned(struct source *src,
 	res->policy = opts->policy->name;
 	res->limits = opts->policy->limits;
 	res->nx_ratio_known = opts->nx_ratio > 0;
+	res->nx_workers_known = opts->nx_workers_known;
 	e.period_factor = policy_period_factor(opts->policy,
 					       opts->nx_period_ms);
 	if (!e.period_factor)

@@ -159,6 +159,7 @@ struct replay_opts {
 	const struct spte_format *fmt;
 	const int32_t *nx_worker_tids;  /* the recovery threads */
 	int n_nx_worker_tids;
+	int nx_workers_known;   /* 0: the source cannot tell the worker */
 	int64_t npf_exit_reason;        /* SVM 0x400, VMX 48 */
 	int64_t nx_ratio;               /* recovery ratio; 0: unknown */
 	int64_t nx_period_ms;           /* recovery period; 0: unknown */
@@ -222,6 +223,7 @@ struct replay_result {
 	 * and the model's count of NX-split pages say (ratio known only). */
 	int64_t nx_recovered_observed, nx_recovered_predicted;
 	int nx_ratio_known;
+	int nx_workers_known;   /* 0: "observed" cannot be told (unknown) */
 
 	struct replay_second *series;   /* index: second of trace time */
 	int64_t nseconds;

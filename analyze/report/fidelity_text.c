@@ -6,6 +6,7 @@
 #include "report/report.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 /* The stock upgrade inference scored against the measured flag (see
  * fidelity_json.c), when the capture has both. */
@@ -57,6 +58,15 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 			fidelity_check_kind_names[f->m[i].check],
 			f->m[i].ok ? "" : "  <-");
 	}
+	for (i = 0; i < FID_METRICS; i++)
+		if (f->m[i].check == FID_CHECK_UNCHECKED)
+			fprintf(out, "  not checked: %s (%s)\n", f->m[i].name,
+				strcmp(f->m[i].observed_how, "unknown") == 0 ?
+				"unknown: the source names no\n  threads and "
+				"has no recovery events, so the worker's zaps "
+				"cannot be\n  told; for perf, convert with "
+				"--all" :
+				"the recovery ratio is not known");
 	fprintf(out, "\n  one_sided: a fault the state did not require fails; "
 		"a missing fault\n  cannot be seen.  restated: both sides "
 		"come from the zaps.\n");

@@ -24,6 +24,7 @@ static void esc(FILE *o, const char *s)
 		case '>': fputs("&gt;", o); break;
 		case '&': fputs("&amp;", o); break;
 		case '"': fputs("&quot;", o); break;
+		case '\'': fputs("&#39;", o); break;
 		default: fputc(*s, o);
 		}
 	}
@@ -93,6 +94,20 @@ static void section_counters(FILE *o, const struct summary *s)
 			"event KVM counted.</p>\n");
 }
 
+/* A count and rate, or "unknown" when the source cannot give them. */
+static void html_figure_row(FILE *o, const struct summary *s,
+			    const char *name, enum coverage_figure f,
+			    int64_t n, double rate)
+{
+	fprintf(o, "<tr><td>%s</td>", name);
+	if (coverage_gap(&s->cov, f)) {
+		fprintf(o, "<td>unknown</td><td>unknown</td></tr>\n");
+		return;
+	}
+	td_count(o, (double)n);
+	fprintf(o, "<td>%.1f</td></tr>\n", rate);
+}
+
 static void section_capture(FILE *o, const struct summary *s)
 {
 	int i;
@@ -121,21 +136,30 @@ static void section_capture(FILE *o, const struct summary *s)
 		"<th>per second</th></tr>\n");
 	fprintf(o, "<tr><td>events</td>");
 	td_count(o, (double)s->events);
-	fprintf(o, "<td></td></tr>\n<tr><td>NPF faults</td>");
-	td_count(o, (double)s->faults);
-	fprintf(o, "<td>%.1f</td></tr>\n<tr><td>leaf zaps</td>",
-		s->faults_per_s);
-	td_count(o, (double)s->leaf_zaps);
-	fprintf(o, "<td>%.1f</td></tr>\n<tr><td>notifier invalidations</td>",
-		s->leaf_zaps_per_s);
-	td_count(o, (double)s->invalidations);
-	fprintf(o, "<td>%.1f</td></tr>\n<tr><td>lost events</td>",
-		s->invalidations_per_s);
+	fprintf(o, "<td></td></tr>\n");
+	html_figure_row(o, s, "NPF faults", COVERAGE_FAULTS, s->faults,
+			s->faults_per_s);
+	html_figure_row(o, s, "leaf zaps", COVERAGE_LEAF_ZAPS, s->leaf_zaps,
+			s->leaf_zaps_per_s);
+	html_figure_row(o, s, "notifier invalidations",
+			COVERAGE_INVALIDATIONS, s->invalidations,
+			s->invalidations_per_s);
+	fprintf(o, "<tr><td>lost events</td>");
 	td_count(o, (double)s->lost_events);
 	fprintf(o, "<td></td></tr>\n</table>\n<p class=\"note\">%.3f s of "
 		"trace; SPTE format %s (%s).</p>\n", s->duration_s,
 		s->spte_format, s->spte_format_detected ?
 		"from the exit ISA" : "assumed");
+	for (i = 0; i < COVERAGE_FIGURES; i++) {
+		const char *gap = coverage_gap(&s->cov, (enum coverage_figure)i);
+
+		if (!gap)
+			continue;
+		fprintf(o, "<p class=\"note\">Unknown %s: ",
+			coverage_figure_keys[i]);
+		esc(o, gap);
+		fprintf(o, ".</p>\n");
+	}
 	if (s->truncated) {
 		fprintf(o, "<p class=\"bad\">Truncated trace: ");
 		esc(o, s->truncated_reason);
@@ -173,9 +197,13 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 	char key[48];
 	int i;
 
-	fprintf(o, "<h2>Self-check: replay under %s</h2>\n<p class=\"%s\">"
+	/* The policy and knowledge names come from the DB: escaped, as
+	 * every string a trace or a DB hands the page. */
+	fprintf(o, "<h2>Self-check: replay under ");
+	esc(o, b->policy);
+	fprintf(o, "</h2>\n<p class=\"%s\">"
 		"%s</p>\n<table><tr><th>metric</th><th>observed</th>"
-		"<th>predicted</th><th>check</th></tr>\n", b->policy,
+		"<th>predicted</th><th>check</th></tr>\n",
 		b->self_check_ok ? "ok" : "bad", b->self_check_ok ?
 		"The model reproduces the trace: every metric within "
 		"tolerance, no context mismatched." :
@@ -205,11 +233,16 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 		faults > 0 ? 100.0 * exempt / faults : 0.0,
 		100.0 * FIDELITY_MAX_EXEMPT_SHARE,
 		replay_metrics_get(&b->m, "mismatches"));
-	fprintf(o, "<p class=\"note\">Memslots %s; permission "
-		"upgrades %s; dirty logging %s; lock waits %s.  Inferred facts "
-		"come from stock events (see the README).</p>\n",
-		b->knowledge[0], b->knowledge[1], b->knowledge[2],
-		b->knowledge[3]);
+	fprintf(o, "<p class=\"note\">Memslots ");
+	esc(o, b->knowledge[0]);
+	fprintf(o, "; permission upgrades ");
+	esc(o, b->knowledge[1]);
+	fprintf(o, "; dirty logging ");
+	esc(o, b->knowledge[2]);
+	fprintf(o, "; lock waits ");
+	esc(o, b->knowledge[3]);
+	fprintf(o, ".  Inferred facts come from stock events (see the "
+		"README).</p>\n");
 }
 
 static void section_whatif(FILE *o, const struct stored_run *r, int n)

@@ -53,6 +53,24 @@ static void latency_json(cJSON *root, const struct latency *l)
 	cJSON_AddItemToObject(o, "npf_service", dist_json(&l->npf));
 }
 
+/* totals[key] and rates[key_per_s], null when the source cannot give
+ * the figure. */
+static void figure_json(cJSON *totals, cJSON *rates, const struct summary *s,
+			enum coverage_figure f, int64_t n, double rate)
+{
+	const char *key = coverage_figure_keys[f];
+	char rkey[64];
+
+	snprintf(rkey, sizeof(rkey), "%s_per_s", key);
+	if (coverage_gap(&s->cov, f)) {
+		cJSON_AddNullToObject(totals, key);
+		cJSON_AddNullToObject(rates, rkey);
+		return;
+	}
+	cJSON_AddNumberToObject(totals, key, (double)n);
+	cJSON_AddNumberToObject(rates, rkey, rate);
+}
+
 char *report_summary_json(const struct summary *s, const char *db_path)
 {
 	cJSON *root = cJSON_CreateObject(), *o, *a, *t;
@@ -75,6 +93,8 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 	add_str(o, "lossy", s->source_lossy);
 	cJSON_AddNumberToObject(o, "ts_resolution_ns",
 				(double)s->ts_resolution_ns);
+	cJSON_AddNumberToObject(o, "duplicates_dropped",
+				(double)s->source_duplicates);
 	o = cJSON_AddObjectToObject(root, "spte_format");
 	add_str(o, "name", s->spte_format);
 	cJSON_AddBoolToObject(o, "detected", s->spte_format_detected);
@@ -117,15 +137,23 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 	}
 
 	o = cJSON_AddObjectToObject(root, "totals");
-	cJSON_AddNumberToObject(o, "npf_faults", (double)s->faults);
-	cJSON_AddNumberToObject(o, "leaf_zaps", (double)s->leaf_zaps);
-	cJSON_AddNumberToObject(o, "notifier_invalidations",
-				(double)s->invalidations);
-	o = cJSON_AddObjectToObject(root, "rates");
-	cJSON_AddNumberToObject(o, "npf_faults_per_s", s->faults_per_s);
-	cJSON_AddNumberToObject(o, "leaf_zaps_per_s", s->leaf_zaps_per_s);
-	cJSON_AddNumberToObject(o, "notifier_invalidations_per_s",
-				s->invalidations_per_s);
+	t = cJSON_AddObjectToObject(root, "rates");
+	figure_json(o, t, s, COVERAGE_FAULTS, s->faults, s->faults_per_s);
+	figure_json(o, t, s, COVERAGE_LEAF_ZAPS, s->leaf_zaps,
+		    s->leaf_zaps_per_s);
+	figure_json(o, t, s, COVERAGE_INVALIDATIONS, s->invalidations,
+		    s->invalidations_per_s);
+	/* Each figure: measured, or unknown and why (metrics/coverage.h). */
+	o = cJSON_AddObjectToObject(root, "basis");
+	t = cJSON_AddObjectToObject(root, "unknown");
+	for (i = 0; i < COVERAGE_FIGURES; i++) {
+		const char *gap = coverage_gap(&s->cov, (enum coverage_figure)i);
+
+		cJSON_AddStringToObject(o, coverage_figure_keys[i],
+					gap ? "unknown" : "measured");
+		if (gap)
+			cJSON_AddStringToObject(t, coverage_figure_keys[i], gap);
+	}
 	o = cJSON_AddObjectToObject(root, "stats_rates");
 	if (s->stats_pf_per_s >= 0)
 		cJSON_AddNumberToObject(o, "pf_taken_per_s", s->stats_pf_per_s);

@@ -4,6 +4,7 @@
 #include "report/report.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *nz(const char *s)
 {
@@ -70,6 +71,45 @@ static void counters_text(FILE *out, const struct summary *s)
 		fputc('\n', out);
 }
 
+/* "  unknown KEY: GAP", wrapped at 72 columns, continued indented. */
+static void gap_text(FILE *out, const char *key, const char *gap)
+{
+	char line[512];
+	const char *p;
+	size_t len, width = 72;
+	int first = 1;
+
+	snprintf(line, sizeof(line), "unknown %s: %s", key, gap);
+	for (p = line; *p; p += len) {
+		width = first ? 72 - 2 : 72 - 4;
+		len = strlen(p);
+		if (len > width) {
+			len = width;
+			while (len > 0 && p[len] != ' ')
+				len--;
+			if (!len)
+				len = width;
+		}
+		fprintf(out, "%s%.*s\n", first ? "  " : "    ", (int)len, p);
+		while (p[len] == ' ')
+			len++;
+		first = 0;
+	}
+}
+
+/* A count and rate, or "unknown" when the source cannot give them. */
+static void metric_row(FILE *out, const struct summary *s, const char *name,
+		       enum coverage_figure f, int64_t n, double rate)
+{
+	char a[32];
+
+	if (coverage_gap(&s->cov, f))
+		fprintf(out, "  %-26s %12s %12s\n", name, "unknown", "unknown");
+	else
+		fprintf(out, "  %-26s %12s %12.1f\n", name,
+			report_fmt_count(a, sizeof(a), n), rate);
+}
+
 void report_summary_text(FILE *out, const struct summary *s,
 			 const char *db_path)
 {
@@ -88,6 +128,9 @@ void report_summary_text(FILE *out, const struct summary *s,
 			"(text resolution)" : "the nanosecond");
 	if (s->source_lossy)
 		fprintf(out, "  not in the text: %s\n", s->source_lossy);
+	if (s->source_duplicates)
+		fprintf(out, "  records the tracer wrote twice, dropped: %lld\n",
+			(long long)s->source_duplicates);
 	for (i = 0; i < s->ntraces; i++) {
 		const struct summary_trace *t = &s->traces[i];
 
@@ -106,20 +149,22 @@ void report_summary_text(FILE *out, const struct summary *s,
 	fprintf(out, "  %-26s %12s %12s\n", "metric", "count", "per sec");
 	fprintf(out, "  %-26s %12s %12s\n", "--------------------------",
 		"------------", "------------");
-	fprintf(out, "  %-26s %12s %12.1f\n", "NPF faults",
-		report_fmt_count(a, sizeof(a), s->faults), s->faults_per_s);
-	fprintf(out, "  %-26s %12s %12.1f\n", "leaf zaps",
-		report_fmt_count(a, sizeof(a), s->leaf_zaps),
-		s->leaf_zaps_per_s);
-	fprintf(out, "  %-26s %12s %12.1f\n", "notifier invalidations",
-		report_fmt_count(a, sizeof(a), s->invalidations),
-		s->invalidations_per_s);
+	metric_row(out, s, "NPF faults", COVERAGE_FAULTS, s->faults,
+		   s->faults_per_s);
+	metric_row(out, s, "leaf zaps", COVERAGE_LEAF_ZAPS, s->leaf_zaps,
+		   s->leaf_zaps_per_s);
+	metric_row(out, s, "notifier invalidations", COVERAGE_INVALIDATIONS,
+		   s->invalidations, s->invalidations_per_s);
 	if (s->stats_pf_per_s >= 0)
 		fprintf(out, "  %-26s %12s %12.1f\n", "pf_taken (KVM stats)", "",
 			s->stats_pf_per_s);
 	if (s->stats_tlb_per_s >= 0)
 		fprintf(out, "  %-26s %12s %12.1f\n", "remote_tlb_flush (stats)",
 			"", s->stats_tlb_per_s);
+	for (i = 0; i < COVERAGE_FIGURES; i++)
+		if (coverage_gap(&s->cov, (enum coverage_figure)i))
+			gap_text(out, coverage_figure_keys[i],
+				 coverage_gap(&s->cov, (enum coverage_figure)i));
 	fputc('\n', out);
 
 	latency_text(out, &s->latency);

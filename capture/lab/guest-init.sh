@@ -250,11 +250,19 @@ main() {
 	# LTTng: load the tracer and the probes we need (the TDP MMU probe is
 	# not in lttng-sessiond's default list), then only those.
 	t0=$(cut -d' ' -f1 /proc/uptime)
-	for p in lttng-tracer lttng-probe-kvm lttng-probe-kvm-x86 lttng-probe-kvm-x86-mmu \
-		lttng-probe-kvm-x86-tdp-mmu $EXTRA_MODULES; do
+	# --probes debian: what Debian 12's lttng-modules-dkms builds of KVM
+	# (its dkms.conf has lttng-probe-kvm only, no x86 probes).
+	if [ "${PROBES:-lab}" = debian ]; then
+		mods="lttng-tracer lttng-probe-kvm" kprobes=kvm
+	else
+		mods="lttng-tracer lttng-probe-kvm lttng-probe-kvm-x86 lttng-probe-kvm-x86-mmu lttng-probe-kvm-x86-tdp-mmu"
+		kprobes=kvm,kvm-x86,kvm-x86-mmu,kvm-x86-tdp-mmu
+	fi
+	log "lttng probes: $kprobes"
+	for p in $mods $EXTRA_MODULES; do
 		modprobe "$p" || log "modprobe $p failed"
 	done
-	export LTTNG_KMOD_PROBES=kvm,kvm-x86,kvm-x86-mmu,kvm-x86-tdp-mmu${EXTRA_PROBES:+,$EXTRA_PROBES}
+	export LTTNG_KMOD_PROBES=$kprobes${EXTRA_PROBES:+,$EXTRA_PROBES}
 	lttng-sessiond --daemonize || { log "lttng-sessiond failed"; return 1; }
 	LABMAN=$OUT/manifest.json
 	if [ "${CAPTURE_TOOL:-0}" = 1 ]; then
@@ -439,6 +447,7 @@ $params
   },
   "thp_enabled": $(json_str "$(cat /sys/kernel/mm/transparent_hugepage/enabled)"),
   "events": $(json_str "$EVENTS"),
+  "lttng_probes": $(json_str "${PROBES:-lab}"),
   "syscalls": $(json_str "$SYSCALLS"),
   "contexts": "tid,procname",
   "channel": {"name": "ch0", "mode": "discard", "subbuf_size_mb": $SUBBUF_MB, "per_cpu_buffer_mb": $BUF_MB, "cpus": $(nproc)},

@@ -16,6 +16,11 @@
 #   --event NAME          extra kernel event (repeatable; default set:
 #                         kvm_* and the ioctl/mprotect/madvise syscalls)
 #   --timeout S           workload timeout inside the guest (default 300)
+#   --probes lab|debian   the lttng-modules probes loaded: lab (default) the
+#                         lab's patched set (x86 KVM, MMU and TDP MMU probes);
+#                         debian: only those Debian 12's lttng-modules-dkms
+#                         builds (lttng-probe-kvm, the generic KVM events),
+#                         what a stock host records
 #   --ftrace              also enable the mmureplay series' new KVM events
 #                         in tracefs (ftrace, trace_clock mono) during the
 #                         same run; saved as ftrace.txt (+ ftrace-stats.txt:
@@ -35,8 +40,10 @@
 #                         The rootfs needs trace-cmd (build.sh installs it)
 #   --perf                also record the same events with `perf record -a
 #                         -k mono` (perf.data), converted on the host by
-#                         `perf data convert --to-ctf` into perf-ctf/ (+
-#                         perf-counts.txt: babeltrace2's counts of it).
+#                         `perf data convert --to-ctf --all` into perf-ctf/
+#                         (--all keeps the side-band records: perf_comm
+#                         names the threads) (+ perf-counts.txt:
+#                         babeltrace2's counts of it).
 #                         Stock or patched kernel; with or without
 #                         --trace-cmd.  The rootfs needs linux-perf
 #   --ust                 run the UST-enabled variant of the workload
@@ -92,7 +99,7 @@ case $1 in -h|--help) usage; exit 0 ;; esac
 WORKLOAD=$1
 shift
 KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
-TRACECMD=0 PERF=0
+TRACECMD=0 PERF=0 PROBES=lab
 CAPTURE_TOOL=0 CAPTURE_ARGS=() STATS=0
 KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
 while [ $# -gt 0 ]; do
@@ -107,6 +114,7 @@ while [ $# -gt 0 ]; do
 	--ftrace-kb) FTRACE_KB=${2:?}; shift 2 ;;
 	--trace-cmd) TRACECMD=1; shift ;;
 	--perf) PERF=1; shift ;;
+	--probes) PROBES=${2:?}; shift 2 ;;
 	--ust) UST=1; shift ;;
 	--ust-buf-mb) UST_BUF_MB=${2:?}; shift 2 ;;
 	--capture-tool) CAPTURE_TOOL=1; shift ;;
@@ -128,6 +136,7 @@ nxrecovery)
 *) echo "run.sh: unknown workload '$WORKLOAD' (basic, bgsnapshot, nxrecovery)" >&2; exit 2 ;;
 esac
 [ "$HAVE_WARGS" -eq 1 ] || WARGS=("${DEF_ARGS[@]}")
+case $PROBES in lab|debian) ;; *) echo "run.sh: --probes lab|debian" >&2; exit 2 ;; esac
 case $KERNEL in stock|patched) ;; *) echo "run.sh: --kernel stock|patched" >&2; exit 2 ;; esac
 [ "$BUF_MB" -ge 8 ] || { echo "run.sh: --buf-mb must be >= 8" >&2; exit 2; }
 [ "$FTRACE" -eq 0 ] || [ "$KERNEL" = patched ] ||
@@ -279,6 +288,7 @@ fi
 	printf 'UST=%q\nUST_EVENTS=%q\nUST_BUF_MB=%q\n' "$UST" 'mmureplay:*' "$UST_BUF_MB"
 	printf 'CAPTURE_TOOL=%q\nCAPTURE_ARGS=%q\n' "$CAPTURE_TOOL" "${CAPTURE_ARGS[*]}"
 	printf 'STATS=%q\n' "$STATS"
+	printf 'PROBES=%q\n' "$PROBES"
 } >"$RUN/config"
 size_mb=$(($(du -sm "$RUN" | cut -f1) + 32))
 mkfs.ext4 -q -F -L labrun -d "$RUN" "$WORK/run.img" "${size_mb}M" >/dev/null 2>&1 ||
@@ -364,7 +374,7 @@ if [ "$TRACECMD" -eq 1 ]; then
 fi
 if [ "$PERF" -eq 1 ]; then
 	if [ -f "$OUT/perf.data" ] &&
-		perf data convert --to-ctf "$OUT/perf-ctf" -i "$OUT/perf.data" >>"$OUT/perf.log" 2>&1; then
+		perf data convert --to-ctf "$OUT/perf-ctf" --all -i "$OUT/perf.data" >>"$OUT/perf.log" 2>&1; then
 		babeltrace2 "$OUT/perf-ctf" 2>>"$OUT/perf.log" | awk '{ sub(/:$/, "", $3); print $3 }' | sort | uniq -c |
 			sort -k1,1nr -k2 >"$OUT/perf-counts.txt" || true
 		echo "    perf: $(awk '{ n += $1 } END { print n + 0 }' "$OUT/perf-counts.txt") events in perf-ctf/"
