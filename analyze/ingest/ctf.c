@@ -21,9 +21,11 @@
 #include "util/watchdog.h"
 
 #include <babeltrace2/babeltrace.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SRC_PREFIX "src."
@@ -279,6 +281,44 @@ static enum ingest_status metadata_guard(const struct tracedirs *td)
 	return st;
 }
 
+/*
+ * A stream file LTTng wrote an index for but that is not there (a copy
+ * that missed a file): the rest is read, the DB marked truncated.  NULL
+ * when every indexed stream is present; else the reason (malloc'd) and
+ * *bad the trace directory.
+ */
+static char *streams_missing(const struct tracedirs *td, const char **bad)
+{
+	char path[4096], *why = NULL;
+	struct dirent *de;
+	struct stat sb;
+	size_t n;
+	DIR *d;
+	int i;
+
+	for (i = 0; i < td->n && !why; i++) {
+		snprintf(path, sizeof(path), "%s/index", td->dirs[i].path);
+		d = opendir(path);
+		while (d && !why && (de = readdir(d))) {
+			n = strlen(de->d_name);
+			if (n <= 4 || strcmp(de->d_name + n - 4, ".idx") != 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%.*s",
+				 td->dirs[i].path, (int)(n - 4), de->d_name);
+			if (stat(path, &sb) == 0)
+				continue;
+			if (asprintf(&why, "stream file %.*s is missing (its "
+				     "index is there)", (int)(n - 4),
+				     de->d_name) < 0)
+				why = NULL;
+			*bad = td->dirs[i].path;
+		}
+		if (d)
+			closedir(d);
+	}
+	return why;
+}
+
 enum ingest_status ctf_read(const struct ingest_opts *opts,
 			    struct ingest_tables *t, struct reader_result *rr)
 {
@@ -329,6 +369,8 @@ enum ingest_status ctf_read(const struct ingest_opts *opts,
 			rr->truncated = 1;
 			why = strdup(td.dirs[i].salvage_reason);
 		}
+	if (!why && (why = streams_missing(&td, &bad_dir)))
+		rr->truncated = 1;
 	if (graph_run(&g) < 0) {
 		free(why);
 		why = bt_error_take(&td, &bad_dir);

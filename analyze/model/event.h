@@ -171,4 +171,11 @@ struct model_event {
 	uint64_t fast_old, fast_new;
 };
 
+/*
+ * Why ev cannot come from a kernel (a level, address space or gfn out of
+ * the ranges the model indexes by), or NULL when it is plausible.  Every
+ * event a source hands the model passes this first (replay/source.c).
+ */
+const char *model_event_implausible(const struct model_event *ev);
+
 #endif

@@ -395,7 +395,7 @@ static void decode(struct table_reader *r, struct model_event *ev)
 	}
 }
 
-enum source_status source_next(struct source *s, struct model_event *ev)
+static enum source_status next_event(struct source *s, struct model_event *ev)
 {
 	struct table_reader *best = NULL;
 	size_t i;
@@ -424,4 +424,35 @@ enum source_status source_next(struct source *s, struct model_event *ev)
 		return SOURCE_END;
 	decode(best, ev);
 	return advance(s, best) < 0 ? SOURCE_ERR : SOURCE_OK;
+}
+
+/* The table an event kind comes from, for messages. */
+static const char *kind_table(enum model_event_kind kind)
+{
+	size_t i;
+
+	for (i = 0; i < NREADERS; i++)
+		if (tables[i].kind == kind)
+			return tables[i].tables;
+	return "event";
+}
+
+enum source_status source_next(struct source *s, struct model_event *ev)
+{
+	enum source_status st = next_event(s, ev);
+	const char *why;
+
+	if (st != SOURCE_OK)
+		return st;
+	/* Values the model indexes by are checked before it sees them:
+	 * a damaged trace or an edited DB stops here, in one line. */
+	why = model_event_implausible(ev);
+	if (why) {
+		log_error("%s: %s event seq %llu: %s (the trace or the DB is "
+			  "corrupt there)", s->db ? sqlite3_db_filename(s->db,
+			  "main") : "events", kind_table(ev->kind),
+			  (unsigned long long)ev->seq, why);
+		return SOURCE_ERR;
+	}
+	return SOURCE_OK;
 }
