@@ -120,7 +120,7 @@ enum db_status db_out_publish(struct db_out *out)
 	cleanup_tmp_remove(out->tmp_path);
 	free(out->tmp_path);
 	out->tmp_path = NULL;
-	cleanup_signals_release();
+	cleanup_signals_published();
 	st = DB_OK;
 end:
 	db_out_discard(out);

@@ -7,6 +7,7 @@
  */
 #include "replay/source.h"
 
+#include "db/db.h"
 #include "replay/stream.h"
 #include "util/log.h"
 
@@ -97,6 +98,9 @@ struct source {
 	/* Array source. */
 	const struct model_event *arr;
 	size_t n, pos;
+	/* The capture's last timestamp (meta last_ts): an event after it,
+	 * or before the time base, is corrupt.  -1: no bound (arrays). */
+	int64_t ts_max;
 };
 
 static uint64_t u(sqlite3_stmt *st, int i)
@@ -148,6 +152,7 @@ struct source *source_open_tables(sqlite3 *db)
 		return NULL;
 	s->kind = SOURCE_TABLES;
 	s->db = db;
+	s->ts_max = db_meta_get_int(db, "last_ts", -1);
 	for (i = 0; i < NREADERS; i++) {
 		s->r[i].kind = tables[i].kind;
 		if (sqlite3_prepare_v2(db, tables[i].sql, -1, &s->r[i].st,
@@ -185,6 +190,7 @@ struct source *source_open(sqlite3 *db)
 	}
 	s->kind = SOURCE_STREAM;
 	s->db = db;
+	s->ts_max = db_meta_get_int(db, "last_ts", -1);
 	s->stream = r;
 	return s;
 }
@@ -238,6 +244,7 @@ struct source *source_from_array(const struct model_event *evs, size_t n)
 	s->kind = SOURCE_ARRAY;
 	s->arr = evs;
 	s->n = n;
+	s->ts_max = -1;
 	return s;
 }
 
@@ -447,6 +454,8 @@ enum source_status source_next(struct source *s, struct model_event *ev)
 	/* Values the model indexes by are checked before it sees them:
 	 * a damaged trace or an edited DB stops here, in one line. */
 	why = model_event_implausible(ev);
+	if (!why && s->ts_max >= 0 && (ev->ts < 0 || ev->ts > s->ts_max))
+		why = "time outside the capture";
 	if (why) {
 		log_error("%s: %s event seq %llu: %s (the trace or the DB is "
 			  "corrupt there)", s->db ? sqlite3_db_filename(s->db,

@@ -629,6 +629,9 @@ enum stream_status stream_reader_next(struct stream_reader *r,
 		/* The blob stays valid until the next step. */
 		r->chunk = sqlite3_column_int64(r->st, 0);
 		r->c.p = sqlite3_column_blob(r->st, 1);
+		/* An empty blob reads as NULL: decode from an empty range. */
+		if (!r->c.p)
+			r->c.p = (const unsigned char *)"";
 		r->c.end = r->c.p + sqlite3_column_bytes(r->st, 1);
 		memset(&r->d, 0, sizeof(r->d));
 	}

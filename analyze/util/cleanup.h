@@ -47,6 +47,13 @@ int cleanup_stale_reap(const char *path);
  * signal that came meanwhile is acted on at the outermost release. */
 void cleanup_signals_hold(void);
 void cleanup_signals_release(void);
+/*
+ * Called holding, once the command's result is renamed into place: the
+ * hold is never released, so an interrupt after that cannot turn a
+ * finished command into a failed one (exit 128 + N with the new result
+ * in place).
+ */
+void cleanup_signals_published(void);
 /* The signal that came during a held section, or 0: stop soon. */
 int cleanup_interrupted(void);
 

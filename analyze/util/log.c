@@ -10,6 +10,7 @@
 
 static int progress_shown;
 
+__attribute__((format(printf, 2, 0)))
 static void vlog(const char *prefix, const char *fmt, va_list ap)
 {
 	log_progress_end();

@@ -79,7 +79,7 @@ int outfile_commit(struct outfile *o)
 		cleanup_tmp_remove(o->tmp);
 	free(o->tmp);
 	o->tmp = NULL;
-	cleanup_signals_release();
+	cleanup_signals_published();
 	rc = 0;
 end:
 	outfile_discard(o);

@@ -1,0 +1,60 @@
+#!/bin/sh
+# Coverage-guided fuzzing of mmureplay's parsers with libFuzzer (clang),
+# under AddressSanitizer and UBSan.
+#
+#   scripts/fuzz.sh [SECONDS]   each target for SECONDS (default 300);
+#                               CI runs 30 (.ci/run)
+#
+# Targets (tests/fuzz/): metaguard (CTF metadata guard), ftrace_text
+# (tracefs text ingest into a real DB), stream (the packed replay stream
+# decoder), db (a real capture DB edited at random, then replayed).
+# Each starts from a copy of its committed corpus (tests/fuzz/corpus/T),
+# so the committed one does not grow.  A crash leaves its input in
+# build-fuzz/fuzz/crash-T-*: fix it, then keep the input as a regression
+# test in tests/fuzz/regress/T/ (tests/test_fuzz_corpus.py runs it in
+# every build).  Prints one line per target: seconds, runs, crashes.
+# Exit status: 0 when no target crashed, 1 otherwise.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+secs=${1:-300}
+sh scripts/setup.sh
+
+dir=build-fuzz
+# The whole build gets coverage instrumentation; warnings fail it, as in
+# every test build.
+CC=clang cmake -S . -B "$dir" -DMMUREPLAY_FUZZ=ON -DMMUREPLAY_SANITIZE=ON \
+	-DMMUREPLAY_WERROR=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build "$dir" -j "$(nproc)" --target mmureplay fuzz_metaguard \
+	fuzz_ftrace_text fuzz_stream fuzz_db >/dev/null
+
+export LIBBABELTRACE2_NO_DLCLOSE=1
+export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+out=$dir/fuzz
+rm -rf "$out"
+mkdir -p "$out"
+# The DB target edits a real capture: the thp-split fixture.
+tar -xJf tests/data/lttng-kernel-6.1.192-stock-basic-thp-split/trace.tar.xz \
+	-C "$out"
+"$dir/analyze/mmureplay" ingest -q "$out/trace" -o "$out/fuzz.db"
+export MMR_FUZZ_DB="$top/$out/fuzz.db"
+
+status=0
+printf '%-12s %8s %10s %8s\n' target seconds runs crashes
+for t in metaguard ftrace_text stream db; do
+	mkdir -p "$out/corpus-$t"
+	cp tests/fuzz/corpus/$t/* "$out/corpus-$t/"
+	# -close_fd_mask=3: the targets' own error lines would flood the
+	# log; libFuzzer's report of a crash still comes out.
+	"$dir/tests/fuzz_$t" -max_total_time="$secs" -close_fd_mask=3 \
+		-print_final_stats=1 -artifact_prefix="$out/crash-$t-" \
+		"$out/corpus-$t" >"$out/$t.log" 2>&1 || status=1
+	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/$t.log")
+	crashes=$(find "$out" -maxdepth 1 -name "crash-$t-*" | wc -l)
+	[ "$crashes" -eq 0 ] || status=1
+	printf '%-12s %8s %10s %8s\n' "$t" "$secs" "${runs:-?}" "$crashes"
+done
+[ "$status" -eq 0 ] ||
+	echo "fuzz: crashes (inputs in $out/crash-*; logs $out/*.log)" >&2
+exit "$status"
