@@ -227,7 +227,7 @@ static int command_run(const struct cli_command *cmd, unsigned flags,
 		       int argc, char **argv)
 {
 	struct cli_args a;
-	int rc;
+	int rc, lock_fd = -1;
 
 	switch (cli_parse(cmd, argc, argv, &a)) {
 	case CLI_PARSE_OK:
@@ -244,12 +244,25 @@ static int command_run(const struct cli_command *cmd, unsigned flags,
 			return CLI_EXIT_USAGE;
 		}
 		a.path = a.pos[0];
-		if (db_open(a.path, !(flags & CLI_DB_WRITE), &a.db) != DB_OK)
+		if ((flags & CLI_DB_WRITE) && (lock_fd = db_writer_lock(a.path)) < 0)
 			return CLI_EXIT_INPUT;
+		switch (db_open(a.path, !(flags & CLI_DB_WRITE), &a.db)) {
+		case DB_OK:
+			break;
+		case DB_ERR_IO:         /* read-only: the result has nowhere
+					 * to go */
+			rc = CLI_EXIT_OUTPUT;
+			goto end;
+		default:
+			rc = CLI_EXIT_INPUT;
+			goto end;
+		}
 	}
 	rc = cmd->run(&a);
+end:
 	if (a.db)
 		sqlite3_close(a.db);
+	db_writer_unlock(lock_fd);
 	return rc;
 }
 

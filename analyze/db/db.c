@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -143,6 +145,100 @@ void db_out_discard(struct db_out *out)
 	out->path = NULL;
 }
 
+/* "a,b,c": the column names of table t in db, or NULL (no such table,
+ * out of memory). */
+static char *table_columns(sqlite3 *db, const char *t)
+{
+	sqlite3_stmt *st = NULL;
+	char *out = NULL;
+
+	if (sqlite3_prepare_v2(db, "SELECT group_concat(name, ',') FROM "
+			       "pragma_table_info(?)", -1, &st, NULL) ==
+	    SQLITE_OK &&
+	    sqlite3_bind_text(st, 1, t, -1, SQLITE_STATIC) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		out = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return out;
+}
+
+/*
+ * Every table of this build's schema is in db with the same columns: a
+ * DB edited by hand (a table dropped, a column renamed) is refused here
+ * in one line, not by a query failing somewhere later.
+ */
+static enum db_status schema_check(sqlite3 *db, const char *path)
+{
+	enum db_status st = DB_ERR_NOT_DB;
+	sqlite3 *ref = NULL;
+	sqlite3_stmt *q = NULL;
+	char *want = NULL, *have = NULL;
+	const char *t;
+
+	if (sqlite3_open(":memory:", &ref) != SQLITE_OK ||
+	    sqlite3_exec(ref, schema_capture_sql, NULL, NULL, NULL) !=
+	    SQLITE_OK ||
+	    sqlite3_prepare_v2(ref, "SELECT name FROM sqlite_master WHERE "
+			       "type = 'table' ORDER BY name", -1, &q, NULL) !=
+	    SQLITE_OK) {
+		log_error("%s: out of memory", path);
+		st = DB_ERR_SQL;
+		goto end;
+	}
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		t = (const char *)sqlite3_column_text(q, 0);
+		want = table_columns(ref, t);
+		have = table_columns(db, t);
+		if (!have) {
+			log_error("%s: not a whole capture database: table %s "
+				  "is missing (edited by hand?)", path, t);
+			goto end;
+		}
+		if (!want || strcmp(want, have) != 0) {
+			log_error("%s: not a whole capture database: table %s "
+				  "has columns (%s), this mmureplay expects (%s)",
+				  path, t, have, want ? want : "?");
+			goto end;
+		}
+		free(want);
+		free(have);
+		want = have = NULL;
+	}
+	st = DB_OK;
+end:
+	free(want);
+	free(have);
+	sqlite3_finalize(q);
+	sqlite3_close(ref);
+	return st;
+}
+
+int db_writer_lock(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		log_error("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	if (errno == EWOULDBLOCK) {
+		log_warn("%s: waiting for another mmureplay writing it", path);
+		if (flock(fd, LOCK_EX) == 0)
+			return fd;
+	}
+	log_error("%s: cannot lock: %s", path, strerror(errno));
+	close(fd);
+	return -1;
+}
+
+void db_writer_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);      /* drops the flock */
+}
+
 enum db_status db_open(const char *path, int read_only, sqlite3 **out)
 {
 	enum db_status st = DB_ERR_NOT_DB;
@@ -193,6 +289,21 @@ enum db_status db_open(const char *path, int read_only, sqlite3 **out)
 		log_error("%s: incomplete capture database", path);
 		goto end;
 	}
+	st = schema_check(db, path);
+	if (st != DB_OK)
+		goto end;
+	st = DB_ERR_IO;
+	/* The replay stores its results in the DB: a file or a mount it
+	 * cannot write is said at once, not at the end of the replay. */
+	if (!read_only && sqlite3_db_readonly(db, "main") == 1) {
+		log_error("%s: read-only: replay stores its results in the "
+			  "DB (copy it somewhere writable; fidelity does not "
+			  "write)", path);
+		goto end;
+	}
+	/* Another mmureplay writing the same DB (two replays at once):
+	 * wait for it rather than fail. */
+	sqlite3_busy_timeout(db, 600 * 1000);
 	*out = db;
 	db = NULL;
 	st = DB_OK;

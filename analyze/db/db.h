@@ -37,6 +37,17 @@ enum db_status db_out_publish(struct db_out *out);
 /* Close and delete the temporary file; safe on a zeroed struct. */
 void db_out_discard(struct db_out *out);
 
+/*
+ * One writer at a time: an exclusive flock(2) on the DB file, held by a
+ * command that writes the DB in place (replay) for its whole run.  Two
+ * writers each inside a read would otherwise deadlock in SQLite's lock
+ * upgrade (one of them failing with "database is locked"); the second
+ * now waits, and says so.  The fd to pass to db_writer_unlock(), or -1
+ * after the error line.
+ */
+int db_writer_lock(const char *path);
+void db_writer_unlock(int fd);
+
 /* Open an existing capture DB; read_only selects the SQLite open mode. */
 enum db_status db_open(const char *path, int read_only, sqlite3 **out);
 

@@ -21,6 +21,12 @@
 #                         debian: only those Debian 12's lttng-modules-dkms
 #                         builds (lttng-probe-kvm, the generic KVM events),
 #                         what a stock host records
+#   --allow-verify-fail   a verify.sh failure is not a failed run (runs that
+#                         are lossy or odd on purpose)
+#
+# Exit status: 0 recorded and verified; 3 the workload failed (rc != 0,
+# timeout); 4 verify.sh failed; 1 or 2 the lab itself failed or bad
+# usage.  The output directory is kept in every case.
 #   --ftrace              also enable the mmureplay series' new KVM events
 #                         in tracefs (ftrace, trace_clock mono) during the
 #                         same run; saved as ftrace.txt (+ ftrace-stats.txt:
@@ -99,7 +105,7 @@ case $1 in -h|--help) usage; exit 0 ;; esac
 WORKLOAD=$1
 shift
 KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
-TRACECMD=0 PERF=0 PROBES=lab
+TRACECMD=0 PERF=0 PROBES=lab ALLOW_VERIFY_FAIL=0
 CAPTURE_TOOL=0 CAPTURE_ARGS=() STATS=0
 KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
 while [ $# -gt 0 ]; do
@@ -115,6 +121,7 @@ while [ $# -gt 0 ]; do
 	--trace-cmd) TRACECMD=1; shift ;;
 	--perf) PERF=1; shift ;;
 	--probes) PROBES=${2:?}; shift 2 ;;
+	--allow-verify-fail) ALLOW_VERIFY_FAIL=1; shift ;;
 	--ust) UST=1; shift ;;
 	--ust-buf-mb) UST_BUF_MB=${2:?}; shift 2 ;;
 	--capture-tool) CAPTURE_TOOL=1; shift ;;
@@ -335,8 +342,12 @@ tar -xf "$WORK/out.img" -C "$OUT" 2>/dev/null ||
 LABM=$OUT/manifest.json
 [ "$CAPTURE_TOOL" -eq 0 ] || LABM=$OUT/lab-manifest.json
 [ -f "$LABM" ] || die "no $(basename "$LABM") (see $OUT/console.log)"
-grep -q '"workload_rc": 0,' "$LABM" ||
-	echo "    warning: workload failed: $(sed -n 's/^  "workload_rc": \(.*\),$/rc \1/p' "$LABM") (see $OUT/console.log)"
+# Everything is saved first; the exit status says what failed.
+status=0
+if ! grep -q '"workload_rc": 0,' "$LABM"; then
+	echo "    FAILED: workload $(sed -n 's/^  "workload_rc": \(.*\),$/rc \1/p' "$LABM") (see $OUT/console.log)"
+	status=3
+fi
 if command -v babeltrace2 >/dev/null; then
 	# The whole trace: the CLI finds and merges every CTF trace under it
 	# (kernel/, and ust/uid/... with --ust).
@@ -350,8 +361,14 @@ if command -v babeltrace2 >/dev/null; then
 	[ ! -s "$OUT/babeltrace2.err" ] || sed -n '1,5s/^/    babeltrace2: /p' "$OUT/babeltrace2.err"
 fi
 if command -v babeltrace2 >/dev/null; then
-	"$HERE/verify.sh" "$OUT" >"$OUT/verify.txt" 2>&1 ||
-		echo "    warning: verify.sh found problems"
+	if ! "$HERE/verify.sh" "$OUT" >"$OUT/verify.txt" 2>&1; then
+		if [ "$ALLOW_VERIFY_FAIL" -eq 1 ]; then
+			echo "    verify.sh found problems (allowed: --allow-verify-fail)"
+		else
+			echo "    FAILED: verify.sh (see $OUT/verify.txt)"
+			[ "$status" -ne 0 ] || status=4
+		fi
+	fi
 	sed 's/^/    /' "$OUT/verify.txt"
 fi
 if [ "$FTRACE" -eq 1 ]; then
@@ -381,5 +398,9 @@ if [ "$PERF" -eq 1 ]; then
 	else
 		echo "    warning: --perf but no perf.data or no CTF from it (see $OUT/perf.log)"
 	fi
+fi
+if [ "$status" -ne 0 ]; then
+	echo "run.sh: $WORKLOAD ($KERNEL) FAILED (exit $status), output kept in $OUT, $(elapsed)s" >&2
+	exit "$status"
 fi
 echo "run.sh: $WORKLOAD ($KERNEL) recorded into $OUT in $(elapsed)s"
