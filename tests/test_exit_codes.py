@@ -37,7 +37,8 @@ r = run([mmr, "--help"])
 top = help_codes(r.stdout)
 check(r.returncode == 0 and len(top) == 11, "--help lists 11 codes: %r" % top)
 check(top == doc, "README and --help differ:\n%r\n%r" % (doc, top))
-for cmd in ("ingest", "summary", "fidelity", "replay", "report", "spikes"):
+for cmd in ("ingest", "summary", "fidelity", "replay", "report", "spikes",
+            "compare"):
     r = run([mmr, cmd, "--help"])
     check(r.returncode == 0 and help_codes(r.stdout) == top,
           cmd + " --help: the same exit status table")

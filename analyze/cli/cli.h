@@ -145,6 +145,7 @@ extern const struct cli_command cli_cmd_fidelity;
 extern const struct cli_command cli_cmd_replay;
 extern const struct cli_command cli_cmd_report;
 extern const struct cli_command cli_cmd_spikes;
+extern const struct cli_command cli_cmd_compare;
 
 struct capture_info;
 struct policy;

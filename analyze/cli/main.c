@@ -28,6 +28,7 @@ static const struct {
 	{ &cli_cmd_replay, CLI_NEEDS_DB | CLI_DB_WRITE },
 	{ &cli_cmd_report, CLI_NEEDS_DB },
 	{ &cli_cmd_spikes, CLI_NEEDS_DB },
+	{ &cli_cmd_compare, 0 },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -123,3 +123,35 @@ end:
 	sqlite3_finalize(vals);
 	return rc;
 }
+
+int latency_count_at_least(sqlite3 *db, int64_t npf_exit_reason,
+			   int64_t ns, int64_t *probe, int64_t *npf)
+{
+	sqlite3_stmt *st = NULL;
+	char sql[sizeof(npf_sql) + 64];
+	int rc = -1;
+
+	*probe = *npf = 0;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM latency_sample "
+			       "WHERE ns >= ?1", -1, &st, NULL) != SQLITE_OK)
+		goto sql_error;
+	sqlite3_bind_int64(st, 1, ns);
+	if ((*probe = count_of(db, st)) < 0)
+		goto end;
+	sqlite3_finalize(st);
+	st = NULL;
+	snprintf(sql, sizeof(sql), npf_sql, "count(*)", " AND ts - pts >= ?2");
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		goto sql_error;
+	sqlite3_bind_int64(st, 1, npf_exit_reason);
+	sqlite3_bind_int64(st, 2, ns);
+	if ((*npf = count_of(db, st)) < 0)
+		goto end;
+	rc = 0;
+	goto end;
+sql_error:
+	log_error("%s: %s", sqlite3_db_filename(db, "main"), sqlite3_errmsg(db));
+end:
+	sqlite3_finalize(st);
+	return rc;
+}

@@ -40,4 +40,12 @@ struct latency {
 int latency_compute(sqlite3 *db, int64_t npf_exit_reason,
 		    struct latency *out);
 
+/*
+ * Intervals of at least ns: probe samples (every probe) and NPF service
+ * times, the count the nx-readlock mail quotes ("intervals >= 3 ms").
+ * 0, or -1 after an SQL error (logged).
+ */
+int latency_count_at_least(sqlite3 *db, int64_t npf_exit_reason,
+			   int64_t ns, int64_t *probe, int64_t *npf);
+
 #endif

@@ -10,6 +10,7 @@
 #ifndef MMUREPLAY_REPORT_REPORT_H
 #define MMUREPLAY_REPORT_REPORT_H
 
+#include "metrics/compare.h"
 #include "metrics/fidelity.h"
 #include "metrics/replay_metrics.h"
 #include "metrics/spikes.h"
@@ -71,6 +72,10 @@ void report_latency_each(const struct latency *l,
 			 void (*row)(void *arg, const char *name,
 				     const struct latency_dist *d),
 			 void *arg);
+
+/* Run sets side by side: the cover-letter table and the what-if. */
+void report_compare_text(FILE *out, const struct compare *c);
+char *report_compare_json(const struct compare *c);
 
 /* "1,234,567" into buf; returns buf. */
 char *report_fmt_count(char *buf, size_t len, int64_t n);

@@ -1,0 +1,216 @@
+/*
+ * Run sets side by side as text, in the shape of a kernel cover letter
+ * (see report.h): median and (min-max) of each figure over the runs, the
+ * change, whether the ranges overlap; then the what-if table.  72
+ * columns.
+ */
+#include "report/report.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define W_LABEL 18
+#define W_CELL 15
+
+/* v with thousands separators and the row's decimals, or "-". */
+static char *fmt_num(char *buf, size_t len, double v, int decimals)
+{
+	char whole[32];
+	double ip;
+
+	if (isnan(v)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	if (decimals == 0 || fabs(v) >= 1e5) {
+		report_fmt_count(buf, len, (int64_t)llround(v));
+		return buf;
+	}
+	ip = trunc(v);
+	report_fmt_count(whole, sizeof(whole), (int64_t)ip);
+	snprintf(buf, len, "%s%s.%0*lld", v < 0 && ip == 0 ? "-" : "", whole,
+		 decimals, (long long)llround(fabs(v - ip) *
+					      pow(10, decimals)) %
+		 (long long)pow(10, decimals));
+	return buf;
+}
+
+/* "(min-max)" fitting W_CELL, dropping decimals if need be. */
+static char *fmt_range(char *buf, size_t len, const struct compare_cell *c,
+		       int decimals)
+{
+	char a[32], b[32];
+	int d;
+
+	if (!c->n) {
+		snprintf(buf, len, " ");
+		return buf;
+	}
+	for (d = decimals; d >= 0; d--) {
+		snprintf(buf, len, "(%s-%s)", fmt_num(a, sizeof(a), c->min, d),
+			 fmt_num(b, sizeof(b), c->max, d));
+		if (strlen(buf) <= W_CELL)
+			break;
+	}
+	return buf;
+}
+
+static char *fmt_pct(char *buf, size_t len, double v)
+{
+	if (isnan(v))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%+.1f%%", 100.0 * v);
+	return buf;
+}
+
+static const char *yes_no(int v)
+{
+	return v < 0 ? "-" : v ? "yes" : "no";
+}
+
+/* The policy settings where A and B differ ("a=N" / "a=Y"). */
+static void knob_diff(FILE *out, const struct compare *c)
+{
+	const char *ka = c->run[COMPARE_A][0].knobs;
+	const char *kb = c->run[COMPARE_B][0].knobs;
+	char a[512], b[512], *sa, *sb, *ta, *tb, *save_a = NULL, *save_b = NULL;
+	int any = 0;
+
+	if (!ka || !kb) {
+		fprintf(out, "  settings: unknown (a capture without "
+			"manifest)\n");
+		return;
+	}
+	snprintf(a, sizeof(a), "%s", ka);
+	snprintf(b, sizeof(b), "%s", kb);
+	for (ta = strtok_r(a, ",", &save_a), tb = strtok_r(b, ",", &save_b);
+	     ta && tb; ta = strtok_r(NULL, ",", &save_a),
+	     tb = strtok_r(NULL, ",", &save_b)) {
+		if (strcmp(ta, tb) == 0)
+			continue;
+		sa = strchr(ta, '=');
+		sb = strchr(tb, '=');
+		fprintf(out, "  %s: A %s, B %s\n", ta, sa ? sa + 1 : "?",
+			sb ? sb + 1 : "?");
+		(void)sb;
+		any = 1;
+	}
+	if (!any)
+		fprintf(out, "  settings: the same on both sides (run-to-run "
+			"variance)\n");
+}
+
+static int passed(const struct compare *c, enum compare_side s)
+{
+	int i, n = 0;
+
+	for (i = 0; i < c->n[s]; i++)
+		n += c->run[s][i].self_check_ok;
+	return n;
+}
+
+static void table_head(FILE *out, const char *h1, const char *h2,
+		       const char *h3, const char *h4)
+{
+	fprintf(out, "  %-*s %*s %*s %7s %7s\n", W_LABEL, "metric", W_CELL,
+		h1, W_CELL, h2, h3, h4);
+	fprintf(out, "  %.*s %.*s %.*s ------- -------\n", W_LABEL,
+		"------------------------------", W_CELL,
+		"------------------------------", W_CELL,
+		"------------------------------");
+}
+
+void report_compare_text(FILE *out, const struct compare *c)
+{
+	const struct compare_run *a = &c->run[COMPARE_A][0];
+	char x[40], y[40], z[40];
+	const struct compare_row *r;
+	int i, any = 0;
+
+	fprintf(out, "Compare: A = %s, %d run%s; B = %s, %d run%s\n",
+		a->policy, c->n[COMPARE_A], c->n[COMPARE_A] == 1 ? "" : "s",
+		c->run[COMPARE_B][0].policy, c->n[COMPARE_B],
+		c->n[COMPARE_B] == 1 ? "" : "s");
+	fprintf(out, "  kernel %s\n  workload %s\n",
+		a->kernel ? a->kernel : "unknown",
+		a->workload ? a->workload : "unknown");
+	knob_diff(out, c);
+	fprintf(out, "  self-check passed: A %d of %d, B %d of %d\n\n",
+		passed(c, COMPARE_A), c->n[COMPARE_A], passed(c, COMPARE_B),
+		c->n[COMPARE_B]);
+	fprintf(out, "  median (min-max) over the runs; rates per second "
+		"of each run\n");
+	table_head(out, "A", "B", "change", "overlap");
+	for (i = 0; i < c->nrows; i++) {
+		r = &c->rows[i];
+		if (!r->cell[COMPARE_A].n && !r->cell[COMPARE_B].n)
+			continue;
+		fprintf(out, "  %-*s %*s %*s %7s %7s\n", W_LABEL, r->label,
+			W_CELL, fmt_num(x, sizeof(x),
+					r->cell[COMPARE_A].median,
+					r->decimals),
+			W_CELL, fmt_num(y, sizeof(y),
+					r->cell[COMPARE_B].median,
+					r->decimals),
+			fmt_pct(z, sizeof(z), r->change), yes_no(r->overlap));
+		if (c->n[COMPARE_A] > 1 || c->n[COMPARE_B] > 1)
+			fprintf(out, "  %-*s %*s %*s\n", W_LABEL, "", W_CELL,
+				fmt_range(x, sizeof(x), &r->cell[COMPARE_A],
+					  r->decimals),
+				W_CELL, fmt_range(y, sizeof(y),
+						  &r->cell[COMPARE_B],
+						  r->decimals));
+	}
+	fprintf(out, "  -: the runs' source cannot give the figure; overlap "
+		"needs two runs a\n  side\n\n");
+	fprintf(out, "  What-if: B predicted from each A run (replay under "
+		"%s)\n", c->run[COMPARE_B][0].policy);
+	for (i = 0; i < c->nrows; i++)
+		any |= c->rows[i].cell_pred.n > 0;
+	if (!any) {
+		fprintf(out, "  withheld: no A run passed its self-check\n");
+		return;
+	}
+	table_head(out, "predicted", "B measured", "error", "inside");
+	for (i = 0; i < c->nrows; i++) {
+		r = &c->rows[i];
+		if (!r->cell_pred.n)
+			continue;
+		fprintf(out, "  %-*s %*s %*s %7s %7s\n", W_LABEL, r->label,
+			W_CELL, fmt_num(x, sizeof(x), r->cell_pred.median,
+					r->decimals),
+			W_CELL, fmt_num(y, sizeof(y),
+					r->cell[COMPARE_B].median,
+					r->decimals),
+			fmt_pct(z, sizeof(z), r->pred_error),
+			yes_no(r->pred_inside));
+		if (c->n[COMPARE_A] > 1 || c->n[COMPARE_B] > 1)
+			fprintf(out, "  %-*s %*s %*s\n", W_LABEL, "", W_CELL,
+				fmt_range(x, sizeof(x), &r->cell_pred,
+					  r->decimals),
+				W_CELL, fmt_range(y, sizeof(y),
+						  &r->cell[COMPARE_B],
+						  r->decimals));
+	}
+	fprintf(out, "  error: against B's median; inside: the median "
+		"prediction lies in\n  B's range (-: fewer than two B "
+		"runs)\n");
+	fprintf(out, "\n  runs\n");
+	for (i = 0; i < c->n[COMPARE_A] + c->n[COMPARE_B]; i++) {
+		const struct compare_run *run = i < c->n[COMPARE_A] ?
+			&c->run[COMPARE_A][i] :
+			&c->run[COMPARE_B][i - c->n[COMPARE_A]];
+
+		size_t len = strlen(run->path);
+
+		/* The end of a long path says which file it is. */
+		fprintf(out, "  %c%-2d %s%-*s %6.2f s  self-check %s\n",
+			i < c->n[COMPARE_A] ? 'A' : 'B',
+			(i < c->n[COMPARE_A] ? i : i - c->n[COMPARE_A]) + 1,
+			len > 40 ? "..." : "", len > 40 ? 37 : 40,
+			len > 40 ? run->path + len - 37 : run->path,
+			run->duration_s, run->self_check_ok ? "ok" : "FAILED");
+	}
+}

@@ -1,0 +1,136 @@
+"""mmureplay compare on the A/B fixture pairs.
+
+Each pair is one patched kernel recording the same workload with a knob
+off (A) and on (B).  Checked against the other commands on the same DBs:
+  - every A and B median of a single run equals that DB's summary
+    (counts, rates, NPF percentiles) or its table (TLB flushes, lock
+    waits), and the change is (B - A) / A;
+  - with a run given twice a side, the range is that one value and the
+    ranges overlap only where A and B are equal;
+  - the what-if is the replay's: predicted faults, leaf zaps and TLB
+    flushes equal `mmureplay replay A --policy B` (the same model run),
+    and the error is against B's measured count;
+  - the text fits 72 columns and names the differing knob;
+  - refused in one line (exit 2): captures of different workloads, and
+    two settings on one side; a source that cannot be replayed: exit 7.
+
+usage: test_compare.py MMUREPLAY DATA_DIR WORK_DIR
+"""
+import json
+import os
+import sys
+
+from mmrtest import (check, db_rows, extract_fixture, finish, fresh_dir, run,
+                     summary_json)
+
+mmr, data, work = sys.argv[1:4]
+fresh_dir(work)
+PAIRS = [("bgsnapshot-perm-upgrade", "perm-upgrade",
+          "perm_upgrade_skip_zap"),
+         ("nxrecovery-skip-dirty", "nx-skip-dirty",
+          "nx_huge_pages_recovery_skip_dirty")]
+
+
+def ingest(name):
+    fx = os.path.join(data, name)
+    d = os.path.join(work, name)
+    trace = extract_fixture(fx, d)
+    db = os.path.join(d, "capture.db")
+    r = run([mmr, "ingest", "-q", trace, "-o", db])
+    check(r.returncode == 0, "ingest %s: %s" % (name, r.stderr))
+    return db
+
+
+def rows_of(doc):
+    return {r["key"]: r for r in doc["rows"]}
+
+
+def near(x, y, what, tol=1e-6):
+    ok = x is not None and y is not None and abs(x - y) <= tol * max(1, abs(y))
+    check(ok, "%s: %s, want %s" % (what, x, y))
+
+
+dbs = {}
+for pair, policy, knob in PAIRS:
+    a = dbs[pair + "-off"] = ingest(
+        "lttng-kernel-6.1.192-patched-%s-off" % pair)
+    b = dbs[pair + "-on"] = ingest(
+        "lttng-kernel-6.1.192-patched-%s-on" % pair)
+    r = run([mmr, "compare", "--a", a, "--b", b, "--json"])
+    check(r.returncode == 0, "%s: compare: %s" % (pair, r.stderr))
+    doc = json.loads(r.stdout) if r.returncode == 0 else {"rows": []}
+    rows = rows_of(doc)
+    check(doc.get("a", {}).get("policy") == "baseline" and
+          doc.get("b", {}).get("policy") == policy,
+          "%s: sides %s / %s" % (pair, doc.get("a"), doc.get("b")))
+    for side, db in (("a", a), ("b", b)):
+        s = summary_json(mmr, db)
+        t = s["totals"]
+        for key, want in (("faults", t["npf_faults"]),
+                          ("leaf_zaps", t["leaf_zaps"]),
+                          ("faults_per_s", s["rates"]["npf_faults_per_s"]),
+                          ("invalidations_per_s",
+                           s["rates"]["notifier_invalidations_per_s"]),
+                          ("npf_service_p99_us",
+                           s["latency"]["npf_service"]["p99_ns"] / 1e3),
+                          ("tlb_flushes",
+                           db_rows(db, "SELECT count(*) FROM tlb_flush")[0][0]),
+                          ("lock_wait_ms", db_rows(
+                              db, "SELECT coalesce(sum(wait_ns), 0) / 1e6 "
+                              "FROM lock_wait")[0][0])):
+            near(rows.get(key, {}).get(side, {}).get("median"), want,
+                 "%s %s %s" % (pair, side, key))
+    for key, row in rows.items():
+        ma, mb = row["a"]["median"], row["b"]["median"]
+        if ma and mb is not None:
+            near(row["change"], (mb - ma) / ma, "%s change %s" % (pair, key))
+        check(row["ranges_overlap"] is None,
+              "%s %s: overlap with one run a side" % (pair, key))
+    # The what-if is the replay's own figure.
+    r = run([mmr, "replay", a, "--json", "--policy", policy])
+    pol = json.loads(r.stdout)["policies"][policy]
+    for key in ("faults", "leaf_zaps", "tlb_flushes"):
+        w = rows.get(key, {}).get("what_if", {})
+        near(w.get("predicted", {}).get("median"), pol[key],
+             "%s what-if %s" % (pair, key))
+        mb = rows[key]["b"]["median"]
+        if mb:
+            near(w.get("error"), (pol[key] - mb) / mb,
+                 "%s what-if error %s" % (pair, key))
+    # Text: 72 columns, the knob named.
+    r = run([mmr, "compare", "--a", a, "--b", b])
+    long_lines = [ln for ln in r.stdout.splitlines() if len(ln) > 72]
+    check(r.returncode == 0 and not long_lines,
+          "%s: text over 72 columns: %r" % (pair, long_lines))
+    check("%s=N: A N, B Y" % knob in r.stdout and "What-if" in r.stdout,
+          "%s: text names the knob:\n%s" % (pair, r.stdout[:600]))
+    # Two runs a side (the same DB twice): ranges and overlaps.
+    r = run([mmr, "compare", "--a", a, "--a", a, "--b", b + "," + b,
+             "--json"])
+    check(r.returncode == 0, "%s: two runs a side: %s" % (pair, r.stderr))
+    for key, row in rows_of(json.loads(r.stdout)).items():
+        ca, cb = row["a"], row["b"]
+        if ca["runs"] < 2 or cb["runs"] < 2:
+            continue
+        check(ca["min"] == ca["max"] == ca["median"],
+              "%s %s: A range of one value twice" % (pair, key))
+        check(row["ranges_overlap"] == (ca["median"] == cb["median"]),
+              "%s %s: overlap %s" % (pair, key, row["ranges_overlap"]))
+
+# Refusals.
+pu_a, sd_b = dbs["bgsnapshot-perm-upgrade-off"], dbs["nxrecovery-skip-dirty-on"]
+r = run([mmr, "compare", "--a", pu_a, "--b", sd_b])
+lines = r.stderr.strip().splitlines()
+check(r.returncode == 2 and lines and "different workloads" in lines[-1]
+      and "not comparable" in lines[-1],
+      "different workloads refused: %d %r" % (r.returncode, lines))
+r = run([mmr, "compare", "--a", pu_a + "," + dbs["bgsnapshot-perm-upgrade-on"],
+         "--b", dbs["bgsnapshot-perm-upgrade-on"]])
+lines = r.stderr.strip().splitlines()
+check(r.returncode == 2 and lines and "policy settings within one side"
+      in lines[-1], "two settings on side A refused: %r" % lines)
+deb = ingest("lttng-kernel-6.1.192-stock-basic-debian-probes")
+r = run([mmr, "compare", "--a", deb, "--b", deb])
+check(r.returncode == 7 and "cannot replay" in r.stderr,
+      "a source that cannot be replayed: %d %s" % (r.returncode, r.stderr))
+finish()
