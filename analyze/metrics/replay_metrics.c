@@ -340,3 +340,25 @@ void replay_metrics_free_runs(struct stored_run *runs, int n)
 		free(runs[i].series);
 	free(runs);
 }
+
+void replay_metrics_stored_from(struct replay_result *r, double duration_s,
+				int self_check_ok, struct stored_run *out)
+{
+	memset(out, 0, sizeof(*out));
+	snprintf(out->policy, sizeof(out->policy), "%s", r->policy);
+	replay_metrics_compute(r, duration_s, &out->m);
+	out->m.policy = out->policy;
+	out->self_check_ok = self_check_ok;
+	snprintf(out->knowledge[0], sizeof(out->knowledge[0]), "%s",
+		 replay_source_name(r->slots_src));
+	snprintf(out->knowledge[1], sizeof(out->knowledge[1]), "%s",
+		 replay_source_name(r->upgrade_src));
+	snprintf(out->knowledge[2], sizeof(out->knowledge[2]), "%s",
+		 replay_source_name(r->dirty_src));
+	snprintf(out->knowledge[3], sizeof(out->knowledge[3]), "%s",
+		 replay_source_name(r->lock_src));
+	out->series = r->series;
+	out->nseconds = r->nseconds;
+	r->series = NULL;
+	r->nseconds = 0;
+}

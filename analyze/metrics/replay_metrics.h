@@ -50,6 +50,10 @@ struct stored_run {
 /* Load every stored run, baseline first; *runs is malloc'd. 0 or -1. */
 int replay_metrics_load(sqlite3 *db, struct stored_run **runs, int *n);
 void replay_metrics_free_runs(struct stored_run *runs, int n);
+/* A run as it would be stored, from a replay made now; r's per-second
+ * series moves into out (freed with the runs). */
+void replay_metrics_stored_from(struct replay_result *r, double duration_s,
+				int self_check_ok, struct stored_run *out);
 
 /* Drop every stored run (a failed self-check withholds what-ifs that an
  * earlier replay stored); the caller holds a transaction.  0 or -1. */

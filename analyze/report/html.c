@@ -378,7 +378,8 @@ static void section_spikes(FILE *o, const struct spikes *sp)
 
 void report_html(FILE *o, const struct summary *s,
 		 const struct stored_run *runs, int n,
-		 const struct spikes *sp, const char *db_path)
+		 const struct spikes *sp, const char *replay_note,
+		 const char *db_path)
 {
 	fprintf(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta "
 		"charset=\"utf-8\"><title>mmureplay: ");
@@ -391,9 +392,15 @@ void report_html(FILE *o, const struct summary *s,
 	section_capture(o, s);
 	section_spikes(o, sp);
 	if (n == 0) {
-		fprintf(o, "<h2>Replay</h2><p>No replay results in this "
-			"database: run <code>mmureplay replay</code>.</p>\n");
+		fprintf(o, "<h2>Replay</h2><p>");
+		esc(o, replay_note ? replay_note : "No replay results.");
+		fprintf(o, "</p>\n");
 	} else {
+		if (replay_note) {
+			fprintf(o, "<p class=\"note\">");
+			esc(o, replay_note);
+			fprintf(o, "</p>\n");
+		}
 		section_fidelity(o, &runs[0]);
 		if (runs[0].self_check_ok) {
 			section_whatif(o, runs, n);

@@ -51,10 +51,12 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 			const struct fidelity *f, const char *db_path);
 
 /* The self-contained HTML report: summary, self-check, what-if, charts
- * from the stored replay runs (baseline first). */
+ * from the replay runs (the self-check's first); replay_note, when not
+ * NULL, says where they come from or why there are none. */
 void report_html(FILE *out, const struct summary *s,
 		 const struct stored_run *runs, int n,
-		 const struct spikes *sp, const char *db_path);
+		 const struct spikes *sp, const char *replay_note,
+		 const char *db_path);
 
 /* Latency spikes and the MMU activity in their windows. */
 void report_spikes_text(FILE *out, const struct spikes *s,
