@@ -10,12 +10,14 @@
 #include "db/db.h"
 #include "ingest/catalog.h"
 #include "model/spte.h"
+#include "metrics/latency.h"
 #include "model/tdp.h"
 #include "report/report.h"
 #include "util/ptrmap.h"
 #include "util/u64map.h"
 #include "util/strpool.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,6 +358,62 @@ static void test_tdp(void)
 	CHECK(tdp_size(&t) == 0 && tdp_get(&t, 0, 1, 0) == 0);
 }
 
+/*
+ * The latency tail points: for samples 1..n ns the value at rank r is r,
+ * so every point must be exactly the nearest rank of its quantile; the
+ * first is the median, quantiles and values increase, the ranks are
+ * distinct, and there are never more than LAT_TAIL_POINTS.
+ */
+static void test_latency_tail(void)
+{
+	extern const char schema_capture_sql[];
+	static const int64_t sizes[] = { 1, 7, 1000, 123457 };
+	struct latency l;
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	size_t z;
+	int64_t i, n, rank;
+	int k;
+
+	for (z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		n = sizes[z];
+		CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
+		CHECK(sqlite3_exec(db, schema_capture_sql, NULL, NULL, NULL) ==
+		      SQLITE_OK);
+		CHECK(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK);
+		CHECK(sqlite3_prepare_v2(db, "INSERT INTO latency_sample (seq, "
+					 "ts, probe, ns) VALUES (?1, ?1, 1, "
+					 "?2)", -1, &st, NULL) == SQLITE_OK);
+		/* Inserted out of order: the walk must sort. */
+		for (i = 0; i < n; i++) {
+			sqlite3_bind_int64(st, 1, i);
+			sqlite3_bind_int64(st, 2, (i * 7919) % n + 1);
+			CHECK(sqlite3_step(st) == SQLITE_DONE);
+			sqlite3_reset(st);
+		}
+		sqlite3_finalize(st);
+		CHECK(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+		CHECK(latency_compute(db, 0x400, &l) == 0 && l.nprobes == 1);
+		CHECK(l.probe[0].ntail >= 1 &&
+		      l.probe[0].ntail <= LAT_TAIL_POINTS);
+		CHECK(l.probe[0].tail[0] == l.probe[0].pct[LAT_P50] &&
+		      l.probe[0].tail_q[0] == 0.5);
+		for (k = 0; k < l.probe[0].ntail; k++) {
+			rank = (int64_t)ceil(l.probe[0].tail_q[k] * (double)n -
+					     1e-9);
+			CHECK(l.probe[0].tail[k] == (rank < 1 ? 1 : rank));
+			CHECK(k == 0 || (l.probe[0].tail[k] >
+					 l.probe[0].tail[k - 1] &&
+					 l.probe[0].tail_q[k] >
+					 l.probe[0].tail_q[k - 1]));
+		}
+		/* 123,457 samples: every quantile up to 0.99995 has its own
+		 * rank. */
+		CHECK(n < 100000 || l.probe[0].ntail == LAT_TAIL_POINTS);
+		sqlite3_close(db);
+	}
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/mmureplay-unit-XXXXXX";
@@ -370,6 +428,7 @@ int main(void)
 	test_fmt();
 	test_catalog_matches_schema(dir);
 	test_db_lifecycle(dir);
+	test_latency_tail();
 	rmdir(dir);
 	return check_finish();
 }

@@ -13,6 +13,13 @@
 const double latency_pct_value[LAT_PCTS] = { 0.5, 0.99, 0.999 };
 const char *const latency_pct_name[LAT_PCTS] = { "p50", "p99", "p99.9" };
 
+/* The tail quantiles: 1 - 0.5 * 10^(-k / LAT_TAIL_STEP), 0.5 up to
+ * 0.99995. */
+double latency_tail_quantile(int k)
+{
+	return 1.0 - 0.5 * pow(10.0, -(double)k / LAT_TAIL_STEP);
+}
+
 /* Rank (1-based) of percentile p among n samples. */
 static int64_t pct_rank(double p, int64_t n)
 {
@@ -28,17 +35,34 @@ static int64_t pct_rank(double p, int64_t n)
 static int dist_walk(sqlite3 *db, sqlite3_stmt *st, int64_t n,
 		     struct latency_dist *d)
 {
-	int64_t rank = 0, v = 0;
-	int k = 0, rc;
+	int64_t rank = 0, v = 0, tail_rank[LAT_TAIL_POINTS];
+	double tail_q[LAT_TAIL_POINTS];
+	int k = 0, t = 0, nt = 0, rc;
 
 	memset(d, 0, sizeof(*d));
 	d->n = n;
+	/* The tail's ranks, distinct and increasing: a quantile whose rank
+	 * is the previous one's adds nothing for so few samples. */
+	for (k = 0; k < LAT_TAIL_POINTS; k++) {
+		int64_t r = pct_rank(latency_tail_quantile(k), n);
+
+		if (r <= n && (nt == 0 || r > tail_rank[nt - 1])) {
+			tail_q[nt] = latency_tail_quantile(k);
+			tail_rank[nt++] = r;
+		}
+	}
+	k = 0;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		v = sqlite3_column_int64(st, 0);
 		rank++;
 		while (k < LAT_PCTS && rank == pct_rank(latency_pct_value[k], n))
 			d->pct[k++] = v;
+		if (t < nt && rank == tail_rank[t]) {
+			d->tail_q[t] = tail_q[t];
+			d->tail[t++] = v;
+		}
 	}
+	d->ntail = t;
 	d->max = v;
 	if (rc != SQLITE_DONE) {
 		log_error("%s: %s", sqlite3_db_filename(db, "main"),

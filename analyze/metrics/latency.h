@@ -19,10 +19,25 @@ enum latency_pct { LAT_P50 = 0, LAT_P99, LAT_P999, LAT_PCTS };
 extern const double latency_pct_value[LAT_PCTS];        /* 0.5, 0.99, ... */
 extern const char *const latency_pct_name[LAT_PCTS];    /* "p50", ... */
 
+/*
+ * The tail as points for a chart: values at the quantiles
+ * latency_tail_quantile(k) = 1 - 0.5 * 10^(-k / LAT_TAIL_STEP) (0.5 up to
+ * 0.99995), nearest-rank like the percentiles.  For n samples only the
+ * quantiles of distinct ranks are kept: tail[0 .. ntail), with
+ * tail_q[] their quantiles.  Bounded: at most LAT_TAIL_POINTS a
+ * distribution, however long the capture.
+ */
+#define LAT_TAIL_STEP 8
+#define LAT_TAIL_POINTS 33
+double latency_tail_quantile(int k);
+
 struct latency_dist {
 	int64_t n;
 	int64_t pct[LAT_PCTS];          /* ns */
 	int64_t max;
+	int64_t tail[LAT_TAIL_POINTS];  /* ns */
+	double tail_q[LAT_TAIL_POINTS]; /* the quantile of tail[i] */
+	int ntail;
 };
 
 #define LATENCY_MAX_PROBES 8

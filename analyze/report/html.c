@@ -8,6 +8,8 @@
 #include "replay/policy.h"
 
 #include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern const char reports_report_css[];
@@ -52,6 +54,111 @@ static void latency_row(void *arg, const char *name,
 	fprintf(o, "<td>%.1f</td></tr>\n", (double)d->max / 1e3);
 }
 
+/* The distributions the tail chart draws (report_latency_each()). */
+struct tail_set {
+	const char *name[LATENCY_MAX_PROBES + 1];
+	const struct latency_dist *d[LATENCY_MAX_PROBES + 1];
+	int n;
+};
+
+static void tail_collect(void *arg, const char *name,
+			 const struct latency_dist *d)
+{
+	struct tail_set *t = arg;
+
+	if (t->n < LATENCY_MAX_PROBES + 1 && d->ntail > 0) {
+		/* The names are the caller's buffers: keep a copy. */
+		t->name[t->n] = strdup(name);
+		t->d[t->n++] = d;
+	}
+}
+
+/*
+ * The tails as one SVG: x the latency (us, log), y the share of samples
+ * above it (log, 50% down to 1/n), one line per distribution ending at
+ * its max.  Points are quantiles (metrics/latency.h): a few dozen a
+ * line, however long the capture.
+ */
+static void chart_tail(FILE *o, const struct latency *l)
+{
+	const double W = 900, H = 260, L = 70, R = 10, T = 10, B = 36;
+	double xmin = 1e300, xmax = 0, ymin = log10(0.5), x, y, v;
+	struct tail_set t = { 0 };
+	int i, k, dec;
+
+	report_latency_each(l, tail_collect, &t);
+	if (!t.n)
+		return;
+	for (i = 0; i < t.n; i++) {
+		for (k = 0; k < t.d[i]->ntail; k++)
+			if (t.d[i]->tail[k] > 0 && t.d[i]->tail[k] < xmin)
+				xmin = (double)t.d[i]->tail[k];
+		if ((double)t.d[i]->max > xmax)
+			xmax = (double)t.d[i]->max;
+		if (log10(1.0 / (double)t.d[i]->n) < ymin)
+			ymin = log10(1.0 / (double)t.d[i]->n);
+	}
+	xmin = floor(log10(xmin > 0 && xmin < 1e300 ? xmin / 1e3 : 1));
+	xmax = ceil(log10(xmax > 0 ? xmax / 1e3 : 10));
+	if (xmax <= xmin)
+		xmax = xmin + 1;
+	ymin = floor(ymin);
+#define TX(v) (L + (W - L - R) * ((v) - xmin) / (xmax - xmin))
+#define TY(v) (T + (H - T - B) * (log10(0.5) - (v)) / (log10(0.5) - ymin))
+	fprintf(o, "<h3>Latency tails</h3>\n<svg width=\"%.0f\" height=\"%.0f\" "
+		"viewBox=\"0 0 %.0f %.0f\" role=\"img\" class=\"tail\">\n",
+		W, H, W, H);
+	for (dec = (int)xmin; dec <= (int)xmax; dec++) {
+		x = TX(dec);
+		fprintf(o, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" "
+			"y2=\"%.0f\" stroke=\"#eee\"/><text x=\"%.1f\" "
+			"y=\"%.0f\" font-size=\"11\" text-anchor=\"middle\">"
+			"%g</text>\n", x, T, x, H - B, x, H - B + 14,
+			pow(10, dec));
+	}
+	for (dec = 0; dec >= (int)ymin; dec--) {
+		v = dec == 0 ? log10(0.5) : dec;
+		y = TY(v);
+		fprintf(o, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" "
+			"y2=\"%.1f\" stroke=\"#eee\"/><text x=\"%.0f\" "
+			"y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">"
+			"%g%%</text>\n", L, y, W - R, y, L - 4, y + 4,
+			100.0 * pow(10, v));
+	}
+	fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\" "
+		"text-anchor=\"middle\">latency (us, log)</text>\n<text "
+		"x=\"12\" y=\"%.0f\" font-size=\"11\" transform=\"rotate(-90 "
+		"12 %.0f)\" text-anchor=\"middle\">samples above (log)"
+		"</text>\n", (L + W) / 2, H - 4, (T + H - B) / 2,
+		(T + H - B) / 2);
+	for (i = 0; i < t.n; i++) {
+		const struct latency_dist *d = t.d[i];
+
+		fprintf(o, "<polyline fill=\"none\" stroke-width=\"1.5\" "
+			"stroke=\"%s\" points=\"", colors[i % 6]);
+		for (k = 0; k < d->ntail; k++)
+			if (d->tail[k] > 0)
+				fprintf(o, "%.1f,%.1f ",
+					TX(log10((double)d->tail[k] / 1e3)),
+					TY(log10(1 - d->tail_q[k])));
+		if (d->max > 0)
+			fprintf(o, "%.1f,%.1f", TX(log10((double)d->max / 1e3)),
+				TY(log10(1.0 / (double)d->n)));
+		fprintf(o, "\"/>\n");
+	}
+#undef TX
+#undef TY
+	fprintf(o, "</svg>\n<div class=\"legend\">");
+	for (i = 0; i < t.n; i++) {
+		fprintf(o, "<span><i style=\"background:%s\"></i>",
+			colors[i % 6]);
+		esc(o, t.name[i]);
+		fprintf(o, "</span>");
+		free((void *)t.name[i]);
+	}
+	fprintf(o, "</div>\n");
+}
+
 static void section_latency(FILE *o, const struct latency *l)
 {
 	int k;
@@ -67,6 +174,7 @@ static void section_latency(FILE *o, const struct latency *l)
 		"the latency probe's samples (mmureplay:latency_sample) per "
 		"probe phase, and of the time from a vCPU's NPF exit to its "
 		"next entry.</p>\n");
+	chart_tail(o, l);
 }
 
 /* KVM's counters against the trace's events (stats sampled). */

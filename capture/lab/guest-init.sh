@@ -136,6 +136,10 @@ tracecmd_start() {
 	[ -n "${TRACECMD_EVENTS:-}" ] || return 0
 	command -v trace-cmd >/dev/null || { log "trace-cmd: not in the rootfs"; return 0; }
 	for ev in $TRACECMD_EVENTS; do args+=(-e "$ev"); done
+	# run.sh --trace-cmd-args: more buffers (-B NAME -e ...) after the
+	# top one's; word-split on purpose.
+	# shellcheck disable=SC2206
+	args+=(${TRACECMD_ARGS:-})
 	trace-cmd record -C mono -b "${FTRACE_KB:-65536}" -o "$OUT/trace.dat" "${args[@]}" \
 		>"$OUT/tracecmd.log" 2>&1 &
 	TRACECMD_PID=$!

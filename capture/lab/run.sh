@@ -33,7 +33,11 @@
 #                         per-CPU ring buffer stats and the events' format
 #                         files) beside trace/; patched kernel only.  Check
 #                         with tests/lab/ftrace_vs_lttng.py DIR
-#   --ftrace-kb N         ftrace buffer_size_kb per CPU (default 65536)
+#   --ftrace-kb N         ftrace buffer_size_kb per CPU (default 65536; a
+#                         small one makes a lossy recording on purpose)
+#   --trace-cmd-args STR  more arguments for `trace-cmd record` after the
+#                         top buffer's (e.g. "-B inst -e kvm:kvm_exit": an
+#                         instance)
 #   --trace-cmd           also record the stock kernel's KVM events with
 #                         ftrace in the same run, two ways: `trace-cmd record
 #                         -C mono` into trace.dat (events: kvm kvmmmu and the
@@ -105,7 +109,7 @@ case $1 in -h|--help) usage; exit 0 ;; esac
 WORKLOAD=$1
 shift
 KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
-TRACECMD=0 PERF=0 PROBES=lab ALLOW_VERIFY_FAIL=0
+TRACECMD=0 PERF=0 PROBES=lab ALLOW_VERIFY_FAIL=0 TRACECMD_ARGS=
 CAPTURE_TOOL=0 CAPTURE_ARGS=() STATS=0
 KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
 while [ $# -gt 0 ]; do
@@ -119,6 +123,7 @@ while [ $# -gt 0 ]; do
 	--ftrace) FTRACE=1; shift ;;
 	--ftrace-kb) FTRACE_KB=${2:?}; shift 2 ;;
 	--trace-cmd) TRACECMD=1; shift ;;
+	--trace-cmd-args) TRACECMD=1; TRACECMD_ARGS=${2:?}; shift 2 ;;
 	--perf) PERF=1; shift ;;
 	--probes) PROBES=${2:?}; shift 2 ;;
 	--allow-verify-fail) ALLOW_VERIFY_FAIL=1; shift ;;
@@ -150,8 +155,8 @@ case $KERNEL in stock|patched) ;; *) echo "run.sh: --kernel stock|patched" >&2; 
 	{ echo "run.sh: --ftrace needs --kernel patched (the new events)" >&2; exit 2; }
 [ "$FTRACE" -eq 0 ] || [ "$TRACECMD" -eq 0 ] ||
 	{ echo "run.sh: --ftrace and --trace-cmd both want the top-level ftrace buffer" >&2; exit 2; }
-if ! [[ $FTRACE_KB =~ ^[0-9]+$ ]] || [ "$FTRACE_KB" -lt 64 ] || [ "$FTRACE_KB" -gt 262144 ]; then
-	echo "run.sh: --ftrace-kb must be 64..262144" >&2; exit 2
+if ! [[ $FTRACE_KB =~ ^[0-9]+$ ]] || [ "$FTRACE_KB" -lt 4 ] || [ "$FTRACE_KB" -gt 262144 ]; then
+	echo "run.sh: --ftrace-kb must be 4..262144" >&2; exit 2
 fi
 if ! [[ $UST_BUF_MB =~ ^[0-9]+$ ]] || [ "$UST_BUF_MB" -lt 2 ] || [ "$UST_BUF_MB" -gt 256 ]; then
 	echo "run.sh: --ust-buf-mb must be 2..256" >&2; exit 2
@@ -290,6 +295,7 @@ fi
 	printf 'FTRACE_EVENTS=%q\n' "${FTRACE_EVENTS//$'\n'/ }"
 	printf 'FTRACE_KB=%q\n' "$FTRACE_KB"
 	printf 'TRACECMD_EVENTS=%q\n' "${TRACECMD_EVENTS//$'\n'/ }"
+	printf 'TRACECMD_ARGS=%q\n' "$TRACECMD_ARGS"
 	printf 'PERF_EVENTS=%q\n' "${PERF_EVENTS//$'\n'/ }"
 	printf 'WORKLOAD_BIN=%q\n' "$BIN"
 	printf 'UST=%q\nUST_EVENTS=%q\nUST_BUF_MB=%q\n' "$UST" 'mmureplay:*' "$UST_BUF_MB"
