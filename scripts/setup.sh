@@ -10,7 +10,8 @@ PKGS="build-essential cmake pkg-config xz-utils
       liblttng-ust-dev lttng-tools
       libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd
       python3 time
-      clang libclang-rt-14-dev"
+      clang libclang-rt-14-dev
+      chromium"
 
 missing=""
 for p in $PKGS; do

@@ -81,7 +81,7 @@ static void tail_collect(void *arg, const char *name,
  */
 static void chart_tail(FILE *o, const struct latency *l)
 {
-	const double W = 900, H = 260, L = 70, R = 10, T = 10, B = 36;
+	const double W = 900, H = 260, L = 70, R = 30, T = 10, B = 36;
 	double xmin = 1e300, xmax = 0, ymin = log10(0.5), x, y, v;
 	struct tail_set t = { 0 };
 	int i, k, dec;
