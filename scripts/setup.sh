@@ -11,7 +11,7 @@ PKGS="build-essential cmake pkg-config xz-utils
       libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd
       python3 time
       clang libclang-rt-14-dev
-      chromium"
+      chromium man-db"
 
 missing=""
 for p in $PKGS; do

@@ -45,6 +45,22 @@ for cmd in cmds:
     text = run([mmr, cmd, "--help"]).stdout
     for opt in re.findall(r"--([a-z][a-z0-9-]*)", text.split("Options:")[1]):
         check("--" + opt in man, "mmureplay.1 names %s --%s" % (cmd, opt))
+# One page per command, from its option table: every option, every code.
+for cmd in cmds:
+    page = os.path.join(prefix, mandir, "man1", "mmureplay-%s.1" % cmd)
+    check(os.path.isfile(page), "installed: mmureplay-%s.1" % cmd)
+    if not os.path.isfile(page):
+        continue
+    with open(page) as f:
+        cman = " ".join(f.read().replace("\\-", "-").split())
+    text = run([mmr, cmd, "--help"]).stdout
+    for opt in re.findall(r"--([a-z][a-z0-9-]*)", text.split("Options:")[1]):
+        check("--" + opt in cman, "mmureplay-%s.1 names --%s" % (cmd, opt))
+    for code in re.findall(r"^  (\d+) ", text.split("Exit status:")[1], re.M):
+        check(".B %s " % code in cman, "mmureplay-%s.1: exit %s" % (cmd, code))
+    r = run(["man", "-l", page], env=dict(os.environ, MANWIDTH="80"))
+    check(r.returncode == 0 and "mmureplay-" + cmd in r.stdout,
+          "man renders mmureplay-%s.1" % cmd)
 codes = top.split("Exit status:\n")[1]
 meanings = re.findall(r"^  (\d+) +(.*?)(?=^  \d+ |\Z)", codes.strip("\n"),
                       re.M | re.S)
