@@ -230,7 +230,10 @@ static int record_cb(struct tracecmd_input *handle, struct tep_record *rec,
 
 	if (idx < 1 || idx > s->nbuf)
 		return 0;
-	if (record_handle(s, &s->buf[idx - 1], rec, cpu) < 0 ||
+	/* cpu counts the CPUs of every handle in turn (an instance's
+	 * come after the top buffer's); the record's own is its buffer's. */
+	(void)cpu;
+	if (record_handle(s, &s->buf[idx - 1], rec, rec->cpu) < 0 ||
 	    tables_writer_failed(s->t)) {
 		s->failed = 1;
 		return 1;       /* stop iterating */
