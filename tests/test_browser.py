@@ -10,6 +10,8 @@ network (a NetLog).  Checked:
   - the numbers on the rendered page equal `summary --json` of the same
     DB: events, NPF faults, leaf zaps, invalidations (or "unknown"), and
     each latency row's p99;
+  - the timeline has a row per series the source records, and its
+    zoom script ran (it relabels the time axis);
   - a screenshot of each report in WORK_DIR/screenshots for people to
     look at.
 The checks are shown to bite first: a page with a console error and an
@@ -127,6 +129,18 @@ for fx in fixtures:
                                                       dist["p99_ns"]))
     check(os.path.getsize(os.path.join(shots, fx + ".png")) > 10000,
           "%s: screenshot" % fx)
+    # The timeline: one row per series the source has; its script ran
+    # (it relabels the axis: "%.3f s" in the file, fewer digits after).
+    with open(page) as f:
+        src = f.read()
+    if s["basis"]["npf_faults"] == "measured":
+        rows = len(re.findall(r'<svg class="row"', dom))
+        check(rows >= 3 and 'id="tl"' in dom, "%s: timeline rows %d"
+              % (fx, rows))
+        static = re.findall(r'class="tick"[^>]*>([^<]*)<', src)
+        live = re.findall(r'class="tick"[^>]*>([^<]*)<', dom)
+        check(len(live) == 6 and live != static,
+              "%s: the timeline script did not run: %s" % (fx, live))
 print("browser: %d reports loaded; screenshots in %s" % (len(fixtures),
                                                        shots))
 finish()

@@ -10,6 +10,7 @@
 #include "metrics/replay_metrics.h"
 #include "metrics/spikes.h"
 #include "metrics/summary.h"
+#include "metrics/timeline.h"
 #include "replay/capture_info.h"
 #include "replay/policy.h"
 #include "report/report.h"
@@ -50,6 +51,7 @@ struct report_input {
 	struct stored_run *runs;
 	int n;
 	struct spikes sp;
+	struct timeline tl;
 	const char *note;
 	char note_buf[320];
 };
@@ -104,7 +106,8 @@ static void html(FILE *out, const void *in, const char *db_path)
 {
 	const struct report_input *r = in;
 
-	report_html(out, &r->s, r->runs, r->n, &r->sp, r->note, db_path);
+	report_html(out, &r->s, r->runs, r->n, &r->sp, &r->tl, r->note,
+		    db_path);
 }
 
 static int run(struct cli_args *a)
@@ -120,7 +123,9 @@ static int run(struct cli_args *a)
 	if (replay_metrics_load(a->db, &r.runs, &r.n) < 0 ||
 	    capture_info_read(a->db, &ci) < 0 ||
 	    spikes_compute(a->db, ci.fmt, 0, 10, ci.workers, ci.nworkers,
-			   &r.sp) < 0)
+			   &r.sp) < 0 ||
+	    timeline_compute(a->db, ci.fmt, ci.workers, ci.nworkers,
+			     &r.tl) < 0)
 		goto end;
 	if (r.n == 0 && coverage_gap(&r.s.cov, COVERAGE_REPLAY)) {
 		snprintf(r.note_buf, sizeof(r.note_buf), "No replay: %s.",

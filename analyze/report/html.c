@@ -450,6 +450,102 @@ static void chart(FILE *o, const struct stored_run *r, int n,
 	fprintf(o, "</div>\n");
 }
 
+/*
+ * The timeline: one row per series the source has, on one time axis
+ * (metrics/timeline.h bins), the largest probe spikes marked across all
+ * rows.  Each row is a nested SVG whose viewBox is in bins, so the
+ * script below zooms and pans every row at once by moving the viewBoxes
+ * and relabels the axis; without it the page still shows the whole
+ * capture.
+ */
+static const char timeline_js[] =
+	"(function(){var s=document.getElementById('tl');if(!s)return;"
+	"var n=+s.getAttribute('data-bins'),span=+s.getAttribute('data-span'),"
+	"L=+s.getAttribute('data-left'),W=+s.getAttribute('data-plot'),"
+	"x0=0,w=n,drag=null;var rows=s.querySelectorAll('svg.row'),"
+	"ticks=s.querySelectorAll('text.tick');"
+	"function draw(){for(var i=0;i<rows.length;i++){var v=rows[i].viewBox"
+	".baseVal;v.x=x0;v.width=w;}for(var k=0;k<ticks.length;k++){var t=(x0+"
+	"w*k/(ticks.length-1))/n*span;ticks[k].textContent=t.toFixed(w/n*span"
+	"<1?3:w/n*span<10?2:1)+' s';}}"
+	"function at(e){var b=s.getBoundingClientRect();return Math.min(1,Math"
+	".max(0,(e.clientX-b.left-L)/W));}"
+	"s.addEventListener('wheel',function(e){e.preventDefault();var f=at(e),"
+	"c=x0+f*w,nw=Math.min(n,Math.max(4,w*(e.deltaY>0?1.25:0.8)));x0=Math"
+	".min(n-nw,Math.max(0,c-f*nw));w=nw;draw();},{passive:false});"
+	"s.addEventListener('mousedown',function(e){drag={x:e.clientX,x0:x0};});"
+	"window.addEventListener('mouseup',function(){drag=null;});"
+	"s.addEventListener('mousemove',function(e){if(!drag)return;x0=Math.min"
+	"(n-w,Math.max(0,drag.x0-(e.clientX-drag.x)/W*w));draw();});"
+	"s.addEventListener('dblclick',function(){x0=0;w=n;draw();});draw();"
+	"})();";
+
+static void section_timeline(FILE *o, const struct timeline *tl,
+			     const struct spikes *sp)
+{
+	const double W = 900, L = 150, R = 20, RH = 44, GAP = 8, AX = 30;
+	int s, i, k, nrows = 0;
+	double y, H;
+
+	for (s = 0; s < TIMELINE_SERIES; s++)
+		nrows += tl->present[s];
+	if (!nrows || tl->nbins < 2)
+		return;
+	H = nrows * (RH + GAP) + AX;
+	fprintf(o, "<h2>Timeline</h2>\n<svg id=\"tl\" width=\"%.0f\" "
+		"height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
+		"data-bins=\"%d\" data-span=\"%.6f\" data-left=\"%.0f\" "
+		"data-plot=\"%.0f\">\n", W, H, W, H, tl->nbins,
+		(double)tl->nbins * (double)tl->bin_ns / 1e9, L, W - L - R);
+	for (s = 0, y = 0; s < TIMELINE_SERIES; s++) {
+		if (!tl->present[s])
+			continue;
+		fprintf(o, "<text x=\"4\" y=\"%.0f\" font-size=\"12\">%s</text>"
+			"<text x=\"4\" y=\"%.0f\" font-size=\"10\" fill=\"#666\">"
+			"max %" PRId64 " a bin</text>\n", y + 16,
+			timeline_series_names[s], y + 30, tl->max[s]);
+		fprintf(o, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" "
+			"height=\"%.0f\" fill=\"#fafafa\" stroke=\"#ddd\"/>\n",
+			L, y, W - L - R, RH);
+		fprintf(o, "<svg class=\"row\" x=\"%.0f\" y=\"%.0f\" "
+			"width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %d %" PRId64
+			"\" preserveAspectRatio=\"none\">\n", L, y, W - L - R,
+			RH, tl->nbins, tl->max[s] > 0 ? tl->max[s] : 1);
+		for (k = 0; k < sp->ntop; k++)
+			fprintf(o, "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"0\" "
+				"y2=\"%" PRId64 "\" stroke=\"#d33\" "
+				"stroke-width=\"1\" vector-effect=\""
+				"non-scaling-stroke\"/>", (double)sp->top[k].ts /
+				(double)tl->bin_ns, (double)sp->top[k].ts /
+				(double)tl->bin_ns, tl->max[s] > 0 ?
+				tl->max[s] : 1);
+		fprintf(o, "<polyline fill=\"none\" stroke=\"%s\" "
+			"stroke-width=\"1.2\" vector-effect=\"non-scaling-stroke\" "
+			"points=\"", colors[s % 6]);
+		for (i = 0; i < tl->nbins; i++)
+			fprintf(o, "%d.5,%" PRId64 " ", i, (tl->max[s] > 0 ?
+							   tl->max[s] : 1) -
+				tl->count[s][i]);
+		fprintf(o, "\"/></svg>\n");
+		y += RH + GAP;
+	}
+	for (k = 0; k <= 5; k++)
+		fprintf(o, "<text class=\"tick\" x=\"%.0f\" y=\"%.0f\" "
+			"font-size=\"11\" text-anchor=\"%s\">%.3f s</text>\n",
+			L + (W - L - R) * k / 5, y + 14, k == 0 ? "start" :
+			k == 5 ? "end" : "middle",
+			(double)tl->nbins * (double)tl->bin_ns / 1e9 * k / 5);
+	fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\" "
+		"text-anchor=\"middle\">time since the first event</text>\n"
+		"</svg>\n<script>%s</script>\n", L + (W - L - R) / 2, y + 27,
+		timeline_js);
+	fprintf(o, "<p class=\"note\">Events per bin of %.3f ms (%d bins); "
+		"red: the %d largest probe spikes.  Scroll on the timeline to "
+		"zoom, drag to pan, double-click to see it all.  A series the "
+		"source does not record is left out.</p>\n",
+		(double)tl->bin_ns / 1e6, tl->nbins, sp->ntop);
+}
+
 /* The largest probe spikes and what overlapped them (spikes.h). */
 static void section_spikes(FILE *o, const struct spikes *sp)
 {
@@ -486,8 +582,8 @@ static void section_spikes(FILE *o, const struct spikes *sp)
 
 void report_html(FILE *o, const struct summary *s,
 		 const struct stored_run *runs, int n,
-		 const struct spikes *sp, const char *replay_note,
-		 const char *db_path)
+		 const struct spikes *sp, const struct timeline *tl,
+		 const char *replay_note, const char *db_path)
 {
 	fprintf(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta "
 		"charset=\"utf-8\"><title>mmureplay: ");
@@ -498,6 +594,8 @@ void report_html(FILE *o, const struct summary *s,
 	esc(o, db_path);
 	fprintf(o, "</p>\n");
 	section_capture(o, s);
+	if (tl)
+		section_timeline(o, tl, sp);
 	section_spikes(o, sp);
 	if (n == 0) {
 		fprintf(o, "<h2>Replay</h2><p>");

@@ -15,6 +15,7 @@
 #include "metrics/replay_metrics.h"
 #include "metrics/spikes.h"
 #include "metrics/summary.h"
+#include "metrics/timeline.h"
 
 #include <stdio.h>
 
@@ -50,13 +51,14 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 			const struct fidelity *f, const char *db_path);
 
-/* The self-contained HTML report: summary, self-check, what-if, charts
- * from the replay runs (the self-check's first); replay_note, when not
- * NULL, says where they come from or why there are none. */
+/* The self-contained HTML report: summary, the timeline (tl, or NULL),
+ * spikes, self-check, what-if, charts from the replay runs (the
+ * self-check's first); replay_note, when not NULL, says where they come
+ * from or why there are none. */
 void report_html(FILE *out, const struct summary *s,
 		 const struct stored_run *runs, int n,
-		 const struct spikes *sp, const char *replay_note,
-		 const char *db_path);
+		 const struct spikes *sp, const struct timeline *tl,
+		 const char *replay_note, const char *db_path);
 
 /* Latency spikes and the MMU activity in their windows. */
 void report_spikes_text(FILE *out, const struct spikes *s,

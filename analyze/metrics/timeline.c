@@ -1,0 +1,135 @@
+/*
+ * The binned timeline (see timeline.h): one GROUP BY per table, and one
+ * scan of spte_change for the leaf zaps (the SPTE decoder decides).
+ */
+#include "metrics/timeline.h"
+
+#include "db/db.h"
+#include "metrics/coverage.h"
+#include "util/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define TIMELINE_NAME(id, label) [id] = label,
+const char *const timeline_series_names[TIMELINE_SERIES] = {
+	TIMELINE_SERIES_LIST(TIMELINE_NAME)
+};
+#undef TIMELINE_NAME
+
+static int bin_of(const struct timeline *t, int64_t ts)
+{
+	int64_t b = ts < 0 ? 0 : ts / t->bin_ns;
+
+	return b >= t->nbins ? t->nbins - 1 : (int)b;
+}
+
+/* count[s][bin] += rows of sql (column 0: ts). */
+static int add_rows(sqlite3 *db, struct timeline *t, enum timeline_series s,
+		    const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		goto error;
+	sqlite3_bind_int64(st, 1, t->bin_ns);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		t->count[s][bin_of(t, sqlite3_column_int64(st, 0) *
+				   t->bin_ns)] += sqlite3_column_int64(st, 1);
+	if (rc != SQLITE_DONE)
+		goto error;
+	sqlite3_finalize(st);
+	return 0;
+error:
+	log_error("%s: timeline: %s", sqlite3_db_filename(db, "main"),
+		  sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return -1;
+}
+
+static int covered(const struct coverage *c, const char *table)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), ",%s,", table);
+	return strstr(c->tables, key) != NULL;
+}
+
+int timeline_compute(sqlite3 *db, const struct spte_format *fmt,
+		     const int32_t *workers, int nworkers,
+		     struct timeline *out)
+{
+	struct coverage cov;
+	sqlite3_stmt *st = NULL;
+	int rc = -1, i, s, w;
+	int64_t tid;
+
+	memset(out, 0, sizeof(*out));
+	if (coverage_load(db, &cov) != COVERAGE_OK)
+		return -1;
+	out->span_ns = db_meta_get_int(db, "last_ts", 0);
+	/* Bins of 1 us at least: finer says nothing a trace can show. */
+	out->bin_ns = out->span_ns / TIMELINE_BINS + 1;
+	if (out->bin_ns < 1000)
+		out->bin_ns = 1000;
+	out->nbins = (int)(out->span_ns / out->bin_ns) + 1;
+	if (out->nbins > TIMELINE_BINS)
+		out->nbins = TIMELINE_BINS;
+	out->present[TL_FAULTS] = covered(&cov, "fault");
+	out->present[TL_LEAF_ZAPS] = covered(&cov, "spte_change");
+	out->present[TL_INVALIDATIONS] = covered(&cov, "notifier");
+	out->present[TL_NX_PAGES] = covered(&cov, "nx_recovery") ||
+		(nworkers > 0 && covered(&cov, "spte_change"));
+	out->present[TL_LOCK_WAITS] = covered(&cov, "lock_wait");
+	out->present[TL_TLB_FLUSHES] = covered(&cov, "tlb_flush");
+	if (add_rows(db, out, TL_FAULTS, "SELECT ts / ?1, count(*) FROM "
+		     "fault GROUP BY 1") < 0 ||
+	    add_rows(db, out, TL_INVALIDATIONS, "SELECT ts / ?1, count(*) "
+		     "FROM notifier WHERE phase = 0 GROUP BY 1") < 0 ||
+	    add_rows(db, out, TL_LOCK_WAITS, "SELECT ts / ?1, count(*) FROM "
+		     "lock_wait GROUP BY 1") < 0 ||
+	    add_rows(db, out, TL_TLB_FLUSHES, "SELECT ts / ?1, count(*) FROM "
+		     "tlb_flush GROUP BY 1") < 0 ||
+	    (covered(&cov, "nx_recovery") &&
+	     add_rows(db, out, TL_NX_PAGES, "SELECT ts / ?1, count(*) FROM "
+		      "nx_recovery WHERE phase = 2 GROUP BY 1") < 0))
+		goto end;
+	/* Leaf zaps by the decoder; without the patched page events, the
+	 * recovery worker's zaps are its pages. */
+	if (sqlite3_prepare_v2(db, "SELECT ts, old_spte, new_spte, level, tid "
+			       "FROM spte_change", -1, &st, NULL) != SQLITE_OK)
+		goto sql_error;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t old = (uint64_t)sqlite3_column_int64(st, 1);
+		uint64_t new = (uint64_t)sqlite3_column_int64(st, 2);
+
+		if (!spte_present_leaf(fmt, old, sqlite3_column_int(st, 3)) ||
+		    spte_present(fmt, new))
+			continue;
+		i = bin_of(out, sqlite3_column_int64(st, 0));
+		out->count[TL_LEAF_ZAPS][i]++;
+		if (covered(&cov, "nx_recovery"))
+			continue;
+		tid = sqlite3_column_int64(st, 4);
+		for (w = 0; w < nworkers; w++)
+			if (workers[w] == tid)
+				out->count[TL_NX_PAGES][i]++;
+	}
+	if (rc != SQLITE_DONE)
+		goto sql_error;
+	for (s = 0; s < TIMELINE_SERIES; s++)
+		for (i = 0; i < out->nbins; i++)
+			if (out->count[s][i] > out->max[s])
+				out->max[s] = out->count[s][i];
+	rc = 0;
+	goto end;
+sql_error:
+	log_error("%s: timeline: %s", sqlite3_db_filename(db, "main"),
+		  sqlite3_errmsg(db));
+	rc = -1;
+end:
+	sqlite3_finalize(st);
+	coverage_free(&cov);
+	return rc;
+}
