@@ -60,6 +60,9 @@ page = report(db)
 check("Replayed for this report" in page, "the report says it replayed")
 check("Self-check: replay under baseline" in page and
       "does NOT reproduce" not in page, "the self-check section")
+check(page.index("Self-check (replay under baseline): the model "
+                 "reproduces") < page.index("<h2>Capture</h2>"),
+      "the verdict comes first")
 check(page.count("<svg") >= 2, "per-second charts drawn")
 check(db_rows(db, "SELECT count(*) FROM replay_run") == [(0,)] and
       db_rows(db, "SELECT count(*) FROM sqlite_master WHERE name = "

@@ -307,7 +307,7 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 
 	/* The policy and knowledge names come from the DB: escaped, as
 	 * every string a trace or a DB hands the page. */
-	fprintf(o, "<h2>Self-check: replay under ");
+	fprintf(o, "<h2 id=\"selfcheck\">Self-check: replay under ");
 	esc(o, b->policy);
 	fprintf(o, "</h2>\n<p class=\"%s\">"
 		"%s</p>\n<table><tr><th>metric</th><th>observed</th>"
@@ -593,6 +593,16 @@ void report_html(FILE *o, const struct summary *s,
 		reports_report_css);
 	esc(o, db_path);
 	fprintf(o, "</p>\n");
+	/* The verdict first: every what-if below stands on it. */
+	if (n > 0) {
+		fprintf(o, "<p class=\"%s\">Self-check (replay under ",
+			runs[0].self_check_ok ? "ok" : "bad");
+		esc(o, runs[0].policy);
+		fprintf(o, "): %s <a href=\"#selfcheck\">details</a></p>\n",
+			runs[0].self_check_ok ? "the model reproduces the "
+			"trace; the what-if figures stand on it." : "FAILED; "
+			"the what-if figures are withheld.");
+	}
 	section_capture(o, s);
 	if (tl)
 		section_timeline(o, tl, sp);
