@@ -12,6 +12,7 @@
 
 #include "metrics/compare.h"
 #include "metrics/fidelity.h"
+#include "metrics/phases.h"
 #include "metrics/replay_metrics.h"
 #include "metrics/spikes.h"
 #include "metrics/summary.h"
@@ -76,6 +77,15 @@ void report_latency_each(const struct latency *l,
 			 void (*row)(void *arg, const char *name,
 				     const struct latency_dist *d),
 			 void *arg);
+
+/* Run A's workload phases against run B's: samples at or above A's
+ * threshold, p99 and MMU activity per phase; text, and an "against"
+ * object added to root. */
+void report_phases_text(FILE *out, const struct phases *a,
+			const struct phases *b, const char *b_path);
+struct cJSON;
+void report_phases_json_add(struct cJSON *root, const struct phases *a,
+			    const struct phases *b, const char *b_path);
 
 /* Run sets side by side: the cover-letter table and the what-if. */
 void report_compare_text(FILE *out, const struct compare *c);
