@@ -104,6 +104,19 @@ for pair, policy, knob in PAIRS:
           "%s: text over 72 columns: %r" % (pair, long_lines))
     check("%s=N: A N, B Y" % knob in r.stdout and "What-if" in r.stdout,
           "%s: text names the knob:\n%s" % (pair, r.stdout[:600]))
+    # The HTML page: the same medians, escaped, self-contained.
+    page = os.path.join(work, pair + ".html")
+    r = run([mmr, "compare", "--a", a, "--b", b, "--html", "-o", page])
+    check(r.returncode == 0, "%s: --html: %s" % (pair, r.stderr))
+    with open(page) as f:
+        html = f.read()
+    for key in ("faults", "leaf_zaps"):
+        for side in ("a", "b"):
+            v = "{:,}".format(int(rows[key][side]["median"]))
+            check("<td>%s</td>" % v in html or "<td>%s<br>" % v in html,
+                  "%s: --html shows %s %s %s" % (pair, side, key, v))
+    check("http" not in html.replace("http-equiv", ""),
+          "%s: the page refers to nothing outside" % pair)
     # Two runs a side (the same DB twice): ranges and overlaps.
     r = run([mmr, "compare", "--a", a, "--a", a, "--b", b + "," + b,
              "--json"])
@@ -118,6 +131,9 @@ for pair, policy, knob in PAIRS:
               "%s %s: overlap %s" % (pair, key, row["ranges_overlap"]))
 
 # Refusals.
+r = run([mmr, "compare", "--a", dbs["bgsnapshot-perm-upgrade-off"], "--b",
+         dbs["bgsnapshot-perm-upgrade-on"], "--json", "--html"])
+check(r.returncode == 1, "--json with --html refused: %d" % r.returncode)
 pu_a, sd_b = dbs["bgsnapshot-perm-upgrade-off"], dbs["nxrecovery-skip-dirty-on"]
 r = run([mmr, "compare", "--a", pu_a, "--b", sd_b])
 lines = r.stderr.strip().splitlines()

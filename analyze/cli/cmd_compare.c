@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_A, OPT_B, OPT_THRESHOLD, OPT_JSON, OPT_OUTPUT, OPT_N };
+enum { OPT_A, OPT_B, OPT_THRESHOLD, OPT_JSON, OPT_HTML, OPT_OUTPUT, OPT_N };
 
 static const struct cli_option options[] = {
 	[OPT_A] = CLI_LIST("a", 0, "DB", "a capture of side A (repeatable, "
@@ -28,6 +28,8 @@ static const struct cli_option options[] = {
 				   "count intervals >= MS (repeatable; "
 				   "default 1 and 3)"),
 	[OPT_JSON] = CLI_FLAG("json", 0, "JSON instead of text tables"),
+	[OPT_HTML] = CLI_FLAG("html", 0, "a self-contained HTML page instead "
+			      "of text tables"),
 	[OPT_OUTPUT] = CLI_OUTPUT,
 	[OPT_N] = CLI_END,
 };
@@ -36,8 +38,8 @@ static int run(struct cli_args *a);
 
 const struct cli_command cli_cmd_compare = {
 	.name = "compare",
-	.usage = "--a DB... --b DB... [--threshold-ms MS...] [--json] "
-		 "[-o FILE]",
+	.usage = "--a DB... --b DB... [--threshold-ms MS...] [--json | "
+		 "--html] [-o FILE]",
 	.summary = "Run sets side by side: the cover-letter table, with B "
 		   "predicted from A.",
 	.details =
@@ -60,6 +62,12 @@ static void text(FILE *out, const void *c, const char *db_path)
 {
 	(void)db_path;
 	report_compare_text(out, c);
+}
+
+static void html(FILE *out, const void *c, const char *db_path)
+{
+	(void)db_path;
+	report_compare_html(out, c);
 }
 
 /* Split a comma-joined list in place; the count, or -1 if too many. */
@@ -140,6 +148,11 @@ static int run(struct cli_args *a)
 	struct compare *c = NULL;
 	int n[COMPARE_SIDES], nthr = 2, i, rc = CLI_EXIT_USAGE;
 
+	if (a->str[OPT_JSON] && a->str[OPT_HTML]) {
+		fprintf(stderr, "mmureplay compare: --json or --html, not "
+			"both\n");
+		goto end;
+	}
 	if (!a->str[OPT_A] || !a->str[OPT_B] || a->npos) {
 		fprintf(stderr, "mmureplay compare: need --a DB... and --b "
 			"DB... (see --help)\n");
@@ -196,8 +209,8 @@ static int run(struct cli_args *a)
 	}
 	compare_finish(c);
 	rc = cli_output(a->str[OPT_OUTPUT], a->str[OPT_JSON] != NULL,
-			a->str[OPT_JSON] ? report_compare_json(c) : NULL, text,
-			c, "compare");
+			a->str[OPT_JSON] ? report_compare_json(c) : NULL,
+			a->str[OPT_HTML] ? html : text, c, "compare");
 end:
 	if (c)
 		compare_free(c);

@@ -13,29 +13,6 @@
 #define W_LABEL 18
 #define W_CELL 15
 
-/* v with thousands separators and the row's decimals, or "-". */
-static char *fmt_num(char *buf, size_t len, double v, int decimals)
-{
-	char whole[32];
-	double ip;
-
-	if (isnan(v)) {
-		snprintf(buf, len, "-");
-		return buf;
-	}
-	if (decimals == 0 || fabs(v) >= 1e5) {
-		report_fmt_count(buf, len, (int64_t)llround(v));
-		return buf;
-	}
-	ip = trunc(v);
-	report_fmt_count(whole, sizeof(whole), (int64_t)ip);
-	snprintf(buf, len, "%s%s.%0*lld", v < 0 && ip == 0 ? "-" : "", whole,
-		 decimals, (long long)llround(fabs(v - ip) *
-					      pow(10, decimals)) %
-		 (long long)pow(10, decimals));
-	return buf;
-}
-
 /* "(min-max)" fitting W_CELL, dropping decimals if need be. */
 static char *fmt_range(char *buf, size_t len, const struct compare_cell *c,
 		       int decimals)
@@ -48,8 +25,8 @@ static char *fmt_range(char *buf, size_t len, const struct compare_cell *c,
 		return buf;
 	}
 	for (d = decimals; d >= 0; d--) {
-		snprintf(buf, len, "(%s-%s)", fmt_num(a, sizeof(a), c->min, d),
-			 fmt_num(b, sizeof(b), c->max, d));
+		snprintf(buf, len, "(%s-%s)", report_fmt_num(a, sizeof(a), c->min, d),
+			 report_fmt_num(b, sizeof(b), c->max, d));
 		if (strlen(buf) <= W_CELL)
 			break;
 	}
@@ -148,10 +125,10 @@ void report_compare_text(FILE *out, const struct compare *c)
 		if (!r->cell[COMPARE_A].n && !r->cell[COMPARE_B].n)
 			continue;
 		fprintf(out, "  %-*s %*s %*s %7s %7s\n", W_LABEL, r->label,
-			W_CELL, fmt_num(x, sizeof(x),
+			W_CELL, report_fmt_num(x, sizeof(x),
 					r->cell[COMPARE_A].median,
 					r->decimals),
-			W_CELL, fmt_num(y, sizeof(y),
+			W_CELL, report_fmt_num(y, sizeof(y),
 					r->cell[COMPARE_B].median,
 					r->decimals),
 			fmt_pct(z, sizeof(z), r->change), yes_no(r->overlap));
@@ -179,9 +156,9 @@ void report_compare_text(FILE *out, const struct compare *c)
 		if (!r->cell_pred.n)
 			continue;
 		fprintf(out, "  %-*s %*s %*s %7s %7s\n", W_LABEL, r->label,
-			W_CELL, fmt_num(x, sizeof(x), r->cell_pred.median,
+			W_CELL, report_fmt_num(x, sizeof(x), r->cell_pred.median,
 					r->decimals),
-			W_CELL, fmt_num(y, sizeof(y),
+			W_CELL, report_fmt_num(y, sizeof(y),
 					r->cell[COMPARE_B].median,
 					r->decimals),
 			fmt_pct(z, sizeof(z), r->pred_error),

@@ -89,7 +89,12 @@ void report_phases_json_add(struct cJSON *root, const struct phases *a,
 
 /* Run sets side by side: the cover-letter table and the what-if. */
 void report_compare_text(FILE *out, const struct compare *c);
+void report_compare_html(FILE *out, const struct compare *c);
 char *report_compare_json(const struct compare *c);
+
+/* v with thousands separators and that many decimals ("-" for NAN);
+ * returns buf. */
+char *report_fmt_num(char *buf, size_t len, double v, int decimals);
 
 /* "1,234,567" into buf; returns buf. */
 char *report_fmt_count(char *buf, size_t len, int64_t n);

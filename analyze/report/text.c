@@ -5,6 +5,7 @@
 #include "report/report.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,3 +45,27 @@ void report_latency_each(const struct latency *l,
 	if (l->npf.n)
 		row(arg, "NPF exit -> entry", &l->npf);
 }
+
+/* v with thousands separators and the row's decimals, or "-". */
+char *report_fmt_num(char *buf, size_t len, double v, int decimals)
+{
+	char whole[32];
+	double ip;
+
+	if (isnan(v)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	if (decimals == 0 || fabs(v) >= 1e5) {
+		report_fmt_count(buf, len, (int64_t)llround(v));
+		return buf;
+	}
+	ip = trunc(v);
+	report_fmt_count(whole, sizeof(whole), (int64_t)ip);
+	snprintf(buf, len, "%s%s.%0*lld", v < 0 && ip == 0 ? "-" : "", whole,
+		 decimals, (long long)llround(fabs(v - ip) *
+					      pow(10, decimals)) %
+		 (long long)pow(10, decimals));
+	return buf;
+}
+
