@@ -53,6 +53,31 @@ def extract_fixture(fixture_dir, work):
     return dest
 
 
+def ingest_fixture(mmr, fixture_dir, work, db_name="capture.db"):
+    """Extract a fixture into work and ingest it: (trace dir, DB path).
+    A failed ingest is a failed check."""
+    trace = extract_fixture(fixture_dir, work)
+    db = os.path.join(work, db_name)
+    r = run([mmr, "ingest", "-q", trace, "-o", db])
+    check(r.returncode == 0, "ingest %s: %s" % (fixture_dir, r.stderr))
+    return trace, db
+
+
+def trace_fixtures(data):
+    """The fixtures of data/ that hold a CTF trace, sorted.  Under the
+    sanitizers (scripts/test.sh --sanitize sets MMR_SANITIZE) every fourth:
+    the same code paths at a quarter of the time; the regular run keeps
+    them all."""
+    fixtures = sorted(d for d in os.listdir(data)
+                      if os.path.exists(os.path.join(data, d,
+                                                     "trace.tar.xz")))
+    if os.environ.get("MMR_SANITIZE"):
+        print("sanitizer build: %d of %d fixtures" % (len(fixtures[::4]),
+                                                      len(fixtures)))
+        fixtures = fixtures[::4]
+    return fixtures
+
+
 def run(args, **kw):
     return subprocess.run(args, capture_output=True, text=True, **kw)
 

@@ -27,7 +27,8 @@ import shutil
 import subprocess
 import sys
 
-from mmrtest import check, extract_fixture, finish, fresh_dir, run
+from mmrtest import (check, extract_fixture, finish, fresh_dir, run,
+                     trace_fixtures)
 
 mmr, data, work = sys.argv[1:4]
 fresh_dir(work)
@@ -89,15 +90,7 @@ def cells(dom, first):
             re.findall(r"<td>(.*?)</td>", m.group(1))] if m else None
 
 
-fixtures = sorted(d for d in os.listdir(data)
-                  if os.path.exists(os.path.join(data, d, "trace.tar.xz")))
-# Under the sanitizers (scripts/test.sh --sanitize) every fourth fixture:
-# the same code paths at a quarter of the time; the regular build runs
-# them all.
-if os.environ.get("MMR_SANITIZE"):
-    print("sanitizer build: %d of %d fixtures" % (len(fixtures[::4]),
-                                                  len(fixtures)))
-    fixtures = fixtures[::4]
+fixtures = trace_fixtures(data)
 for fx in fixtures:
     d = os.path.join(work, fx)
     trace = extract_fixture(os.path.join(data, fx), d)

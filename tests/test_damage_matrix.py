@@ -37,7 +37,7 @@ import struct
 import subprocess
 import sys
 
-from mmrtest import check, finish, fresh_dir, run
+from mmrtest import check, finish, fresh_dir, run, trace_fixtures
 
 mmr, data, work = sys.argv[1:4]
 fresh_dir(work)
@@ -168,15 +168,7 @@ def fidelity(db):
         return r.returncode, {}, r.stderr
 
 
-fixtures = sorted(d for d in os.listdir(data)
-                  if os.path.exists(os.path.join(data, d, "trace.tar.xz")))
-# Under the sanitizers (scripts/test.sh --sanitize) every fourth fixture:
-# the same code paths at a quarter of the time; the regular build runs
-# them all.
-if os.environ.get("MMR_SANITIZE"):
-    print("sanitizer build: %d of %d fixtures" % (len(fixtures[::4]),
-                                                  len(fixtures)))
-    fixtures = fixtures[::4]
+fixtures = trace_fixtures(data)
 for fx in fixtures:
     base = fresh_dir(os.path.join(work, fx))
     pristine = os.path.join(base, "pristine")

@@ -23,15 +23,12 @@ import sqlite3
 import subprocess
 import sys
 
-from mmrtest import (check, db_rows, extract_fixture, finish, fresh_dir, run,
+from mmrtest import (check, db_rows, finish, fresh_dir, ingest_fixture, run,
                      summary_json)
 
 mmr, fixture, work = sys.argv[1:4]
 fresh_dir(work)
-trace = extract_fixture(fixture, work)
-db = os.path.join(work, "cap.db")
-r = run([mmr, "ingest", "-q", trace, "-o", db])
-check(r.returncode == 0, "ingest: %s" % r.stderr)
+trace, db = ingest_fixture(mmr, fixture, work, "cap.db")
 
 
 def one_line(r, code, words, what):

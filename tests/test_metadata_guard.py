@@ -19,7 +19,8 @@ import shutil
 import sys
 import time
 
-from mmrtest import check, extract_fixture, finish, fresh_dir, run
+from mmrtest import (check, extract_fixture, finish, fresh_dir, run,
+                     trace_fixtures)
 
 mmr, data, work = sys.argv[1:4]
 fresh_dir(work)
@@ -102,15 +103,7 @@ def cuts_of(sizes):
     return out
 
 
-fixtures = sorted(d for d in os.listdir(data)
-                  if os.path.exists(os.path.join(data, d, "trace.tar.xz")))
-# Under the sanitizers (scripts/test.sh --sanitize) every fourth fixture:
-# the same code paths at a quarter of the time; the regular build runs
-# them all.
-if os.environ.get("MMR_SANITIZE"):
-    print("sanitizer build: %d of %d fixtures" % (len(fixtures[::4]),
-                                                  len(fixtures)))
-    fixtures = fixtures[::4]
+fixtures = trace_fixtures(data)
 first = None
 for fx in fixtures:
     fwork = fresh_dir(os.path.join(work, fx))

@@ -20,19 +20,15 @@ import re
 import shutil
 import sys
 
-from mmrtest import check, db_rows, extract_fixture, finish, fresh_dir, run
+from mmrtest import check, db_rows, finish, fresh_dir, ingest_fixture, run
 
 mmr, data, work = sys.argv[1:4]
 fresh_dir(work)
 
 
 def ingest(name):
-    d = os.path.join(work, name)
-    trace = extract_fixture(os.path.join(data, name), d)
-    db = os.path.join(d, "capture.db")
-    r = run([mmr, "ingest", "-q", trace, "-o", db])
-    check(r.returncode == 0, "ingest %s: %s" % (name, r.stderr))
-    return db
+    return ingest_fixture(mmr, os.path.join(data, name),
+                          os.path.join(work, name))[1]
 
 
 def report(db):

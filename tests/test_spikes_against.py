@@ -19,7 +19,7 @@ import os
 import sqlite3
 import sys
 
-from mmrtest import check, extract_fixture, finish, fresh_dir, run
+from mmrtest import check, finish, fresh_dir, ingest_fixture, run
 
 mmr, data, work = sys.argv[1:4]
 fresh_dir(work)
@@ -27,12 +27,8 @@ PRESENT, LARGE = 1 << 11, 1 << 7         # NPT (the lab's SVM)
 
 
 def ingest(name):
-    d = os.path.join(work, name)
-    trace = extract_fixture(os.path.join(data, name), d)
-    db = os.path.join(d, "capture.db")
-    r = run([mmr, "ingest", "-q", trace, "-o", db])
-    check(r.returncode == 0, "ingest %s: %s" % (name, r.stderr))
-    return db
+    return ingest_fixture(mmr, os.path.join(data, name),
+                          os.path.join(work, name))[1]
 
 
 def expected(db, thr):

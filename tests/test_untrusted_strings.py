@@ -15,14 +15,11 @@ import os
 import sqlite3
 import sys
 
-from mmrtest import check, db_rows, extract_fixture, finish, fresh_dir, run
+from mmrtest import check, db_rows, finish, fresh_dir, ingest_fixture, run
 
 mmr, fixture, work = sys.argv[1:4]
 fresh_dir(work)
-trace = extract_fixture(fixture, work)
-db = os.path.join(work, "cap.db")
-r = run([mmr, "ingest", "-q", trace, "-o", db])
-check(r.returncode == 0, "ingest: %s" % r.stderr)
+trace, db = ingest_fixture(mmr, fixture, work, "cap.db")
 r = run([mmr, "replay", db, "-o", os.devnull])
 check(r.returncode == 0, "replay: %s" % r.stderr)
 
@@ -47,7 +44,11 @@ r = run([mmr, "report", db, "-o", html])
 check(r.returncode == 0, "report: %s" % r.stderr)
 with open(html) as f:
     page = f.read()
-check("<script" not in page and "<img" not in page and
+# The page's own script (the timeline's zoom) is one element without
+# the DB's text; nothing the DB holds became an element or attribute.
+scripts = page.split("<script")
+check(len(scripts) <= 2 and "alert" not in "".join(scripts[1:]) and
+      "<img" not in page and
       "onerror=" not in page.replace("onerror=&#39;", ""),
       "the page carries markup from the DB")
 escaped = ("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=x "
