@@ -20,7 +20,9 @@ check(r.returncode == 0, "cmake --install: %s" % r.stderr)
 want = [os.path.join(bindir, "mmureplay"),
         os.path.join(bindir, "mmureplay-capture")]
 want += [os.path.join(datadir, "mmureplay", "schemas", f)
-         for f in ("capture.sql", "events.json", "manifest.schema.json")]
+         for f in ("capture.sql", "events.json", "manifest.schema.json",
+                   "summary.schema.json", "fidelity.schema.json",
+                   "replay.schema.json", "spikes.schema.json")]
 want += [os.path.join(mandir, "man1", f)
          for f in ("mmureplay.1", "mmureplay-capture.1")]
 for rel in want:

@@ -19,6 +19,7 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 
 	if (!root)
 		return NULL;
+	report_json_schema_add(root, REPORT_JSON_REPLAY);
 	cJSON_AddStringToObject(root, "database", db_path);
 	o = cJSON_AddObjectToObject(root, "self_check");
 	report_fidelity_json_add(o, f, self_check);

@@ -20,6 +20,30 @@
 
 #include <stdio.h>
 
+/*
+ * Every JSON document names the schema it follows and the version of it:
+ * X(id, "schema" value, schema_version); "mmureplay-NAME" follows
+ * schemas/NAME.schema.json.  Any change a reader could trip over bumps
+ * the version, in the same commit as the schema file (README, "JSON
+ * outputs").
+ */
+#define REPORT_JSON_SCHEMA_LIST(X) \
+	X(REPORT_JSON_SUMMARY, "mmureplay-summary", 1) \
+	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 1) \
+	X(REPORT_JSON_REPLAY, "mmureplay-replay", 1) \
+	X(REPORT_JSON_SPIKES, "mmureplay-spikes", 1)
+
+#define REPORT_JSON_SCHEMA_ENUM(id, name, version) id,
+enum report_json_schema {
+	REPORT_JSON_SCHEMA_LIST(REPORT_JSON_SCHEMA_ENUM)
+	REPORT_JSON_SCHEMAS
+};
+#undef REPORT_JSON_SCHEMA_ENUM
+
+struct cJSON;
+/* "schema" and "schema_version", the first keys of a document's root. */
+void report_json_schema_add(struct cJSON *root, enum report_json_schema s);
+
 /* The summary as a JSON document (caller frees with free()). */
 char *report_summary_json(const struct summary *s, const char *db_path);
 /* The summary as text tables. */
@@ -34,7 +58,6 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 
 /* The self-check's figures, verdict and mismatches into a JSON object
  * (fidelity's document, and replay's "self_check"). */
-struct cJSON;
 void report_fidelity_json_add(struct cJSON *o, const struct fidelity *f,
 			      const struct replay_result *r);
 

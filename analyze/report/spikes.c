@@ -93,6 +93,7 @@ char *report_spikes_json(const struct spikes *s, const char *db_path)
 
 	if (!root)
 		return NULL;
+	report_json_schema_add(root, REPORT_JSON_SPIKES);
 	cJSON_AddStringToObject(root, "database", db_path);
 	cJSON_AddNumberToObject(root, "samples", (double)s->samples);
 	cJSON_AddNumberToObject(root, "spikes", (double)s->spikes);

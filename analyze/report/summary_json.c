@@ -80,6 +80,7 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 
 	if (!root)
 		return NULL;
+	report_json_schema_add(root, REPORT_JSON_SUMMARY);
 	add_str(root, "database", db_path);
 	cJSON_AddNumberToObject(root, "events", (double)s->events);
 	cJSON_AddNumberToObject(root, "duration_s", s->duration_s);
