@@ -5,6 +5,8 @@ not vacuous.
 usage: test_json_schemas.py MMUREPLAY SCHEMAS_DIR DATA_DIR WORK_DIR
 
 Checked:
+  - summary's ts_base_ns is the DB's, to the nanosecond (a double
+    would round an epoch time in ns);
   - each schema is a valid draft 2020-12 schema with no duplicate key,
     names its output ("schema": "mmureplay-NAME", schema_version) and
     describes every key it declares;
@@ -192,6 +194,12 @@ def all_outputs(db, what):
     if s:
         validate("summary", s, what + " summary")
         note_shapes("summary", s)
+        # An epoch time in ns is past a double's 2^53: exact digits.
+        base = db_rows(db, "SELECT value FROM meta WHERE key = 'ts_base_ns'")
+        check(type(s["ts_base_ns"]) is int and
+              s["ts_base_ns"] == int(base[0][0]),
+              "%s summary: ts_base_ns %r, the DB's %s"
+              % (what, s["ts_base_ns"], base[0][0]))
     replayable = s and s["basis"]["replay"] == "measured"
     for name, args in (("fidelity", ["fidelity"]), ("replay", ["replay"])):
         rc, doc = output(args + [db, "--json"], "%s %s" % (what, name),

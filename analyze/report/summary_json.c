@@ -5,6 +5,7 @@
 #include "report/report.h"
 
 #include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <stdio.h>
 
 static void add_str(cJSON *o, const char *k, const char *v)
@@ -21,6 +22,17 @@ static void add_int_or_null(cJSON *o, const char *k, int64_t v)
 		cJSON_AddNullToObject(o, k);
 	else
 		cJSON_AddNumberToObject(o, k, (double)v);
+}
+
+/* cJSON holds numbers as doubles: an epoch time in ns (> 2^53) would
+ * come out rounded by up to a few hundred ns, so it is written as the
+ * integer's own digits. */
+static void add_int64_exact(cJSON *o, const char *k, int64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%" PRId64, v);
+	cJSON_AddRawToObject(o, k, buf);
 }
 
 static cJSON *dist_json(const struct latency_dist *d)
@@ -84,7 +96,7 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 	add_str(root, "database", db_path);
 	cJSON_AddNumberToObject(root, "events", (double)s->events);
 	cJSON_AddNumberToObject(root, "duration_s", s->duration_s);
-	cJSON_AddNumberToObject(root, "ts_base_ns", (double)s->ts_base_ns);
+	add_int64_exact(root, "ts_base_ns", s->ts_base_ns);
 	cJSON_AddBoolToObject(root, "truncated", s->truncated);
 	add_str(root, "truncated_reason", s->truncated_reason);
 	o = cJSON_AddObjectToObject(root, "source");
