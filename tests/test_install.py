@@ -22,7 +22,8 @@ want = [os.path.join(bindir, "mmureplay"),
 want += [os.path.join(datadir, "mmureplay", "schemas", f)
          for f in ("capture.sql", "events.json", "manifest.schema.json",
                    "summary.schema.json", "fidelity.schema.json",
-                   "replay.schema.json", "spikes.schema.json")]
+                   "replay.schema.json", "spikes.schema.json",
+                   "compare.schema.json")]
 want += [os.path.join(mandir, "man1", f)
          for f in ("mmureplay.1", "mmureplay-capture.1")]
 for rel in want:

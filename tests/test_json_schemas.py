@@ -16,6 +16,7 @@ Checked:
     each DB validate; so do the fixture's manifest.json and the copy
     ingest stores in the DB.  A source that cannot replay (exit 7)
     writes no JSON at all;
+  - compare --json on the two A/B pairs, one and two runs a side;
   - the shapes the fixtures alone do not give: a failed self-check of a
     real capture (a knob-on capture replayed as baseline, and a model
     rule switched off: mismatches listed), and replay of a DB edited to
@@ -47,7 +48,7 @@ from mmrtest import check, db_rows, finish, fresh_dir, run
 
 mmr, schemas_dir, data, work = sys.argv[1:5]
 fresh_dir(work)
-NAMES = ("summary", "fidelity", "replay", "spikes")
+NAMES = ("summary", "fidelity", "replay", "spikes", "compare")
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -310,7 +311,28 @@ if doc:
     validate("fidelity", doc, "damaged fidelity")
     note_shapes("fidelity", doc)
 
-for shape in ("summary probes", "summary unknown", "upgrade inference",
+# compare on the A/B pairs: one run a side, and two (the same DB twice)
+# with three thresholds, so ranges overlap or not.
+for pair in ("bgsnapshot-perm-upgrade", "nxrecovery-skip-dirty"):
+    a = dbs[("lttng-kernel-6.1.192-patched-%s-off" % pair, "lttng")]
+    b = dbs[("lttng-kernel-6.1.192-patched-%s-on" % pair, "lttng")]
+    for extra in ([], ["--a", a, "--b", b, "--threshold-ms", "0.5,1,3"]):
+        what = "compare %s %s" % (pair, "two runs" if extra else "")
+        rc, doc = output(["compare", "--a", a, "--b", b, "--json"] + extra,
+                         what)
+        if doc:
+            validate("compare", doc, what)
+            if extra and any(r["ranges_overlap"] is not None
+                             for r in doc["rows"]):
+                seen.add("compare overlap")
+                docs.setdefault("compare", doc)
+            wi = [r for r in doc["rows"] if "what_if" in r]
+            if wi:
+                seen.add("compare what_if")
+                # The rows with a what-if first, so they are mutated.
+                docs.setdefault("compare what_if", dict(doc, rows=wi))
+
+for shape in ("compare overlap", "compare what_if", "summary probes", "summary unknown", "upgrade inference",
               "fidelity mismatches", "replay withheld", "replay unverified",
               "not_modelled", "sweep policy", "spikes top",
               "spikes threshold"):
@@ -325,6 +347,7 @@ OPTIONAL = {
                r"self_check/upgrade_inference/(precision|recall)",
                r"policies/\*", r"policies/\*/not_modelled"],
     "spikes": [],
+    "compare": [r"rows/\*/what_if"],
 }
 OPEN_MAPS = {"summary": [r"raw_event_counts", r"raw_event_mapping"]}
 # Keys of maps whose names are data (raw events, probes, vCPUs, policies).
@@ -403,6 +426,6 @@ for shape, doc in sorted(docs.items()):
             check(errors(name, m), "%s: valid with unknown key at /%s"
                   % (shape, g))
 check(mutations > 1000, "%d mutations of %d documents" % (mutations, len(docs)))
-check(len(docs) == 7, "documents mutated: %s" % sorted(docs))
+check(len(docs) == 9, "documents mutated: %s" % sorted(docs))
 print("%d DBs, %d mutations" % (len(dbs), mutations))
 finish()

@@ -66,6 +66,7 @@ char *report_compare_json(const struct compare *c)
 
 	if (!root)
 		return NULL;
+	report_json_schema_add(root, REPORT_JSON_COMPARE);
 	cJSON_AddStringToObject(root, "kernel", c->run[COMPARE_A][0].kernel ?
 				c->run[COMPARE_A][0].kernel : "unknown");
 	cJSON_AddStringToObject(root, "workload",
