@@ -16,7 +16,8 @@ Checked:
     each DB validate; so do the fixture's manifest.json and the copy
     ingest stores in the DB.  A source that cannot replay (exit 7)
     writes no JSON at all;
-  - compare --json on the two A/B pairs, one and two runs a side;
+  - compare --json on the two A/B pairs, one and two runs a side, and
+    spikes --against;
   - the shapes the fixtures alone do not give: a failed self-check of a
     real capture (a knob-on capture replayed as baseline, and a model
     rule switched off: mismatches listed), and replay of a DB edited to
@@ -332,7 +333,17 @@ for pair in ("bgsnapshot-perm-upgrade", "nxrecovery-skip-dirty"):
                 # The rows with a what-if first, so they are mutated.
                 docs.setdefault("compare what_if", dict(doc, rows=wi))
 
-for shape in ("compare overlap", "compare what_if", "summary probes", "summary unknown", "upgrade inference",
+# spikes --against: the latency-probe run against the other bgsnapshot
+# run of its kernel.
+lp = dbs[("lttng-kernel-6.1.192-patched-bgsnapshot-latprobe", "lttng")]
+rc, doc = output(["spikes", lp, "--json", "--against", odb], "spikes against")
+if doc:
+    validate("spikes", doc, "spikes against")
+    if doc.get("against", {}).get("phases"):
+        seen.add("spikes against")
+        docs.setdefault("spikes against", doc)
+
+for shape in ("spikes against", "compare overlap", "compare what_if", "summary probes", "summary unknown", "upgrade inference",
               "fidelity mismatches", "replay withheld", "replay unverified",
               "not_modelled", "sweep policy", "spikes top",
               "spikes threshold"):
@@ -346,7 +357,7 @@ OPTIONAL = {
     "replay": [r"self_check/upgrade_inference",
                r"self_check/upgrade_inference/(precision|recall)",
                r"policies/\*", r"policies/\*/not_modelled"],
-    "spikes": [],
+    "spikes": [r"against"],
     "compare": [r"rows/\*/what_if"],
 }
 OPEN_MAPS = {"summary": [r"raw_event_counts", r"raw_event_mapping"]}
@@ -426,6 +437,6 @@ for shape, doc in sorted(docs.items()):
             check(errors(name, m), "%s: valid with unknown key at /%s"
                   % (shape, g))
 check(mutations > 1000, "%d mutations of %d documents" % (mutations, len(docs)))
-check(len(docs) == 9, "documents mutated: %s" % sorted(docs))
+check(len(docs) == 10, "documents mutated: %s" % sorted(docs))
 print("%d DBs, %d mutations" % (len(dbs), mutations))
 finish()
