@@ -19,7 +19,7 @@
  * The lab trace declares some ninety more classes (interrupts, timers,
  * other syscalls) that the ingest does not read; they are left out.
  *
- * The guest model (gen_*), deterministic for a seed:
+ * The guest model (gen_*):
  *   - one memslot (kvm_memslot_change), page tables installed by the
  *     first fault under them;
  *   - rounds of a background snapshot (QEMU's userfaultfd write
@@ -33,16 +33,30 @@
  *     starts, fast page faults for writes to write-protected leaves, the
  *     slow path for absent ones, KVM_GET_DIRTY_LOG re-protecting the
  *     written pages, and the flag off again.
+ *   - a second memslot of THP-backed code with NX huge pages
+ *     (nx_huge_pages=Y): reads map 2M leaves, non-executable; an
+ *     instruction fetch splits them (the 2M leaf zapped, an L1 table, a
+ *     4K leaf), and the recovery worker (kvm-nx-lpage-re) wakes every
+ *     NX_PERIOD_MS of trace time to take ceil(split / NX_RATIO) of the
+ *     oldest split pages (begin, per page the table unlinked, its SP
+ *     freed with its leaves, recover_page; one flush; end).
  * Every event follows the kernel's order for its path (patched
  * tracepoints: the notifier's start and end, the unmap decision after the
  * zaps, the remote TLB flush when something was zapped), and events are
  * strictly ordered in time, so the trace holds exactly the state the
  * model kept: the self-check (mmureplay fidelity) must pass on it.
+ * Not made: races (a fault installing inside an open invalidation,
+ * a fault waiting for a recovery batch's lock), lock waits, teardown,
+ * eager splits, the collapse when dirty logging stops: the self-check's
+ * exemptions and those rules stay unexercised here.  The same seed gives
+ * the same events, counts and manifest; sink.ctf.fs draws the trace UUID
+ * itself.
  * That is what it is for; the counts it prints are true by construction
  * and checked against babeltrace2's CLI, not against a kernel.
  */
 #define _GNU_SOURCE
 #include <babeltrace2/babeltrace.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -230,6 +244,19 @@ static const struct class_spec classes[C_N] = {
 /* The patched kernel's own flag bit: a pure permission upgrade. */
 #define MMU_NOTIFIER_RANGE_PERM_UPGRADE 0x2
 
+/* NX huge pages (the manifest's kvm parameters say the same). */
+#define NX_RATIO 4
+#define NX_PERIOD_MS 50
+#define NX_PERIOD_NS (NX_PERIOD_MS * 1000000ULL)
+#define PFN_NX_BASE 0x4000000ULL
+#define SPTE_NX (1ULL << 63)
+#define SPTE_LARGE (1ULL << 7)
+#define REMOVED_SPTE 0x5a0ULL
+/* kvm_mmu_page_role of a TDP MMU page: level in bits 0-3 (the rest as
+ * the lab captures show it: direct, access 7, ...). */
+#define SP_ROLE(level) (0x3780u | (level))
+#define PFERR_FETCH (1ULL << 4)
+
 #define KVM_MR_CREATE 0
 #define KVM_MR_FLAGS_ONLY 3
 #define KVM_MEM_LOG_DIRTY_PAGES 0x1
@@ -237,13 +264,21 @@ static const struct class_spec classes[C_N] = {
 #define FD_VM 5
 #define FD_UFFD 7
 #define HVA_BASE 0x7f3a40000000ULL
+#define HVA_NX_BASE 0x7f2a00000000ULL
 #define PFN_BASE 0x100000ULL
 #define TABLE_PFN_BASE 0x2a00000ULL
 #define GUEST_RIP 0x1002ULL
 
 enum page_state { PG_NONE = 0, PG_RO, PG_W, PG_WD, PG_WP };
 
-enum thread_role { TH_VCPU, TH_VMM, TH_UFFD };
+/* A 2M region of the NX slot. */
+enum nx_state { NX_EMPTY = 0, NX_HUGE, NX_SPLIT };
+
+struct nx_region {
+	unsigned char state;            /* enum nx_state */
+	uint64_t table_pfn;             /* NX_SPLIT: its L1 table */
+	uint64_t leaves[8];             /* NX_SPLIT: present 4K leaves */
+};
 
 struct thread {
 	int64_t tid;
@@ -263,13 +298,23 @@ struct model {
 	uint64_t rng;
 	unsigned vcpus, ncpus, nthreads;
 	struct thread *threads;
-	unsigned th_vmm, th_uffd;       /* thread indexes */
+	unsigned th_vmm, th_uffd, th_nx;        /* thread indexes */
 
 	uint64_t npages;                /* the memslot, from gfn 0 */
 	unsigned char *page;            /* enum page_state per gfn */
 	unsigned char *l2_linked;       /* per 2M region: table linked */
-	int upper_linked;               /* level 4 and 3 entries */
+	int l4_linked;                  /* the one level 4 entry */
+	/* Per 1G region: the table its level 3 entry links (0: none). */
+	uint64_t l3_child[512];
 	uint64_t next_table_pfn;
+
+	/* The second memslot: THP-backed code, NX huge pages. */
+	uint64_t nx_base;               /* first gfn, 1G aligned */
+	unsigned nx_regions;            /* 2M regions in it */
+	struct nx_region *nx;
+	unsigned *nx_fifo;              /* split regions, oldest first */
+	unsigned nx_head, nx_len;       /* ring over nx_regions entries */
+	uint64_t nx_next_ts;            /* the worker's next wake-up */
 
 	uint64_t ts;
 	uint64_t target, emitted;
@@ -394,6 +439,24 @@ static int gen_entry(struct model *m, unsigned v)
 	return 0;
 }
 
+/* The level 4 and 3 entries above gfn, linked by the first walk. */
+static int gen_upper(struct model *m, unsigned v, uint64_t gfn)
+{
+	uint64_t g1 = gfn >> 18;
+
+	if (!m->l4_linked) {
+		EMIT(m, v, C_SPTE_CHANGED, 0, 0,
+		     (m->next_table_pfn++ << 12) | SPTE_TABLE, 4, 0);
+		m->l4_linked = 1;
+	}
+	if (!m->l3_child[g1 & 511]) {
+		m->l3_child[g1 & 511] = m->next_table_pfn++;
+		EMIT(m, v, C_SPTE_CHANGED, g1 << 18, 0,
+		     (m->l3_child[g1 & 511] << 12) | SPTE_TABLE, 3, 0);
+	}
+	return 0;
+}
+
 /* The slow path's walk: tables linked where none was, then the leaf. */
 static int gen_install(struct model *m, unsigned v, uint64_t gfn,
 		       enum page_state s)
@@ -401,13 +464,8 @@ static int gen_install(struct model *m, unsigned v, uint64_t gfn,
 	uint64_t spte = leaf_spte(gfn, s);
 
 	EMIT(m, v, C_SPTE_REQ, gfn, PFN_BASE + gfn, 1);
-	if (!m->upper_linked) {
-		EMIT(m, v, C_SPTE_CHANGED, 0, 0,
-		     (m->next_table_pfn++ << 12) | SPTE_TABLE, 4, 0);
-		EMIT(m, v, C_SPTE_CHANGED, 0, 0,
-		     (m->next_table_pfn++ << 12) | SPTE_TABLE, 3, 0);
-		m->upper_linked = 1;
-	}
+	if (gen_upper(m, v, gfn) < 0)
+		return -1;
 	if (!m->l2_linked[gfn >> 9]) {
 		EMIT(m, v, C_SPTE_CHANGED, gfn & ~511ULL, 0,
 		     ((TABLE_PFN_BASE + (gfn >> 9)) << 12) | SPTE_TABLE, 2, 0);
@@ -483,15 +541,23 @@ static int gen_intr_exit(struct model *m, unsigned v)
 	return gen_entry(m, v);
 }
 
-static int gen_memslot(struct model *m, uint32_t old_flags,
+/* KVM_SET_USER_MEMORY_REGION's entry and the memslot change (slot 0:
+ * the snapshotted RAM, slot 1: the NX slot); the caller ends the call. */
+static int gen_memslot(struct model *m, unsigned slot, uint32_t old_flags,
 		       uint32_t new_flags, unsigned change)
 {
 	if (gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_SET_USER_MEMORY_REGION,
 			      0x7ffd5e3a2000ULL, 1, 0) < 0)
 		return -1;
-	EMIT(m, m->th_vmm, C_MEMSLOT, 0, m->npages, HVA_BASE, old_flags,
-	     new_flags, 0, 0, change,
-	     (new_flags & KVM_MEM_LOG_DIRTY_PAGES) != 0);
+	if (slot == 0)
+		EMIT(m, m->th_vmm, C_MEMSLOT, 0, m->npages, HVA_BASE,
+		     old_flags, new_flags, 0, 0, change,
+		     (new_flags & KVM_MEM_LOG_DIRTY_PAGES) != 0);
+	else
+		EMIT(m, m->th_vmm, C_MEMSLOT, m->nx_base,
+		     (uint64_t)m->nx_regions * 512, HVA_NX_BASE, old_flags,
+		     new_flags, 0, slot, change,
+		     (new_flags & KVM_MEM_LOG_DIRTY_PAGES) != 0);
 	return 0;
 }
 
@@ -549,7 +615,7 @@ static int gen_dirty_phase(struct model *m)
 	unsigned v;
 
 	if (gen_mark(m, ++m->phase) < 0 ||
-	    gen_memslot(m, 0, KVM_MEM_LOG_DIRTY_PAGES, KVM_MR_FLAGS_ONLY) < 0 ||
+	    gen_memslot(m, 0, 0, KVM_MEM_LOG_DIRTY_PAGES, KVM_MR_FLAGS_ONLY) < 0 ||
 	    gen_wrprot(m, 0) < 0 ||
 	    gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_SET_USER_MEMORY_REGION,
 			      0x7ffd5e3a2000ULL, 0, 0) < 0)
@@ -568,10 +634,163 @@ static int gen_dirty_phase(struct model *m)
 			return -1;
 	}
 	/* Off: 4K host pages, nothing to collapse, the leaves stay. */
-	if (gen_memslot(m, KVM_MEM_LOG_DIRTY_PAGES, 0, KVM_MR_FLAGS_ONLY) < 0 ||
+	if (gen_memslot(m, 0, KVM_MEM_LOG_DIRTY_PAGES, 0, KVM_MR_FLAGS_ONLY) < 0 ||
 	    gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_SET_USER_MEMORY_REGION,
 			      0x7ffd5e3a2000ULL, 0, 0) < 0)
 		return -1;
+	return 0;
+}
+
+static uint64_t nx_pfn(uint64_t gfn)
+{
+	return PFN_NX_BASE + gfn;
+}
+
+static int nx_leaf_has(const struct nx_region *r, unsigned i)
+{
+	return (r->leaves[i / 64] >> (i % 64)) & 1;
+}
+
+/* A 4K leaf of the NX slot: executable (the NX workaround is for huge
+ * pages only), writable. */
+static uint64_t nx_leaf_spte(uint64_t gfn)
+{
+	return (nx_pfn(gfn) << 12) | SPTE_LEAF_WD;
+}
+
+/* A 2M leaf of the NX slot: mapped non-executable (nx_huge_pages=Y). */
+static uint64_t nx_huge_spte(uint64_t gfn2m)
+{
+	return (nx_pfn(gfn2m) << 12) | SPTE_LEAF_WD | SPTE_LARGE | SPTE_NX;
+}
+
+/* Link an L1 table under the region's L2 entry: a new shadow page,
+ * accounted as an NX huge page when an exec fault made it. */
+static int gen_nx_link(struct model *m, unsigned v, unsigned ri)
+{
+	struct nx_region *r = &m->nx[ri];
+	uint64_t g2 = m->nx_base + (uint64_t)ri * 512;
+
+	r->table_pfn = m->next_table_pfn++;
+	EMIT(m, v, C_GET_PAGE, g2, SP_ROLE(1), 0, 0, 1);
+	EMIT(m, v, C_SPTE_CHANGED, g2, 0, (r->table_pfn << 12) | SPTE_TABLE,
+	     2, 0);
+	memset(r->leaves, 0, sizeof(r->leaves));
+	r->state = NX_SPLIT;
+	m->nx_fifo[(m->nx_head + m->nx_len++) % m->nx_regions] = ri;
+	return 0;
+}
+
+static int gen_nx_leaf(struct model *m, unsigned v, unsigned ri,
+		       unsigned i)
+{
+	struct nx_region *r = &m->nx[ri];
+	uint64_t gfn = m->nx_base + (uint64_t)ri * 512 + i;
+
+	EMIT(m, v, C_SPTE_CHANGED, gfn, 0, nx_leaf_spte(gfn), 1, 0);
+	EMIT(m, v, C_SET_SPTE, gfn, nx_leaf_spte(gfn),
+	     (r->table_pfn << 12) + i * 8, 1);
+	r->leaves[i / 64] |= 1ULL << (i % 64);
+	return 0;
+}
+
+/*
+ * A guest access to the NX slot: an instruction fetch (half of them) or
+ * a read of a random page.  Faults only where the state requires one:
+ *   empty region, read   -> a 2M leaf, non-executable;
+ *   empty region, fetch  -> an L1 table (NX split) and the 4K leaf;
+ *   2M leaf, fetch       -> the 2M leaf zapped (flushed), a table, the
+ *                           4K leaf (kvm_tdp_mmu_map(): the huge SPTE
+ *                           above the goal level goes);
+ *   split region, absent -> the 4K leaf.
+ */
+static int gen_nx_access(struct model *m)
+{
+	unsigned v = rng_below(m, m->vcpus), ri = rng_below(m, m->nx_regions);
+	unsigned i = rng_below(m, 512);
+	int fetch = rng_below(m, 2);
+	struct nx_region *r = &m->nx[ri];
+	uint64_t g2 = m->nx_base + (uint64_t)ri * 512, gfn = g2 + i;
+	uint64_t err = PFERR_GUEST_FINAL | PFERR_USER |
+		(fetch ? PFERR_FETCH : 0);
+
+	if ((r->state == NX_HUGE && !fetch) ||
+	    (r->state == NX_SPLIT && nx_leaf_has(r, i)))
+		return 0;
+	if (r->state == NX_HUGE)
+		err |= PFERR_PRESENT;
+	EMIT(m, v, C_EXIT, SVM_EXIT_NPF, gfn << 12, ISA_SVM, err, gfn << 12,
+	     0, 0, v);
+	EMIT(m, v, C_PAGE_FAULT, v, gfn << 12, gfn << 12, err);
+	if (r->state == NX_EMPTY && !fetch) {
+		EMIT(m, v, C_SPTE_REQ, g2, nx_pfn(g2), 2);
+		if (gen_upper(m, v, g2) < 0)
+			return -1;
+		EMIT(m, v, C_SPTE_CHANGED, g2, 0, nx_huge_spte(g2), 2, 0);
+		EMIT(m, v, C_SET_SPTE, g2, nx_huge_spte(g2),
+		     (m->l3_child[(g2 >> 18) & 511] << 12) +
+		     ((g2 >> 9) & 511) * 8, 2);
+		r->state = NX_HUGE;
+		return gen_entry(m, v);
+	}
+	EMIT(m, v, C_SPTE_REQ, gfn, nx_pfn(gfn), 1);
+	if (r->state == NX_HUGE) {
+		EMIT(m, v, C_SPTE_CHANGED, g2, nx_huge_spte(g2), REMOVED_SPTE,
+		     2, 0);
+		EMIT(m, v, C_TLB_FLUSH, g2, 512, 0);
+	} else if (r->state == NX_EMPTY && gen_upper(m, v, g2) < 0) {
+		return -1;
+	}
+	if (r->state != NX_SPLIT && gen_nx_link(m, v, ri) < 0)
+		return -1;
+	if (gen_nx_leaf(m, v, ri, i) < 0)
+		return -1;
+	return gen_entry(m, v);
+}
+
+/*
+ * The recovery worker's wake-up (kvm_recover_nx_lpages(), write lock):
+ * ceil(split pages / ratio) of the oldest split regions, each one's L2
+ * entry cleared, its shadow page zapped with the leaves under it, one
+ * remote flush for the batch.
+ */
+static int gen_nx_batch(struct model *m)
+{
+	unsigned th = m->th_nx, k, i, ri;
+	uint64_t to_zap = (m->nx_len + NX_RATIO - 1) / NX_RATIO, zapped = 0;
+	uint64_t g2, leaves = 0;
+	struct nx_region *r;
+
+	m->nx_next_ts += NX_PERIOD_NS;
+	if (m->nx_next_ts <= m->ts)
+		m->nx_next_ts = m->ts + NX_PERIOD_NS;
+	if (!m->nx_len)
+		return 0;
+	EMIT(m, th, C_NX_BEGIN, m->nx_len, to_zap, NX_RATIO, 0);
+	for (k = 0; k < to_zap; k++) {
+		ri = m->nx_fifo[m->nx_head];
+		m->nx_head = (m->nx_head + 1) % m->nx_regions;
+		m->nx_len--;
+		r = &m->nx[ri];
+		g2 = m->nx_base + (uint64_t)ri * 512;
+		EMIT(m, th, C_SPTE_CHANGED, g2,
+		     (r->table_pfn << 12) | SPTE_TABLE, 0, 2, 0);
+		EMIT(m, th, C_PREP_ZAP, g2, SP_ROLE(1), 0, 0);
+		for (i = 0; i < 512; i++) {
+			if (!nx_leaf_has(r, i))
+				continue;
+			EMIT(m, th, C_SPTE_CHANGED, g2 + i,
+			     nx_leaf_spte(g2 + i), REMOVED_SPTE, 1, 0);
+			leaves++;
+		}
+		EMIT(m, th, C_NX_PAGE, g2, 2, 0, 1, 0, 0);
+		memset(r->leaves, 0, sizeof(r->leaves));
+		r->state = NX_EMPTY;
+		zapped++;
+	}
+	if (leaves)
+		EMIT(m, th, C_TLB_FLUSH, 0, 0, 0);
+	EMIT(m, th, C_NX_END, to_zap, zapped, 0, 0, m->nx_len, 0);
 	return 0;
 }
 
@@ -615,6 +834,10 @@ static int gen_snapshot_round(struct model *m)
 			return -1;
 		if (p % 8 == 7 && gen_intr_exit(m, rng_below(m, m->vcpus)) < 0)
 			return -1;
+		if (rng_below(m, 100) < 6 && gen_nx_access(m) < 0)
+			return -1;
+		if (m->ts >= m->nx_next_ts && gen_nx_batch(m) < 0)
+			return -1;
 		if (m->emitted >= m->target)
 			break;
 	}
@@ -624,10 +847,14 @@ static int gen_snapshot_round(struct model *m)
 static int gen_setup(struct model *m)
 {
 	if (gen_mark(m, 0) < 0 ||
-	    gen_memslot(m, 0, 0, KVM_MR_CREATE) < 0 ||
+	    gen_memslot(m, 0, 0, 0, KVM_MR_CREATE) < 0 ||
+	    gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_SET_USER_MEMORY_REGION,
+			      0x7ffd5e3a2000ULL, 0, 0) < 0 ||
+	    gen_memslot(m, 1, 0, 0, KVM_MR_CREATE) < 0 ||
 	    gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_SET_USER_MEMORY_REGION,
 			      0x7ffd5e3a2000ULL, 0, 0) < 0)
 		return -1;
+	m->nx_next_ts = m->ts + NX_PERIOD_NS;
 	return 0;
 }
 
@@ -660,17 +887,25 @@ static int model_init(struct model *m, uint64_t target, uint64_t seed,
 	m->target = target;
 	m->vcpus = vcpus;
 	m->ncpus = vcpus + 1;
-	m->nthreads = vcpus + 2;
 	/* Some three snapshot rounds (about 18 events per page each). */
 	m->npages = (target / 60 + 511) & ~511ULL;
 	if (m->npages < 1024)
 		m->npages = 1024;
 	if (m->npages > (1ULL << 22))
 		m->npages = 1ULL << 22;
+	m->nx_regions = (unsigned)(m->npages / 256);
+	if (m->nx_regions < 16)
+		m->nx_regions = 16;
+	if (m->nx_regions > 4096)
+		m->nx_regions = 4096;
+	m->nx_base = (m->npages + (1ULL << 18) - 1) & ~((1ULL << 18) - 1);
+	m->nthreads = vcpus + 3;
 	m->page = calloc(m->npages, 1);
 	m->l2_linked = calloc(m->npages / 512 + 1, 1);
 	m->threads = calloc(m->nthreads, sizeof(*m->threads));
-	if (!m->page || !m->l2_linked || !m->threads)
+	m->nx = calloc(m->nx_regions, sizeof(*m->nx));
+	m->nx_fifo = calloc(m->nx_regions, sizeof(*m->nx_fifo));
+	if (!m->page || !m->l2_linked || !m->threads || !m->nx || !m->nx_fifo)
 		return -1;
 	for (i = 0; i < vcpus; i++) {
 		m->threads[i].tid = 4100 + i;
@@ -687,7 +922,14 @@ static int model_init(struct model *m, uint64_t target, uint64_t seed,
 	m->threads[m->th_uffd].cpu = vcpus;
 	snprintf(m->threads[m->th_uffd].procname,
 		 sizeof(m->threads[0].procname), "synth-vmm");
-	m->next_table_pfn = TABLE_PFN_BASE - 16;
+	/* The kernel's recovery worker: kvm_vm_create_worker_thread()
+	 * names it "kvm-nx-lpage-recovery", cut to 15 characters. */
+	m->th_nx = vcpus + 2;
+	m->threads[m->th_nx].tid = 4002;
+	m->threads[m->th_nx].cpu = vcpus;
+	snprintf(m->threads[m->th_nx].procname,
+		 sizeof(m->threads[0].procname), "kvm-nx-lpage-re");
+	m->next_table_pfn = TABLE_PFN_BASE - 4096;
 	/* 2026-01-01T00:00:00Z plus a little: the clock's offset holds
 	 * the date, timestamps count from boot. */
 	m->ts = 1000000000ULL;
@@ -699,6 +941,8 @@ static void model_free(struct model *m)
 	free(m->page);
 	free(m->l2_linked);
 	free(m->threads);
+	free(m->nx);
+	free(m->nx_fifo);
 	free(m->q);
 }
 
@@ -1286,9 +1530,9 @@ static int manifest_write(const struct model *m, uint64_t seed,
 		"  \"kvm\": {\n"
 		"    \"params\": {\n"
 		"      \"kvm.eager_page_split\": \"Y\",\n"
-		"      \"kvm.nx_huge_pages\": \"N\",\n"
-		"      \"kvm.nx_huge_pages_recovery_period_ms\": \"0\",\n"
-		"      \"kvm.nx_huge_pages_recovery_ratio\": \"60\",\n"
+		"      \"kvm.nx_huge_pages\": \"Y\",\n"
+		"      \"kvm.nx_huge_pages_recovery_period_ms\": \"%d\",\n"
+		"      \"kvm.nx_huge_pages_recovery_ratio\": \"%d\",\n"
 		"      \"kvm.nx_huge_pages_recovery_read_lock\": \"N\",\n"
 		"      \"kvm.nx_huge_pages_recovery_skip_dirty\": \"N\",\n"
 		"      \"kvm.perm_upgrade_skip_zap\": \"N\",\n"
@@ -1297,7 +1541,8 @@ static int manifest_write(const struct model *m, uint64_t seed,
 		"    }\n"
 		"  },\n"
 		"  \"vms\": [],\n"
-		"  \"workload\": \"synthetic: bgsnapshot rounds + dirty logging\",\n"
+		"  \"workload\": \"synthetic: bgsnapshot rounds, dirty logging, "
+		"NX huge page recovery\",\n"
 		"  \"trace\": {\n"
 		"    \"kernel_events\": [\"kvm_*\"],\n"
 		"    \"missing_events\": [],\n"
@@ -1314,12 +1559,29 @@ static int manifest_write(const struct model *m, uint64_t seed,
 		"    \"snapshot_rounds\": %u\n"
 		"  }\n"
 		"}\n",
-		m->ncpus, seed, m->vcpus, m->target, m->emitted, m->npages,
+		m->ncpus, NX_PERIOD_MS, NX_RATIO, seed, m->vcpus, m->target, m->emitted, m->npages,
 		m->round);
 	fclose(f);
 	rc = file_commit(dir, "manifest.json", text);
 	free(text);
 	return rc;
+}
+
+/* The partial trace of a failed run goes (its directory is flat). */
+static void dir_remove(const char *dir)
+{
+	char path[PATH_MAX + 256];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			unlink(path);
+		}
+	if (d)
+		closedir(d);
+	rmdir(dir);
 }
 
 /* ---------------------------------------------------------------------
@@ -1334,10 +1596,12 @@ static void usage(FILE *f)
 		"the layout of a patched Linux 6.1 LTTng kernel capture\n"
 		"(DIR/trace/kernel), DIR/manifest.json and DIR/event-counts.txt,\n"
 		"made by a guest model (background snapshot rounds, dirty\n"
-		"logging) that keeps the kernel's rules, so that `mmureplay\n"
+		"logging, NX huge page recovery) that keeps the kernel's\n"
+		"rules, so that `mmureplay\n"
 		"fidelity` passes on it.  Named synthetic in its environment\n"
 		"(tracer_name mmureplay-synth, synthetic = 1), manifest and\n"
-		"stream files.  The same seed gives the same trace.\n"
+		"stream files.  The same seed gives the same events, counts\n"
+		"and manifest (sink.ctf.fs draws the trace UUID itself).\n"
 		"\n"
 		"  --events N   about N events (the last episode is finished;\n"
 		"               1000 .. 10000000000)\n"
@@ -1377,7 +1641,7 @@ int main(int argc, char **argv)
 	};
 	uint64_t events = 0, seed = 1, vcpus = 4;
 	const char *out = NULL;
-	char trace_dir[PATH_MAX], path[PATH_MAX + 16];
+	char trace_dir[PATH_MAX], tmp_dir[PATH_MAX + 16], path[PATH_MAX + 16];
 	enum synth_status st = SYNTH_ERR_USAGE;
 	struct model m = { 0 };
 	struct stat sb;
@@ -1432,6 +1696,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "synth: %s: a trace is already there\n", out);
 		return SYNTH_ERR_OUTPUT;
 	}
+	/* Written under a temporary name, renamed when complete. */
+	snprintf(tmp_dir, sizeof(tmp_dir), "%s/trace/.kernel.partial", out);
+	dir_remove(tmp_dir);
 	snprintf(path, sizeof(path), "%s/trace", out);
 	if ((mkdir(out, 0777) < 0 && errno != EEXIST) ||
 	    (mkdir(path, 0777) < 0 && errno != EEXIST)) {
@@ -1443,9 +1710,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "synth: out of memory\n");
 		goto end;
 	}
-	st = graph_write(&m, seed, trace_dir);
-	if (st != SYNTH_OK)
+	st = graph_write(&m, seed, tmp_dir);
+	if (st != SYNTH_OK) {
+		dir_remove(tmp_dir);
 		goto end;
+	}
+	if (rename(tmp_dir, trace_dir) < 0) {
+		fprintf(stderr, "synth: %s: %s\n", trace_dir, strerror(errno));
+		dir_remove(tmp_dir);
+		st = SYNTH_ERR_OUTPUT;
+		goto end;
+	}
 	if (counts_write(&m, out) < 0 || manifest_write(&m, seed, out) < 0) {
 		st = SYNTH_ERR_OUTPUT;
 		goto end;
