@@ -68,9 +68,10 @@
 #include <unistd.h>
 
 enum synth_status {
+	/* mmureplay's exit codes (README), those that apply here. */
 	SYNTH_OK = 0,
-	SYNTH_ERR_USAGE = 2,
-	SYNTH_ERR_OUTPUT = 3,
+	SYNTH_ERR_USAGE = 1,
+	SYNTH_ERR_OUTPUT = 4,
 	SYNTH_ERR_INTERNAL = 5,
 };
 
@@ -286,6 +287,11 @@ struct thread {
 	char procname[24];  /* at most 15 characters used, as the kernel */
 };
 
+enum model_step_id {
+	ST_SETUP = 0, ST_ROUND_WP, ST_ROUND_WP_ZAP, ST_ROUND_PAGE, ST_DIRTY_ON,
+	ST_DIRTY_WRPROT, ST_DIRTY_WRITE,
+};
+
 /* One event as the model made it; the iterator turns it into a message. */
 struct rec {
 	uint64_t ts;
@@ -320,6 +326,10 @@ struct model {
 	uint64_t target, emitted;
 	uint64_t counts[C_N];
 	unsigned round, phase;
+	enum model_step_id step;
+	uint64_t cursor, nzap;          /* the step's page, leaves changed */
+	uint64_t *dirty;                /* written since KVM_GET_DIRTY_LOG */
+	size_t ndirty, capdirty;
 	int done;
 
 	/* The queue of made events the iterator drains. */
@@ -492,44 +502,74 @@ static int gen_fault(struct model *m, unsigned v, uint64_t gfn, int write,
 /*
  * One mmu_notifier invalidation over [gs, ge) by thread th, as the
  * patched kernel traces it: the stock unmap_hva_range and the patched
- * start, the leaf zaps, the unmap decision (after the walk, with its
- * flush result), the remote flush when something went, the end.
+ * start (gen_inv_open()), the leaf zaps (gen_inv_zap(), in chunks for a
+ * large range), the unmap decision (after the walk, with its flush
+ * result), the remote flush when something went, the end
+ * (gen_inv_close()).
  */
-static int gen_invalidate(struct model *m, unsigned th, uint64_t gs,
-			  uint64_t ge, int perm_upgrade)
+static uint64_t inv_flags(int perm_upgrade)
 {
-	uint64_t hs = hva_of(gs), he = hva_of(ge), g, n = 0;
-	uint64_t flags = MMU_NOTIFIER_RANGE_BLOCKABLE |
+	return MMU_NOTIFIER_RANGE_BLOCKABLE |
 		(perm_upgrade ? MMU_NOTIFIER_RANGE_PERM_UPGRADE : 0);
+}
 
-	EMIT(m, th, C_UNMAP_HVA, hs, he);
-	EMIT(m, th, C_INV_START, hs, he, MMU_NOTIFY_PROTECTION_VMA, flags, 1,
+static int gen_inv_open(struct model *m, unsigned th, uint64_t gs,
+			uint64_t ge, int perm_upgrade)
+{
+	EMIT(m, th, C_UNMAP_HVA, hva_of(gs), hva_of(ge));
+	EMIT(m, th, C_INV_START, hva_of(gs), hva_of(ge),
+	     MMU_NOTIFY_PROTECTION_VMA, inv_flags(perm_upgrade), 1,
 	     (uint64_t)perm_upgrade);
+	return 0;
+}
+
+/* Zap the leaves of [gs, ge); adds their number to *n. */
+static int gen_inv_zap(struct model *m, unsigned th, uint64_t gs,
+		       uint64_t ge, uint64_t *n)
+{
+	uint64_t g;
+
 	for (g = gs; g < ge; g++) {
 		if (m->page[g] == PG_NONE)
 			continue;
 		EMIT(m, th, C_SPTE_CHANGED, g,
 		     leaf_spte(g, (enum page_state)m->page[g]), 0, 1, 0);
 		m->page[g] = PG_NONE;
-		n++;
+		(*n)++;
 	}
+	return 0;
+}
+
+static int gen_inv_close(struct model *m, unsigned th, uint64_t gs,
+			 uint64_t ge, int perm_upgrade, uint64_t n)
+{
 	EMIT(m, th, C_UNMAP_GFN, gs, ge, 0, 0, MMU_NOTIFY_PROTECTION_VMA,
 	     (uint64_t)perm_upgrade, 0, n > 0);
 	if (n)
 		EMIT(m, th, C_TLB_FLUSH, 0, 0, 0);
-	EMIT(m, th, C_INV_END, hs, he, MMU_NOTIFY_PROTECTION_VMA, flags, 1,
+	EMIT(m, th, C_INV_END, hva_of(gs), hva_of(ge),
+	     MMU_NOTIFY_PROTECTION_VMA, inv_flags(perm_upgrade), 1,
 	     (uint64_t)perm_upgrade);
 	return 0;
 }
 
-static int gen_uffd_wp(struct model *m, uint64_t gs, uint64_t ge,
-		       int unprotect)
+/* UFFDIO_WRITEPROTECT's entry and exit around an invalidation. */
+static int gen_uffd_ioctl(struct model *m, int entry)
 {
-	if (gen_syscall_ioctl(m, m->th_uffd, FD_UFFD, UFFDIO_WRITEPROTECT,
-			      0x7ffd5e3a1000ULL, 1, 0) < 0 ||
-	    gen_invalidate(m, m->th_uffd, gs, ge, unprotect) < 0 ||
-	    gen_syscall_ioctl(m, m->th_uffd, FD_UFFD, UFFDIO_WRITEPROTECT,
-			      0x7ffd5e3a1000ULL, 0, 0) < 0)
+	return gen_syscall_ioctl(m, m->th_uffd, FD_UFFD, UFFDIO_WRITEPROTECT,
+				 0x7ffd5e3a1000ULL, entry, 0);
+}
+
+/* Unprotect one page: the whole ioctl. */
+static int gen_unprotect(struct model *m, uint64_t p)
+{
+	uint64_t n = 0;
+
+	if (gen_uffd_ioctl(m, 1) < 0 ||
+	    gen_inv_open(m, m->th_uffd, p, p + 1, 1) < 0 ||
+	    gen_inv_zap(m, m->th_uffd, p, p + 1, &n) < 0 ||
+	    gen_inv_close(m, m->th_uffd, p, p + 1, 1, n) < 0 ||
+	    gen_uffd_ioctl(m, 0) < 0)
 		return -1;
 	return 0;
 }
@@ -561,28 +601,60 @@ static int gen_memslot(struct model *m, unsigned slot, uint32_t old_flags,
 	return 0;
 }
 
-/*
- * Write-protect every writable leaf (dirty logging starting, or
- * KVM_GET_DIRTY_LOG re-arming the written ones: only_dirty), then one
- * remote flush if anything changed.  Not zaps: the leaves stay present.
- */
-static int gen_wrprot(struct model *m, int only_dirty)
+/* A leaf written while the slot is dirty-logged: KVM_GET_DIRTY_LOG
+ * write-protects it again. */
+static int dirty_note(struct model *m, uint64_t gfn)
 {
-	uint64_t g, n = 0;
+	if (m->ndirty == m->capdirty) {
+		size_t cap = m->capdirty ? m->capdirty * 2 : 256;
+		uint64_t *d = realloc(m->dirty, cap * sizeof(*d));
 
-	for (g = 0; g < m->npages; g++) {
-		enum page_state s = (enum page_state)m->page[g];
-
-		if (s != PG_WD && (only_dirty || s != PG_W))
-			continue;
-		EMIT(m, m->th_vmm, C_SPTE_CHANGED, g, leaf_spte(g, s),
-		     leaf_spte(g, PG_WP), 1, 0);
-		m->page[g] = PG_WP;
-		n++;
+		if (!d)
+			return -1;
+		m->dirty = d;
+		m->capdirty = cap;
 	}
-	if (n)
-		EMIT(m, m->th_vmm, C_TLB_FLUSH, 0, 0, 0);
+	m->dirty[m->ndirty++] = gfn;
+	m->page[gfn] = PG_WD;
 	return 0;
+}
+
+/* Write-protect the leaf at g for dirty logging (not a zap: it stays
+ * present, the fast path may make it writable again). */
+static int gen_wrprot_leaf(struct model *m, uint64_t g)
+{
+	EMIT(m, m->th_vmm, C_SPTE_CHANGED, g,
+	     leaf_spte(g, (enum page_state)m->page[g]), leaf_spte(g, PG_WP),
+	     1, 0);
+	m->page[g] = PG_WP;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* KVM_GET_DIRTY_LOG: the pages written since the last call, in gfn
+ * order (the bitmap's), write-protected again, one flush. */
+static int gen_get_dirty_log(struct model *m)
+{
+	size_t i;
+
+	if (gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_GET_DIRTY_LOG,
+			      0x7ffd5e3a3000ULL, 1, 0) < 0)
+		return -1;
+	qsort(m->dirty, m->ndirty, sizeof(*m->dirty), cmp_u64);
+	for (i = 0; i < m->ndirty; i++)
+		if (gen_wrprot_leaf(m, m->dirty[i]) < 0)
+			return -1;
+	if (m->ndirty)
+		EMIT(m, m->th_vmm, C_TLB_FLUSH, 0, 0, 0);
+	m->ndirty = 0;
+	return gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_GET_DIRTY_LOG,
+				 0x7ffd5e3a3000ULL, 0, 0);
 }
 
 /* A write by vCPU v to gfn while the slot is dirty-logged. */
@@ -591,54 +663,26 @@ static int gen_dirty_write(struct model *m, unsigned v, uint64_t gfn)
 	enum page_state s = (enum page_state)m->page[gfn];
 	uint64_t err = PFERR_GUEST_FINAL | PFERR_USER | PFERR_WRITE;
 
-	if (s == PG_W || s == PG_WD) {
-		m->page[gfn] = PG_WD;   /* the CPU sets D: no exit */
+	if (s == PG_WD)
 		return 0;
+	if (s == PG_W)          /* the CPU sets D: no exit */
+		return dirty_note(m, gfn);
+	if (s == PG_NONE) {
+		if (gen_fault(m, v, gfn, 1, PG_WD) < 0)
+			return -1;
+		return dirty_note(m, gfn);
 	}
-	if (s == PG_NONE)
-		return gen_fault(m, v, gfn, 1, PG_WD);
-	/* PG_WP (or PG_RO: not in this phase): the fast path fixes it in
-	 * place (fast_pf_fix_direct_spte(), no spte_changed event). */
+	/* PG_WP (PG_RO is not left after a snapshot round): the fast path
+	 * fixes it in place (fast_pf_fix_direct_spte(), no spte_changed
+	 * event). */
 	err |= PFERR_PRESENT;
 	if (gen_fault_begin(m, v, gfn, err) < 0)
 		return -1;
 	EMIT(m, v, C_FAST_PF, v, gfn << 12, err, sptep_of(gfn),
 	     leaf_spte(gfn, s), leaf_spte(gfn, PG_WD), 1);
-	m->page[gfn] = PG_WD;
+	if (dirty_note(m, gfn) < 0)
+		return -1;
 	return gen_entry(m, v);
-}
-
-/* Dirty logging on, a burst of guest writes, the log read, off again. */
-static int gen_dirty_phase(struct model *m)
-{
-	uint64_t i, n = m->npages / 2 + 1, gfn;
-	unsigned v;
-
-	if (gen_mark(m, ++m->phase) < 0 ||
-	    gen_memslot(m, 0, 0, KVM_MEM_LOG_DIRTY_PAGES, KVM_MR_FLAGS_ONLY) < 0 ||
-	    gen_wrprot(m, 0) < 0 ||
-	    gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_SET_USER_MEMORY_REGION,
-			      0x7ffd5e3a2000ULL, 0, 0) < 0)
-		return -1;
-	for (i = 0; i < n && m->emitted < m->target; i++) {
-		v = rng_below(m, m->vcpus);
-		gfn = rng_next(m) % m->npages;
-		if (gen_dirty_write(m, v, gfn) < 0)
-			return -1;
-		if (i % 64 == 63 &&
-		    (gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_GET_DIRTY_LOG,
-				       0x7ffd5e3a3000ULL, 1, 0) < 0 ||
-		     gen_wrprot(m, 1) < 0 ||
-		     gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_GET_DIRTY_LOG,
-				       0x7ffd5e3a3000ULL, 0, 0) < 0))
-			return -1;
-	}
-	/* Off: 4K host pages, nothing to collapse, the leaves stay. */
-	if (gen_memslot(m, 0, KVM_MEM_LOG_DIRTY_PAGES, 0, KVM_MR_FLAGS_ONLY) < 0 ||
-	    gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_SET_USER_MEMORY_REGION,
-			      0x7ffd5e3a2000ULL, 0, 0) < 0)
-		return -1;
-	return 0;
 }
 
 static uint64_t nx_pfn(uint64_t gfn)
@@ -795,52 +839,42 @@ static int gen_nx_batch(struct model *m)
 }
 
 /*
- * One round of the background snapshot: protect the slot, then
- * unprotect it page by page while the guest runs.
+ * One page of a snapshot round's unprotect walk, with what the guest
+ * does around it.
  */
-static int gen_snapshot_round(struct model *m)
+static int gen_snapshot_page(struct model *m, uint64_t p)
 {
-	uint64_t p;
-	unsigned v, r;
+	unsigned v = rng_below(m, m->vcpus), r = rng_below(m, 100);
 
-	if (gen_mark(m, ++m->phase) < 0 ||
-	    gen_uffd_wp(m, 0, m->npages, 0) < 0)
-		return -1;
-	for (p = 0; p < m->npages; p++) {
-		v = rng_below(m, m->vcpus);
-		r = rng_below(m, 100);
-		if (r < 30 && m->page[p] == PG_NONE) {
-			/* A read before the unprotect: read-only leaf. */
-			if (gen_fault(m, v, p, 0, PG_RO) < 0)
-				return -1;
-		} else if (r >= 30 && r < 50) {
-			/* A write to the protected page: the fault waits in
-			 * userfaultfd until the unprotect, then installs. */
-			uint64_t err = PFERR_GUEST_FINAL | PFERR_USER |
-				PFERR_WRITE |
-				(m->page[p] != PG_NONE ? PFERR_PRESENT : 0);
+	if (r < 30 && m->page[p] == PG_NONE) {
+		/* A read before the unprotect: read-only leaf. */
+		if (gen_fault(m, v, p, 0, PG_RO) < 0)
+			return -1;
+	} else if (r >= 30 && r < 50) {
+		/* A write to the protected page: the fault waits in
+		 * userfaultfd until the unprotect, then installs. */
+		uint64_t err = PFERR_GUEST_FINAL | PFERR_USER | PFERR_WRITE |
+			(m->page[p] != PG_NONE ? PFERR_PRESENT : 0);
 
-			if (gen_fault_begin(m, v, p, err) < 0 ||
-			    gen_uffd_wp(m, p, p + 1, 1) < 0 ||
-			    gen_install(m, v, p, PG_WD) < 0)
-				return -1;
-			continue;
-		}
-		if (gen_uffd_wp(m, p, p + 1, 1) < 0)
+		if (gen_fault_begin(m, v, p, err) < 0 ||
+		    gen_unprotect(m, p) < 0 ||
+		    gen_install(m, v, p, PG_WD) < 0)
 			return -1;
-		/* The guest comes back for some of the pages it lost. */
-		if (rng_below(m, 100) < 40 && m->page[p] == PG_NONE &&
-		    gen_fault(m, rng_below(m, m->vcpus), p, 0, PG_W) < 0)
-			return -1;
-		if (p % 8 == 7 && gen_intr_exit(m, rng_below(m, m->vcpus)) < 0)
-			return -1;
-		if (rng_below(m, 100) < 6 && gen_nx_access(m) < 0)
-			return -1;
-		if (m->ts >= m->nx_next_ts && gen_nx_batch(m) < 0)
-			return -1;
-		if (m->emitted >= m->target)
-			break;
+		goto guest;
 	}
+	if (gen_unprotect(m, p) < 0)
+		return -1;
+	/* The guest comes back for some of the pages it lost. */
+	if (rng_below(m, 100) < 40 && m->page[p] == PG_NONE &&
+	    gen_fault(m, rng_below(m, m->vcpus), p, 0, PG_W) < 0)
+		return -1;
+guest:
+	if (p % 8 == 7 && gen_intr_exit(m, rng_below(m, m->vcpus)) < 0)
+		return -1;
+	if (rng_below(m, 100) < 6 && gen_nx_access(m) < 0)
+		return -1;
+	if (m->ts >= m->nx_next_ts && gen_nx_batch(m) < 0)
+		return -1;
 	return 0;
 }
 
@@ -858,22 +892,112 @@ static int gen_setup(struct model *m)
 	return 0;
 }
 
-/* Make the next episode's events; m->done once the target is reached. */
+/*
+ * Make the next episode's events, a bounded number of them (a walk over
+ * the whole slot goes in chunks of WALK_CHUNK pages), so that the queue
+ * stays small at any size; m->done once the target is reached, at the
+ * end of a step that leaves no context open.
+ *
+ *   SETUP -> ROUND_WP -> ROUND_WP_ZAP ... -> ROUND_PAGE ... (a round:
+ *   the slot write-protected, unprotected page by page) -> DIRTY_ON ->
+ *   DIRTY_WRPROT ... -> DIRTY_WRITE ... -> back to ROUND_WP
+ */
+#define WALK_CHUNK 8192
+
 static int model_step(struct model *m)
 {
-	if (m->emitted >= m->target) {
-		m->done = 1;
-		return 0;
-	}
-	if (m->round == 0 && m->phase == 0) {
+	uint64_t end;
+	unsigned v;
+
+	switch (m->step) {
+	case ST_SETUP:
 		if (gen_setup(m) < 0)
 			return -1;
+		m->step = ST_ROUND_WP;
+		break;
+	case ST_ROUND_WP:
+		if (m->emitted >= m->target) {
+			m->done = 1;
+			break;
+		}
+		m->round++;
+		if (gen_mark(m, ++m->phase) < 0 || gen_uffd_ioctl(m, 1) < 0 ||
+		    gen_inv_open(m, m->th_uffd, 0, m->npages, 0) < 0)
+			return -1;
+		m->cursor = m->nzap = 0;
+		m->step = ST_ROUND_WP_ZAP;
+		break;
+	case ST_ROUND_WP_ZAP:
+		end = m->cursor + WALK_CHUNK < m->npages ?
+			m->cursor + WALK_CHUNK : m->npages;
+		if (gen_inv_zap(m, m->th_uffd, m->cursor, end, &m->nzap) < 0)
+			return -1;
+		m->cursor = end;
+		if (end < m->npages)
+			break;
+		if (gen_inv_close(m, m->th_uffd, 0, m->npages, 0, m->nzap) < 0 ||
+		    gen_uffd_ioctl(m, 0) < 0)
+			return -1;
+		m->cursor = 0;
+		m->step = ST_ROUND_PAGE;
+		break;
+	case ST_ROUND_PAGE:
+		if (gen_snapshot_page(m, m->cursor++) < 0)
+			return -1;
+		if (m->emitted >= m->target)
+			m->done = 1;
+		else if (m->cursor == m->npages)
+			m->step = ST_DIRTY_ON;
+		break;
+	case ST_DIRTY_ON:
+		if (gen_mark(m, ++m->phase) < 0 ||
+		    gen_memslot(m, 0, 0, KVM_MEM_LOG_DIRTY_PAGES,
+				KVM_MR_FLAGS_ONLY) < 0)
+			return -1;
+		m->cursor = m->nzap = 0;
+		m->step = ST_DIRTY_WRPROT;
+		break;
+	case ST_DIRTY_WRPROT:
+		/* Every writable leaf write-protected, one flush. */
+		end = m->cursor + WALK_CHUNK < m->npages ?
+			m->cursor + WALK_CHUNK : m->npages;
+		for (; m->cursor < end; m->cursor++)
+			if ((m->page[m->cursor] == PG_W ||
+			     m->page[m->cursor] == PG_WD) &&
+			    (m->nzap++, gen_wrprot_leaf(m, m->cursor) < 0))
+				return -1;
+		if (end < m->npages)
+			break;
+		if (m->nzap)
+			EMIT(m, m->th_vmm, C_TLB_FLUSH, 0, 0, 0);
+		if (gen_syscall_ioctl(m, m->th_vmm, FD_VM,
+				      KVM_SET_USER_MEMORY_REGION,
+				      0x7ffd5e3a2000ULL, 0, 0) < 0)
+			return -1;
+		m->cursor = 0;
+		m->ndirty = 0;
+		m->step = ST_DIRTY_WRITE;
+		break;
+	case ST_DIRTY_WRITE:
+		/* One draw after the other (argument order is the compiler's). */
+		v = rng_below(m, m->vcpus);
+		if (gen_dirty_write(m, v, rng_next(m) % m->npages) < 0)
+			return -1;
+		if (++m->cursor % 64 == 0 && gen_get_dirty_log(m) < 0)
+			return -1;
+		if (m->emitted < m->target && m->cursor < m->npages / 2 + 1)
+			break;
+		/* Off: 4K host pages, nothing to collapse, the leaves stay. */
+		if (gen_memslot(m, 0, KVM_MEM_LOG_DIRTY_PAGES, 0,
+				KVM_MR_FLAGS_ONLY) < 0 ||
+		    gen_syscall_ioctl(m, m->th_vmm, FD_VM,
+				      KVM_SET_USER_MEMORY_REGION,
+				      0x7ffd5e3a2000ULL, 0, 0) < 0)
+			return -1;
+		m->ndirty = 0;
+		m->step = ST_ROUND_WP;
+		break;
 	}
-	m->round++;
-	if (gen_snapshot_round(m) < 0)
-		return -1;
-	if (m->emitted < m->target && gen_dirty_phase(m) < 0)
-		return -1;
 	return 0;
 }
 
@@ -943,6 +1067,7 @@ static void model_free(struct model *m)
 	free(m->threads);
 	free(m->nx);
 	free(m->nx_fifo);
+	free(m->dirty);
 	free(m->q);
 }
 
@@ -1612,8 +1737,9 @@ static void usage(FILE *f)
 		"               trace already)\n"
 		"  --help       this text\n"
 		"\n"
-		"Prints the number of events written.  Exit: 0 written, 2 usage,\n"
-		"3 cannot write DIR, 5 internal error.\n");
+		"Prints the number of events written.  Exit status (as\n"
+		"mmureplay's): 0 written, 1 bad command line, 4 DIR cannot be\n"
+		"written (nothing is left half-written), 5 internal error.\n");
 }
 
 static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)

@@ -130,11 +130,11 @@ check(outs[0] != outs[2], "seeds 5 and 6: the same events")
 
 # Bad input: one line, the documented exit status, nothing written.
 r = run([synth, "--events", "10", "--out", os.path.join(work, "bad")])
-check(r.returncode == 2 and len(r.stderr.splitlines()) == 1 and
+check(r.returncode == 1 and len(r.stderr.splitlines()) == 1 and
       not os.path.exists(os.path.join(work, "bad")),
       "--events 10: exit %d, %r" % (r.returncode, r.stderr))
 r = run([synth, "--events", "5000", "--out", out])
-check(r.returncode == 3 and out in r.stderr and
+check(r.returncode == 4 and out in r.stderr and
       len(r.stderr.splitlines()) == 1,
       "existing trace: exit %d, %r" % (r.returncode, r.stderr))
 
