@@ -226,6 +226,7 @@ static const struct class_spec classes[C_N] = {
 #define PFERR_PRESENT   (1ULL << 0)
 #define PFERR_WRITE     (1ULL << 1)
 #define PFERR_USER      (1ULL << 2)
+#define PFERR_FETCH     (1ULL << 4)
 #define PFERR_GUEST_FINAL (1ULL << 32)
 
 #define SVM_EXIT_INTR   0x060
@@ -235,7 +236,6 @@ static const struct class_spec classes[C_N] = {
 /* ioctl numbers (include/uapi/linux/{kvm,userfaultfd}.h). */
 #define KVM_SET_USER_MEMORY_REGION 0x4020ae46u
 #define KVM_GET_DIRTY_LOG 0x4010ae42u
-#define KVM_RUN 0xae80u
 #define UFFDIO_WRITEPROTECT 0xc018aa06u
 /* The lab's phase marker: ioctl(-1, 0x4d52NNNN) fails with EBADF. */
 #define MARK_CMD 0x4d520000u
@@ -256,7 +256,6 @@ static const struct class_spec classes[C_N] = {
 /* kvm_mmu_page_role of a TDP MMU page: level in bits 0-3 (the rest as
  * the lab captures show it: direct, access 7, ...). */
 #define SP_ROLE(level) (0x3780u | (level))
-#define PFERR_FETCH (1ULL << 4)
 
 #define KVM_MR_CREATE 0
 #define KVM_MR_FLAGS_ONLY 3
@@ -331,6 +330,7 @@ struct model {
 	uint64_t *dirty;                /* written since KVM_GET_DIRTY_LOG */
 	size_t ndirty, capdirty;
 	int done;
+	int nomem;                      /* an allocation failed: stop */
 
 	/* The queue of made events the iterator drains. */
 	struct rec *q;
@@ -358,7 +358,7 @@ static void tick(struct model *m, unsigned lo, unsigned spread)
 	m->ts += lo + rng_below(m, spread + 1);
 }
 
-static int emit(struct model *m, unsigned thread, enum cls c,
+static void emit(struct model *m, unsigned thread, enum cls c,
 		const uint64_t *v, unsigned n)
 {
 	struct rec *r;
@@ -367,8 +367,10 @@ static int emit(struct model *m, unsigned thread, enum cls c,
 		size_t cap = m->qcap ? m->qcap * 2 : 4096;
 		struct rec *q = realloc(m->q, cap * sizeof(*q));
 
-		if (!q)
-			return -1;
+		if (!q) {
+			m->nomem = 1;
+			return;
+		}
 		m->q = q;
 		m->qcap = cap;
 	}
@@ -381,13 +383,11 @@ static int emit(struct model *m, unsigned thread, enum cls c,
 	memcpy(r->v, v, n * sizeof(*v));
 	m->counts[c]++;
 	m->emitted++;
-	return 0;
 }
 
 #define EMIT(m, th, c, ...) do { \
 	const uint64_t v_[] = { __VA_ARGS__ }; \
-	if (emit((m), (th), (c), v_, sizeof(v_) / sizeof(v_[0])) < 0) \
-		return -1; \
+	emit((m), (th), (c), v_, sizeof(v_) / sizeof(v_[0])); \
 } while (0)
 
 static uint64_t hva_of(uint64_t gfn)
@@ -408,31 +408,27 @@ static uint64_t leaf_spte(uint64_t gfn, enum page_state s)
 	return ((PFN_BASE + gfn) << 12) | bits;
 }
 
-static int gen_syscall_ioctl(struct model *m, unsigned th, uint32_t fd,
+static void gen_syscall_ioctl(struct model *m, unsigned th, uint32_t fd,
 			     uint32_t cmd, uint64_t arg, int entry, int64_t ret)
 {
 	if (entry)
 		EMIT(m, th, C_SYS_ENTRY_IOCTL, fd, cmd, arg);
 	else
 		EMIT(m, th, C_SYS_EXIT_IOCTL, (uint64_t)ret, arg);
-	return 0;
 }
 
-static int gen_mark(struct model *m, unsigned phase)
+static void gen_mark(struct model *m, unsigned phase)
 {
-	if (gen_syscall_ioctl(m, m->th_vmm, UINT32_MAX, MARK_CMD | phase, 0,
-			      1, 0) < 0 ||
-	    gen_syscall_ioctl(m, m->th_vmm, UINT32_MAX, MARK_CMD | phase, 0,
-			      0, -EBADF) < 0)
-		return -1;
-	return 0;
+	gen_syscall_ioctl(m, m->th_vmm, UINT32_MAX, MARK_CMD | phase, 0, 1, 0);
+	gen_syscall_ioctl(m, m->th_vmm, UINT32_MAX, MARK_CMD | phase, 0, 0, -EBADF);
 }
 
 /*
  * The NPF exit and kvm_page_fault of vCPU v at gfn: the first half of
- * every fault; gen_install() or gen_fast_fix() ends it.
+ * every fault; gen_install() or the fast path (gen_dirty_write()) ends
+ * it.
  */
-static int gen_fault_begin(struct model *m, unsigned v, uint64_t gfn,
+static void gen_fault_begin(struct model *m, unsigned v, uint64_t gfn,
 			   uint64_t err)
 {
 	uint64_t gpa = gfn << 12;
@@ -440,17 +436,15 @@ static int gen_fault_begin(struct model *m, unsigned v, uint64_t gfn,
 	EMIT(m, v, C_EXIT, SVM_EXIT_NPF, GUEST_RIP, ISA_SVM, err, gpa, 0, 0,
 	     v);
 	EMIT(m, v, C_PAGE_FAULT, v, GUEST_RIP, gpa, err);
-	return 0;
 }
 
-static int gen_entry(struct model *m, unsigned v)
+static void gen_entry(struct model *m, unsigned v)
 {
 	EMIT(m, v, C_ENTRY, v, GUEST_RIP, 0);
-	return 0;
 }
 
 /* The level 4 and 3 entries above gfn, linked by the first walk. */
-static int gen_upper(struct model *m, unsigned v, uint64_t gfn)
+static void gen_upper(struct model *m, unsigned v, uint64_t gfn)
 {
 	uint64_t g1 = gfn >> 18;
 
@@ -464,18 +458,16 @@ static int gen_upper(struct model *m, unsigned v, uint64_t gfn)
 		EMIT(m, v, C_SPTE_CHANGED, g1 << 18, 0,
 		     (m->l3_child[g1 & 511] << 12) | SPTE_TABLE, 3, 0);
 	}
-	return 0;
 }
 
 /* The slow path's walk: tables linked where none was, then the leaf. */
-static int gen_install(struct model *m, unsigned v, uint64_t gfn,
+static void gen_install(struct model *m, unsigned v, uint64_t gfn,
 		       enum page_state s)
 {
 	uint64_t spte = leaf_spte(gfn, s);
 
 	EMIT(m, v, C_SPTE_REQ, gfn, PFN_BASE + gfn, 1);
-	if (gen_upper(m, v, gfn) < 0)
-		return -1;
+	gen_upper(m, v, gfn);
 	if (!m->l2_linked[gfn >> 9]) {
 		EMIT(m, v, C_SPTE_CHANGED, gfn & ~511ULL, 0,
 		     ((TABLE_PFN_BASE + (gfn >> 9)) << 12) | SPTE_TABLE, 2, 0);
@@ -484,19 +476,18 @@ static int gen_install(struct model *m, unsigned v, uint64_t gfn,
 	EMIT(m, v, C_SPTE_CHANGED, gfn, 0, spte, 1, 0);
 	EMIT(m, v, C_SET_SPTE, gfn, spte, sptep_of(gfn), 1);
 	m->page[gfn] = (unsigned char)s;
-	return gen_entry(m, v);
+	gen_entry(m, v);
 }
 
 /* A whole slow-path fault on an absent page. */
-static int gen_fault(struct model *m, unsigned v, uint64_t gfn, int write,
+static void gen_fault(struct model *m, unsigned v, uint64_t gfn, int write,
 		     enum page_state s)
 {
 	uint64_t err = PFERR_GUEST_FINAL | PFERR_USER |
 		(write ? PFERR_WRITE : 0);
 
-	if (gen_fault_begin(m, v, gfn, err) < 0)
-		return -1;
-	return gen_install(m, v, gfn, s);
+	gen_fault_begin(m, v, gfn, err);
+	gen_install(m, v, gfn, s);
 }
 
 /*
@@ -513,18 +504,17 @@ static uint64_t inv_flags(int perm_upgrade)
 		(perm_upgrade ? MMU_NOTIFIER_RANGE_PERM_UPGRADE : 0);
 }
 
-static int gen_inv_open(struct model *m, unsigned th, uint64_t gs,
+static void gen_inv_open(struct model *m, unsigned th, uint64_t gs,
 			uint64_t ge, int perm_upgrade)
 {
 	EMIT(m, th, C_UNMAP_HVA, hva_of(gs), hva_of(ge));
 	EMIT(m, th, C_INV_START, hva_of(gs), hva_of(ge),
 	     MMU_NOTIFY_PROTECTION_VMA, inv_flags(perm_upgrade), 1,
 	     (uint64_t)perm_upgrade);
-	return 0;
 }
 
 /* Zap the leaves of [gs, ge); adds their number to *n. */
-static int gen_inv_zap(struct model *m, unsigned th, uint64_t gs,
+static void gen_inv_zap(struct model *m, unsigned th, uint64_t gs,
 		       uint64_t ge, uint64_t *n)
 {
 	uint64_t g;
@@ -537,10 +527,9 @@ static int gen_inv_zap(struct model *m, unsigned th, uint64_t gs,
 		m->page[g] = PG_NONE;
 		(*n)++;
 	}
-	return 0;
 }
 
-static int gen_inv_close(struct model *m, unsigned th, uint64_t gs,
+static void gen_inv_close(struct model *m, unsigned th, uint64_t gs,
 			 uint64_t ge, int perm_upgrade, uint64_t n)
 {
 	EMIT(m, th, C_UNMAP_GFN, gs, ge, 0, 0, MMU_NOTIFY_PROTECTION_VMA,
@@ -550,45 +539,47 @@ static int gen_inv_close(struct model *m, unsigned th, uint64_t gs,
 	EMIT(m, th, C_INV_END, hva_of(gs), hva_of(ge),
 	     MMU_NOTIFY_PROTECTION_VMA, inv_flags(perm_upgrade), 1,
 	     (uint64_t)perm_upgrade);
-	return 0;
 }
 
 /* UFFDIO_WRITEPROTECT's entry and exit around an invalidation. */
-static int gen_uffd_ioctl(struct model *m, int entry)
+static void gen_uffd_ioctl(struct model *m, int entry)
 {
-	return gen_syscall_ioctl(m, m->th_uffd, FD_UFFD, UFFDIO_WRITEPROTECT,
-				 0x7ffd5e3a1000ULL, entry, 0);
+	gen_syscall_ioctl(m, m->th_uffd, FD_UFFD, UFFDIO_WRITEPROTECT,
+			  0x7ffd5e3a1000ULL, entry, 0);
 }
 
 /* Unprotect one page: the whole ioctl. */
-static int gen_unprotect(struct model *m, uint64_t p)
+static void gen_unprotect(struct model *m, uint64_t p)
 {
 	uint64_t n = 0;
 
-	if (gen_uffd_ioctl(m, 1) < 0 ||
-	    gen_inv_open(m, m->th_uffd, p, p + 1, 1) < 0 ||
-	    gen_inv_zap(m, m->th_uffd, p, p + 1, &n) < 0 ||
-	    gen_inv_close(m, m->th_uffd, p, p + 1, 1, n) < 0 ||
-	    gen_uffd_ioctl(m, 0) < 0)
-		return -1;
-	return 0;
+	gen_uffd_ioctl(m, 1);
+	gen_inv_open(m, m->th_uffd, p, p + 1, 1);
+	gen_inv_zap(m, m->th_uffd, p, p + 1, &n);
+	gen_inv_close(m, m->th_uffd, p, p + 1, 1, n);
+	gen_uffd_ioctl(m, 0);
 }
 
 /* A vCPU exit that is not a fault (an interrupt), for the exit mix. */
-static int gen_intr_exit(struct model *m, unsigned v)
+static void gen_intr_exit(struct model *m, unsigned v)
 {
 	EMIT(m, v, C_EXIT, SVM_EXIT_INTR, GUEST_RIP, ISA_SVM, 0, 0, 0, 0, v);
-	return gen_entry(m, v);
+	gen_entry(m, v);
+}
+
+static void gen_setregion_exit(struct model *m)
+{
+	gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_SET_USER_MEMORY_REGION,
+			  0x7ffd5e3a2000ULL, 0, 0);
 }
 
 /* KVM_SET_USER_MEMORY_REGION's entry and the memslot change (slot 0:
  * the snapshotted RAM, slot 1: the NX slot); the caller ends the call. */
-static int gen_memslot(struct model *m, unsigned slot, uint32_t old_flags,
+static void gen_memslot(struct model *m, unsigned slot, uint32_t old_flags,
 		       uint32_t new_flags, unsigned change)
 {
-	if (gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_SET_USER_MEMORY_REGION,
-			      0x7ffd5e3a2000ULL, 1, 0) < 0)
-		return -1;
+	gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_SET_USER_MEMORY_REGION,
+			  0x7ffd5e3a2000ULL, 1, 0);
 	if (slot == 0)
 		EMIT(m, m->th_vmm, C_MEMSLOT, 0, m->npages, HVA_BASE,
 		     old_flags, new_flags, 0, 0, change,
@@ -598,36 +589,35 @@ static int gen_memslot(struct model *m, unsigned slot, uint32_t old_flags,
 		     (uint64_t)m->nx_regions * 512, HVA_NX_BASE, old_flags,
 		     new_flags, 0, slot, change,
 		     (new_flags & KVM_MEM_LOG_DIRTY_PAGES) != 0);
-	return 0;
 }
 
 /* A leaf written while the slot is dirty-logged: KVM_GET_DIRTY_LOG
  * write-protects it again. */
-static int dirty_note(struct model *m, uint64_t gfn)
+static void dirty_note(struct model *m, uint64_t gfn)
 {
 	if (m->ndirty == m->capdirty) {
 		size_t cap = m->capdirty ? m->capdirty * 2 : 256;
 		uint64_t *d = realloc(m->dirty, cap * sizeof(*d));
 
-		if (!d)
-			return -1;
+		if (!d) {
+			m->nomem = 1;
+			return;
+		}
 		m->dirty = d;
 		m->capdirty = cap;
 	}
 	m->dirty[m->ndirty++] = gfn;
 	m->page[gfn] = PG_WD;
-	return 0;
 }
 
 /* Write-protect the leaf at g for dirty logging (not a zap: it stays
  * present, the fast path may make it writable again). */
-static int gen_wrprot_leaf(struct model *m, uint64_t g)
+static void gen_wrprot_leaf(struct model *m, uint64_t g)
 {
 	EMIT(m, m->th_vmm, C_SPTE_CHANGED, g,
 	     leaf_spte(g, (enum page_state)m->page[g]), leaf_spte(g, PG_WP),
 	     1, 0);
 	m->page[g] = PG_WP;
-	return 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -639,50 +629,49 @@ static int cmp_u64(const void *a, const void *b)
 
 /* KVM_GET_DIRTY_LOG: the pages written since the last call, in gfn
  * order (the bitmap's), write-protected again, one flush. */
-static int gen_get_dirty_log(struct model *m)
+static void gen_get_dirty_log(struct model *m)
 {
 	size_t i;
 
-	if (gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_GET_DIRTY_LOG,
-			      0x7ffd5e3a3000ULL, 1, 0) < 0)
-		return -1;
+	gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_GET_DIRTY_LOG,
+			  0x7ffd5e3a3000ULL, 1, 0);
 	qsort(m->dirty, m->ndirty, sizeof(*m->dirty), cmp_u64);
 	for (i = 0; i < m->ndirty; i++)
-		if (gen_wrprot_leaf(m, m->dirty[i]) < 0)
-			return -1;
+		gen_wrprot_leaf(m, m->dirty[i]);
 	if (m->ndirty)
 		EMIT(m, m->th_vmm, C_TLB_FLUSH, 0, 0, 0);
 	m->ndirty = 0;
-	return gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_GET_DIRTY_LOG,
-				 0x7ffd5e3a3000ULL, 0, 0);
+	gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_GET_DIRTY_LOG,
+			  0x7ffd5e3a3000ULL, 0, 0);
 }
 
 /* A write by vCPU v to gfn while the slot is dirty-logged. */
-static int gen_dirty_write(struct model *m, unsigned v, uint64_t gfn)
+static void gen_dirty_write(struct model *m, unsigned v, uint64_t gfn)
 {
 	enum page_state s = (enum page_state)m->page[gfn];
 	uint64_t err = PFERR_GUEST_FINAL | PFERR_USER | PFERR_WRITE;
 
-	if (s == PG_WD)
-		return 0;
-	if (s == PG_W)          /* the CPU sets D: no exit */
-		return dirty_note(m, gfn);
-	if (s == PG_NONE) {
-		if (gen_fault(m, v, gfn, 1, PG_WD) < 0)
-			return -1;
-		return dirty_note(m, gfn);
+	switch (s) {
+	case PG_WD:
+		break;
+	case PG_W:              /* the CPU sets D: no exit */
+		dirty_note(m, gfn);
+		break;
+	case PG_NONE:
+		gen_fault(m, v, gfn, 1, PG_WD);
+		dirty_note(m, gfn);
+		break;
+	default:
+		/* PG_WP (PG_RO is not left after a snapshot round): the fast
+		 * path fixes it in place (fast_pf_fix_direct_spte(), no
+		 * spte_changed event). */
+		err |= PFERR_PRESENT;
+		gen_fault_begin(m, v, gfn, err);
+		EMIT(m, v, C_FAST_PF, v, gfn << 12, err, sptep_of(gfn),
+		     leaf_spte(gfn, s), leaf_spte(gfn, PG_WD), 1);
+		dirty_note(m, gfn);
+		gen_entry(m, v);
 	}
-	/* PG_WP (PG_RO is not left after a snapshot round): the fast path
-	 * fixes it in place (fast_pf_fix_direct_spte(), no spte_changed
-	 * event). */
-	err |= PFERR_PRESENT;
-	if (gen_fault_begin(m, v, gfn, err) < 0)
-		return -1;
-	EMIT(m, v, C_FAST_PF, v, gfn << 12, err, sptep_of(gfn),
-	     leaf_spte(gfn, s), leaf_spte(gfn, PG_WD), 1);
-	if (dirty_note(m, gfn) < 0)
-		return -1;
-	return gen_entry(m, v);
 }
 
 static uint64_t nx_pfn(uint64_t gfn)
@@ -710,7 +699,7 @@ static uint64_t nx_huge_spte(uint64_t gfn2m)
 
 /* Link an L1 table under the region's L2 entry: a new shadow page,
  * accounted as an NX huge page when an exec fault made it. */
-static int gen_nx_link(struct model *m, unsigned v, unsigned ri)
+static void gen_nx_link(struct model *m, unsigned v, unsigned ri)
 {
 	struct nx_region *r = &m->nx[ri];
 	uint64_t g2 = m->nx_base + (uint64_t)ri * 512;
@@ -722,10 +711,9 @@ static int gen_nx_link(struct model *m, unsigned v, unsigned ri)
 	memset(r->leaves, 0, sizeof(r->leaves));
 	r->state = NX_SPLIT;
 	m->nx_fifo[(m->nx_head + m->nx_len++) % m->nx_regions] = ri;
-	return 0;
 }
 
-static int gen_nx_leaf(struct model *m, unsigned v, unsigned ri,
+static void gen_nx_leaf(struct model *m, unsigned v, unsigned ri,
 		       unsigned i)
 {
 	struct nx_region *r = &m->nx[ri];
@@ -735,7 +723,6 @@ static int gen_nx_leaf(struct model *m, unsigned v, unsigned ri,
 	EMIT(m, v, C_SET_SPTE, gfn, nx_leaf_spte(gfn),
 	     (r->table_pfn << 12) + i * 8, 1);
 	r->leaves[i / 64] |= 1ULL << (i % 64);
-	return 0;
 }
 
 /*
@@ -748,7 +735,7 @@ static int gen_nx_leaf(struct model *m, unsigned v, unsigned ri,
  *                           above the goal level goes);
  *   split region, absent -> the 4K leaf.
  */
-static int gen_nx_access(struct model *m)
+static void gen_nx_access(struct model *m)
 {
 	unsigned v = rng_below(m, m->vcpus), ri = rng_below(m, m->nx_regions);
 	unsigned i = rng_below(m, 512);
@@ -760,7 +747,7 @@ static int gen_nx_access(struct model *m)
 
 	if ((r->state == NX_HUGE && !fetch) ||
 	    (r->state == NX_SPLIT && nx_leaf_has(r, i)))
-		return 0;
+		return;
 	if (r->state == NX_HUGE)
 		err |= PFERR_PRESENT;
 	EMIT(m, v, C_EXIT, SVM_EXIT_NPF, gfn << 12, ISA_SVM, err, gfn << 12,
@@ -768,28 +755,27 @@ static int gen_nx_access(struct model *m)
 	EMIT(m, v, C_PAGE_FAULT, v, gfn << 12, gfn << 12, err);
 	if (r->state == NX_EMPTY && !fetch) {
 		EMIT(m, v, C_SPTE_REQ, g2, nx_pfn(g2), 2);
-		if (gen_upper(m, v, g2) < 0)
-			return -1;
+		gen_upper(m, v, g2);
 		EMIT(m, v, C_SPTE_CHANGED, g2, 0, nx_huge_spte(g2), 2, 0);
 		EMIT(m, v, C_SET_SPTE, g2, nx_huge_spte(g2),
 		     (m->l3_child[(g2 >> 18) & 511] << 12) +
 		     ((g2 >> 9) & 511) * 8, 2);
 		r->state = NX_HUGE;
-		return gen_entry(m, v);
+		gen_entry(m, v);
+		return;
 	}
 	EMIT(m, v, C_SPTE_REQ, gfn, nx_pfn(gfn), 1);
 	if (r->state == NX_HUGE) {
 		EMIT(m, v, C_SPTE_CHANGED, g2, nx_huge_spte(g2), REMOVED_SPTE,
 		     2, 0);
 		EMIT(m, v, C_TLB_FLUSH, g2, 512, 0);
-	} else if (r->state == NX_EMPTY && gen_upper(m, v, g2) < 0) {
-		return -1;
+	} else if (r->state == NX_EMPTY) {
+		gen_upper(m, v, g2);
 	}
-	if (r->state != NX_SPLIT && gen_nx_link(m, v, ri) < 0)
-		return -1;
-	if (gen_nx_leaf(m, v, ri, i) < 0)
-		return -1;
-	return gen_entry(m, v);
+	if (r->state != NX_SPLIT)
+		gen_nx_link(m, v, ri);
+	gen_nx_leaf(m, v, ri, i);
+	gen_entry(m, v);
 }
 
 /*
@@ -798,7 +784,7 @@ static int gen_nx_access(struct model *m)
  * entry cleared, its shadow page zapped with the leaves under it, one
  * remote flush for the batch.
  */
-static int gen_nx_batch(struct model *m)
+static void gen_nx_batch(struct model *m)
 {
 	unsigned th = m->th_nx, k, i, ri;
 	uint64_t to_zap = (m->nx_len + NX_RATIO - 1) / NX_RATIO, zapped = 0;
@@ -809,7 +795,7 @@ static int gen_nx_batch(struct model *m)
 	if (m->nx_next_ts <= m->ts)
 		m->nx_next_ts = m->ts + NX_PERIOD_NS;
 	if (!m->nx_len)
-		return 0;
+		return;
 	EMIT(m, th, C_NX_BEGIN, m->nx_len, to_zap, NX_RATIO, 0);
 	for (k = 0; k < to_zap; k++) {
 		ri = m->nx_fifo[m->nx_head];
@@ -835,61 +821,51 @@ static int gen_nx_batch(struct model *m)
 	if (leaves)
 		EMIT(m, th, C_TLB_FLUSH, 0, 0, 0);
 	EMIT(m, th, C_NX_END, to_zap, zapped, 0, 0, m->nx_len, 0);
-	return 0;
 }
 
 /*
  * One page of a snapshot round's unprotect walk, with what the guest
  * does around it.
  */
-static int gen_snapshot_page(struct model *m, uint64_t p)
+static void gen_snapshot_page(struct model *m, uint64_t p)
 {
 	unsigned v = rng_below(m, m->vcpus), r = rng_below(m, 100);
 
 	if (r < 30 && m->page[p] == PG_NONE) {
 		/* A read before the unprotect: read-only leaf. */
-		if (gen_fault(m, v, p, 0, PG_RO) < 0)
-			return -1;
+		gen_fault(m, v, p, 0, PG_RO);
 	} else if (r >= 30 && r < 50) {
 		/* A write to the protected page: the fault waits in
 		 * userfaultfd until the unprotect, then installs. */
 		uint64_t err = PFERR_GUEST_FINAL | PFERR_USER | PFERR_WRITE |
 			(m->page[p] != PG_NONE ? PFERR_PRESENT : 0);
 
-		if (gen_fault_begin(m, v, p, err) < 0 ||
-		    gen_unprotect(m, p) < 0 ||
-		    gen_install(m, v, p, PG_WD) < 0)
-			return -1;
+		gen_fault_begin(m, v, p, err);
+		gen_unprotect(m, p);
+		gen_install(m, v, p, PG_WD);
 		goto guest;
 	}
-	if (gen_unprotect(m, p) < 0)
-		return -1;
+	gen_unprotect(m, p);
 	/* The guest comes back for some of the pages it lost. */
-	if (rng_below(m, 100) < 40 && m->page[p] == PG_NONE &&
-	    gen_fault(m, rng_below(m, m->vcpus), p, 0, PG_W) < 0)
-		return -1;
+	if (rng_below(m, 100) < 40 && m->page[p] == PG_NONE)
+		gen_fault(m, rng_below(m, m->vcpus), p, 0, PG_W);
 guest:
-	if (p % 8 == 7 && gen_intr_exit(m, rng_below(m, m->vcpus)) < 0)
-		return -1;
-	if (rng_below(m, 100) < 6 && gen_nx_access(m) < 0)
-		return -1;
-	if (m->ts >= m->nx_next_ts && gen_nx_batch(m) < 0)
-		return -1;
-	return 0;
+	if (p % 8 == 7)
+		gen_intr_exit(m, rng_below(m, m->vcpus));
+	if (rng_below(m, 100) < 6)
+		gen_nx_access(m);
+	if (m->ts >= m->nx_next_ts)
+		gen_nx_batch(m);
 }
 
-static int gen_setup(struct model *m)
+static void gen_setup(struct model *m)
 {
-	if (gen_mark(m, 0) < 0 ||
-	    gen_memslot(m, 0, 0, 0, KVM_MR_CREATE) < 0 ||
-	    gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_SET_USER_MEMORY_REGION,
-			      0x7ffd5e3a2000ULL, 0, 0) < 0 ||
-	    gen_memslot(m, 1, 0, 0, KVM_MR_CREATE) < 0 ||
-	    gen_syscall_ioctl(m, m->th_vmm, FD_VM, KVM_SET_USER_MEMORY_REGION,
-			      0x7ffd5e3a2000ULL, 0, 0) < 0)
-		return -1;
+	gen_mark(m, 0);
+	gen_memslot(m, 0, 0, 0, KVM_MR_CREATE);
+	gen_setregion_exit(m);
+	gen_memslot(m, 1, 0, 0, KVM_MR_CREATE);
+	gen_setregion_exit(m);
 	m->nx_next_ts = m->ts + NX_PERIOD_NS;
-	return 0;
 }
 
 /*
@@ -904,15 +880,19 @@ static int gen_setup(struct model *m)
  */
 #define WALK_CHUNK 8192
 
-static int model_step(struct model *m)
+enum model_status {
+	MODEL_OK = 0,
+	MODEL_NOMEM,
+};
+
+static enum model_status model_step(struct model *m)
 {
 	uint64_t end;
 	unsigned v;
 
 	switch (m->step) {
 	case ST_SETUP:
-		if (gen_setup(m) < 0)
-			return -1;
+		gen_setup(m);
 		m->step = ST_ROUND_WP;
 		break;
 	case ST_ROUND_WP:
@@ -921,39 +901,34 @@ static int model_step(struct model *m)
 			break;
 		}
 		m->round++;
-		if (gen_mark(m, ++m->phase) < 0 || gen_uffd_ioctl(m, 1) < 0 ||
-		    gen_inv_open(m, m->th_uffd, 0, m->npages, 0) < 0)
-			return -1;
+		gen_mark(m, ++m->phase);
+		gen_uffd_ioctl(m, 1);
+		gen_inv_open(m, m->th_uffd, 0, m->npages, 0);
 		m->cursor = m->nzap = 0;
 		m->step = ST_ROUND_WP_ZAP;
 		break;
 	case ST_ROUND_WP_ZAP:
 		end = m->cursor + WALK_CHUNK < m->npages ?
 			m->cursor + WALK_CHUNK : m->npages;
-		if (gen_inv_zap(m, m->th_uffd, m->cursor, end, &m->nzap) < 0)
-			return -1;
+		gen_inv_zap(m, m->th_uffd, m->cursor, end, &m->nzap);
 		m->cursor = end;
 		if (end < m->npages)
 			break;
-		if (gen_inv_close(m, m->th_uffd, 0, m->npages, 0, m->nzap) < 0 ||
-		    gen_uffd_ioctl(m, 0) < 0)
-			return -1;
+		gen_inv_close(m, m->th_uffd, 0, m->npages, 0, m->nzap);
+		gen_uffd_ioctl(m, 0);
 		m->cursor = 0;
 		m->step = ST_ROUND_PAGE;
 		break;
 	case ST_ROUND_PAGE:
-		if (gen_snapshot_page(m, m->cursor++) < 0)
-			return -1;
+		gen_snapshot_page(m, m->cursor++);
 		if (m->emitted >= m->target)
 			m->done = 1;
 		else if (m->cursor == m->npages)
 			m->step = ST_DIRTY_ON;
 		break;
 	case ST_DIRTY_ON:
-		if (gen_mark(m, ++m->phase) < 0 ||
-		    gen_memslot(m, 0, 0, KVM_MEM_LOG_DIRTY_PAGES,
-				KVM_MR_FLAGS_ONLY) < 0)
-			return -1;
+		gen_mark(m, ++m->phase);
+		gen_memslot(m, 0, 0, KVM_MEM_LOG_DIRTY_PAGES, KVM_MR_FLAGS_ONLY);
 		m->cursor = m->nzap = 0;
 		m->step = ST_DIRTY_WRPROT;
 		break;
@@ -962,18 +937,16 @@ static int model_step(struct model *m)
 		end = m->cursor + WALK_CHUNK < m->npages ?
 			m->cursor + WALK_CHUNK : m->npages;
 		for (; m->cursor < end; m->cursor++)
-			if ((m->page[m->cursor] == PG_W ||
-			     m->page[m->cursor] == PG_WD) &&
-			    (m->nzap++, gen_wrprot_leaf(m, m->cursor) < 0))
-				return -1;
+			if (m->page[m->cursor] == PG_W ||
+			    m->page[m->cursor] == PG_WD) {
+				m->nzap++;
+				gen_wrprot_leaf(m, m->cursor);
+			}
 		if (end < m->npages)
 			break;
 		if (m->nzap)
 			EMIT(m, m->th_vmm, C_TLB_FLUSH, 0, 0, 0);
-		if (gen_syscall_ioctl(m, m->th_vmm, FD_VM,
-				      KVM_SET_USER_MEMORY_REGION,
-				      0x7ffd5e3a2000ULL, 0, 0) < 0)
-			return -1;
+		gen_setregion_exit(m);
 		m->cursor = 0;
 		m->ndirty = 0;
 		m->step = ST_DIRTY_WRITE;
@@ -981,27 +954,22 @@ static int model_step(struct model *m)
 	case ST_DIRTY_WRITE:
 		/* One draw after the other (argument order is the compiler's). */
 		v = rng_below(m, m->vcpus);
-		if (gen_dirty_write(m, v, rng_next(m) % m->npages) < 0)
-			return -1;
-		if (++m->cursor % 64 == 0 && gen_get_dirty_log(m) < 0)
-			return -1;
+		gen_dirty_write(m, v, rng_next(m) % m->npages);
+		if (++m->cursor % 64 == 0)
+			gen_get_dirty_log(m);
 		if (m->emitted < m->target && m->cursor < m->npages / 2 + 1)
 			break;
 		/* Off: 4K host pages, nothing to collapse, the leaves stay. */
-		if (gen_memslot(m, 0, KVM_MEM_LOG_DIRTY_PAGES, 0,
-				KVM_MR_FLAGS_ONLY) < 0 ||
-		    gen_syscall_ioctl(m, m->th_vmm, FD_VM,
-				      KVM_SET_USER_MEMORY_REGION,
-				      0x7ffd5e3a2000ULL, 0, 0) < 0)
-			return -1;
+		gen_memslot(m, 0, KVM_MEM_LOG_DIRTY_PAGES, 0, KVM_MR_FLAGS_ONLY);
+		gen_setregion_exit(m);
 		m->ndirty = 0;
 		m->step = ST_ROUND_WP;
 		break;
 	}
-	return 0;
+	return m->nomem ? MODEL_NOMEM : MODEL_OK;
 }
 
-static int model_init(struct model *m, uint64_t target, uint64_t seed,
+static enum model_status model_init(struct model *m, uint64_t target, uint64_t seed,
 		      unsigned vcpus)
 {
 	unsigned i;
@@ -1030,11 +998,12 @@ static int model_init(struct model *m, uint64_t target, uint64_t seed,
 	m->nx = calloc(m->nx_regions, sizeof(*m->nx));
 	m->nx_fifo = calloc(m->nx_regions, sizeof(*m->nx_fifo));
 	if (!m->page || !m->l2_linked || !m->threads || !m->nx || !m->nx_fifo)
-		return -1;
+		return MODEL_NOMEM;
 	for (i = 0; i < vcpus; i++) {
 		m->threads[i].tid = 4100 + i;
 		m->threads[i].cpu = i;
-		snprintf(m->threads[i].procname, sizeof(m->threads[i].procname), "synth-vcpu%u", i);
+		snprintf(m->threads[i].procname,
+			 sizeof(m->threads[i].procname), "synth-vcpu%u", i);
 	}
 	m->th_vmm = vcpus;
 	m->threads[m->th_vmm].tid = 4000;
@@ -1057,7 +1026,7 @@ static int model_init(struct model *m, uint64_t target, uint64_t seed,
 	/* 2026-01-01T00:00:00Z plus a little: the clock's offset holds
 	 * the date, timestamps count from boot. */
 	m->ts = 1000000000ULL;
-	return 0;
+	return MODEL_OK;
 }
 
 static void model_free(struct model *m)
@@ -1389,7 +1358,7 @@ iter_next(bt_self_message_iterator *it, bt_message_array_const msgs,
 				s->ending = 1;
 				break;
 			}
-			if (model_step(m) < 0)
+			if (model_step(m) != MODEL_OK)
 				goto end;
 			continue;
 		}
@@ -1684,7 +1653,8 @@ static int manifest_write(const struct model *m, uint64_t seed,
 		"    \"snapshot_rounds\": %u\n"
 		"  }\n"
 		"}\n",
-		m->ncpus, NX_PERIOD_MS, NX_RATIO, seed, m->vcpus, m->target, m->emitted, m->npages,
+		m->ncpus, NX_PERIOD_MS, NX_RATIO, seed, m->vcpus, m->target,
+		m->emitted, m->npages,
 		m->round);
 	fclose(f);
 	rc = file_commit(dir, "manifest.json", text);
@@ -1832,7 +1802,7 @@ int main(int argc, char **argv)
 		return SYNTH_ERR_OUTPUT;
 	}
 	st = SYNTH_ERR_INTERNAL;
-	if (model_init(&m, events, seed, (unsigned)vcpus) < 0) {
+	if (model_init(&m, events, seed, (unsigned)vcpus) != MODEL_OK) {
 		fprintf(stderr, "synth: out of memory\n");
 		goto end;
 	}
