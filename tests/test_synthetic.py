@@ -40,6 +40,13 @@ check(env.get("synthetic") == "1", "env synthetic %r" % env.get("synthetic"))
 check(env.get("domain") == "kernel", "env domain %r" % env.get("domain"))
 with open(os.path.join(out, "manifest.json")) as f:
     manifest = json.load(f)
+with open(os.path.join(os.path.dirname(__file__), "..", "schemas",
+                       "manifest.schema.json")) as f:
+    schema = json.load(f)
+for key in schema["required"]:
+    check(key in manifest, "manifest has no %s" % key)
+check(manifest["cpu"]["vendor"] in schema["properties"]["cpu"]
+      ["properties"]["vendor"]["enum"], "manifest cpu vendor")
 check(manifest["synthetic"]["events"] == total and
       manifest["synthetic"]["seed"] == 11, "manifest synthetic %r"
       % manifest.get("synthetic"))
