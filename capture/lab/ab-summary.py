@@ -261,9 +261,10 @@ def prediction_table(lines, runs, summary, policy):
     rows = []
     lines.extend(wrap("Prediction of B: mmureplay replay --policy %s, from "
                       "each A run" % policy))
-    lines.append("%-8s%7s%7s%12s%7s%12s%5s%8s%6s" % (
-        "metric", "A med", "B med", "B min-max", "pred", "min-max",
-        "in B", "err", "/rng"))
+    lines.append("%-8s%9s%9s%14s%9s%14s" % (
+        "metric", "A med", "B med", "B min-max", "pred", "pred min-max"))
+    second = ["%-8s%8s%14s%18s" % ("metric", "in B", "err vs B med",
+                                   "err in B ranges")]
     broken = []
     for m in PRED_ORDER:
         b = B.get(m)
@@ -290,23 +291,25 @@ def prediction_table(lines, runs, summary, policy):
                "err_vs_B_median": err, "err_in_B_ranges": erng,
                "by_construction": con}
         rows.append(rec)
-        lines.append("%-8s%7s%7s%12s%7s%12s%5s%8s%6s" % (
+        lines.append("%-8s%9s%9s%14s%9s%14s" % (
             HEAD[m], fmt(rec["A_median"], d), fmt(b["median"], d),
             "%s-%s" % (fmt(b["min"], d), fmt(b["max"], d)),
             fmt(pmed, d) + ("=" if con else ""),
-            "%s-%s" % (fmt(min(vals), d), fmt(max(vals), d)),
-            "%d/%d" % (inside, len(vals)),
-            pct(err),
+            "%s-%s" % (fmt(min(vals), d), fmt(max(vals), d))))
+        second.append("%-8s%8s%14s%18s" % (
+            HEAD[m], "%d/%d" % (inside, len(vals)), pct(err),
             "inf" if erng is None else "%+.1f" % erng))
     summary["prediction_table"] = rows
     lines.append("")
+    lines.extend(second)
+    lines.append("")
     lines.extend(wrap(
         "pred = median of the what-ifs from the A runs; in B = how many "
-        "of them fall inside B's min-max; err = (pred - B med) / B med; "
-        "/rng = (pred - B med) / (B max - B min), the error in widths of "
-        "B's own run-to-run range (inf: B did not vary).  lock_ms = "
-        "mmu_lock wait of vCPU faults, "
-        "traced (kvm_mmu_fault_lock_wait)."))
+        "of them fall inside B's min-max; err vs B med = (pred - B med) / "
+        "B med; err in B ranges = (pred - B med) / (B max - B min), the "
+        "error in widths of B's own run-to-run range (inf: B did not "
+        "vary).  lock_ms = mmu_lock wait of vCPU faults, traced "
+        "(kvm_mmu_fault_lock_wait)."))
     if bycon:
         lines.extend(wrap(
             "= : equal to the A run's own figure by construction (%s "
@@ -316,11 +319,15 @@ def prediction_table(lines, runs, summary, policy):
     if broken:
         lines.extend(wrap("WARNING: a figure marked = differs from A's "
                           "own in %s." % ", ".join(sorted(set(broken)))))
-    outside = [r["metric"] for r in rows
-               if not r["median_inside_B"] and not r["by_construction"]]
-    if outside:
-        lines.extend(wrap("Outside B's range (modelled figures): %s."
-                          % ", ".join(HEAD[m] for m in outside)))
+    for con, what in ((False, "modelled"), (True, "equal to A's by "
+                                              "construction")):
+        out = ["%s %d of %d" % (HEAD[r["metric"]],
+                                r["n_pred"] - r["inside_B"], r["n_pred"])
+               for r in rows if r["by_construction"] == con
+               and r["inside_B"] < r["n_pred"]]
+        if out:
+            lines.extend(wrap("Predictions outside B's range (%s): %s."
+                              % (what, ", ".join(out))))
     nm = next((r.get("not_modelled") for r in preds
                if r.get("not_modelled")), None)
     if nm:
