@@ -18,13 +18,13 @@ For each pair:
    knob acts: the faults A took and B did not while dirty logging was on
    (between the memslot flag changes) against the faults the policy
    avoids, within 10%.  Whole-run faults are not compared: the faults
-   after dirty logging stops vary from 251 to 1,327 between identical
+   after dirty logging stops vary from 431 to 1,206 between identical
    knob-off runs (bench/results/ab-variance-nx-skip-dirty.txt; this
    pair's 140-fault gap lies there).
    For nx-readlock: lock waits left after the read lock within 10% of
    A's waits, TLB flushes within 10% (one per page recovered under the
    read lock).  Not predicted: B took 3.7x the NPF faults of A (vCPU
-   faults retry while the read-locked worker zaps; 975 to 4,140 in three
+   faults retry while the read-locked worker zaps; 2,005 to 3,731 in eight
    identical knob-on runs, bench/results/ab-variance-nx-readlock.txt);
    the replay says so ("not_modelled").
 """

@@ -1,0 +1,124 @@
+"""The tables of capture/lab/ab-repeat.sh (ab-summary.py) on real lab
+captures: the nx-readlock A/B fixtures (knob-off nxrecovery as A-1,
+knob-on as B-1) laid out as one repeat, analyzed with --analyze-only.
+
+usage: test_ab_summary.py MMUREPLAY REPO_TOP WORK_DIR
+
+Checks:
+1. every line of summary.txt fits 72 columns;
+2. the measured columns are the analyzer's own figures, read here from
+   `mmureplay fidelity --json` and the capture DB (faults, leaf zaps,
+   TLB flush events, traced mmu_lock wait), and the self-check line
+   counts the runs that pass;
+3. the prediction rows are the what-if `mmureplay replay --policy
+   nx-readlock --json` gives from A; faults, leaf zaps and flush
+   contexts are marked "=" (equal to A by construction) and do equal
+   A's, while TLB flushes and lock waits are modelled and are not
+   marked;
+4. "in B" and the error in B ranges follow B's min-max: with one B run
+   that range is a point, so a prediction is inside only when equal to
+   it, and the error in ranges is infinite otherwise.
+It cannot catch: a wrong median over several runs (one run per side).
+"""
+import json
+import os
+import shutil
+import sqlite3
+import sys
+
+from mmrtest import check, extract_fixture, finish, fresh_dir, run
+
+mmr, top, work = sys.argv[1:4]
+fresh_dir(work)
+data = os.path.join(top, "tests", "data")
+SIDES = {"A-1": "lttng-kernel-6.1.192-patched-nxrecovery-skip-dirty-off",
+         "B-1": "lttng-kernel-6.1.192-patched-nxrecovery-readlock-on"}
+
+for run_name, fx in SIDES.items():
+    d = fresh_dir(os.path.join(work, run_name))
+    extract_fixture(os.path.join(data, fx), d)
+    with open(os.path.join(data, fx, "manifest.json")) as f:
+        lab = json.load(f)["lab"]
+    with open(os.path.join(d, "manifest.json"), "w") as f:
+        json.dump(lab, f)
+
+r = run([os.path.join(top, "capture", "lab", "ab-repeat.sh"), "nx-readlock",
+         "--analyze-only", "--out", work, "--mmureplay", mmr])
+check(r.returncode == 0, "ab-repeat.sh --analyze-only: rc %d %s"
+      % (r.returncode, r.stderr[-300:]))
+check("wider than" not in r.stderr, "ab-summary.py: " + r.stderr.strip())
+with open(os.path.join(work, "summary.txt")) as f:
+    text = f.read()
+with open(os.path.join(work, "summary.json")) as f:
+    summary = json.load(f)
+
+# 1. 72 columns.
+for ln in text.splitlines():
+    check(len(ln) <= 72, "line of %d columns: %r" % (len(ln), ln))
+
+# 2. Measured figures against the analyzer and the DB.
+runs = {x["run"]: x for x in summary["runs"]}
+for name in SIDES:
+    d = os.path.join(work, name)
+    db = os.path.join(d, "capture.db")
+    fr = run([mmr, "fidelity", db, "--json"])
+    fid = json.loads(fr.stdout)
+    check(fid["ok"] is True, "%s: self-check fails" % name)
+    for k in ("faults", "leaf_zaps", "flush_contexts"):
+        check(runs[name].get(k) == fid["observed"][k],
+              "%s: %s %s, fidelity observes %s"
+              % (name, k, runs[name].get(k), fid["observed"][k]))
+    con = sqlite3.connect(db)
+    flushes = con.execute("SELECT count(*) FROM tlb_flush").fetchone()[0]
+    wait = con.execute("SELECT coalesce(sum(wait_ns), 0) FROM lock_wait").fetchone()[0]
+    con.close()
+    check(runs[name].get("tlb_flushes") == flushes,
+          "%s: flushes %s, DB %s" % (name, runs[name].get("tlb_flushes"),
+                                     flushes))
+    check(abs(runs[name].get("lock_ms", -1) - wait / 1e6) < 1e-9,
+          "%s: lock_ms %s, DB %s ns" % (name, runs[name].get("lock_ms"),
+                                        wait))
+    check(runs[name]["measured_ok"], "%s: left out of the statistics"
+          % name)
+check(summary["self_check"] == {"pass": 2, "runs": 2},
+      "self-check count %s" % summary["self_check"])
+check("Fresh runs passing: 2 of 2." in text, "self-check line missing")
+
+# 3. Predictions against the replay's own what-if.
+rep = json.loads(run([mmr, "replay", os.path.join(work, "A-1", "capture.db"),
+                      "--policy", "nx-readlock", "--json"]).stdout)
+pol = rep["policies"]["nx-readlock"]
+rows = {x["metric"]: x for x in summary["prediction_table"]}
+key = {"faults": "faults", "leaf_zaps": "leaf_zaps",
+       "flush_contexts": "flush_contexts", "tlb_flushes": "tlb_flushes",
+       "lock_ms": "lock_wait_ms"}
+for m, k in key.items():
+    check(m in rows, "no prediction row for %s" % m)
+    if m not in rows:
+        continue
+    check(rows[m]["pred_values"] == [pol[k]], "%s: predicted %s, replay %s"
+          % (m, rows[m]["pred_values"], pol[k]))
+    bycon = m in ("faults", "leaf_zaps", "flush_contexts")
+    check(rows[m]["by_construction"] == bycon,
+          "%s: by_construction %s" % (m, rows[m]["by_construction"]))
+    if bycon:
+        check(pol[k] == runs["A-1"][m], "%s: marked = but the what-if "
+              "(%s) is not A's (%s)" % (m, pol[k], runs["A-1"][m]))
+check("WARNING" not in text, "a by-construction figure differs from A")
+# The knob-on run took far more faults than A (vCPUs retry while the
+# read-locked worker zaps; not modelled): A's faults cannot be inside.
+check(runs["B-1"]["faults"] > 2 * runs["A-1"]["faults"],
+      "B faults %s, A %s" % (runs["B-1"]["faults"], runs["A-1"]["faults"]))
+
+# 4. One B run: a point range.
+for m, x in rows.items():
+    b = runs["B-1"][m]
+    inside = 1 if x["pred_values"][0] == b else 0
+    check(x["inside_B"] == inside, "%s: in B %s, expected %s (pred %s, B %s)"
+          % (m, x["inside_B"], inside, x["pred_values"][0], b))
+    if not inside:
+        check(x["err_in_B_ranges"] is None, "%s: error in B ranges %s on a "
+              "point range" % (m, x["err_in_B_ranges"]))
+
+shutil.rmtree(work, ignore_errors=True)
+finish()
