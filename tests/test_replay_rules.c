@@ -1,6 +1,7 @@
 /*
  * Replay rules on small hand-built event sequences (SYNTHETIC events in
- * the shape the Linux 6.1 TDP MMU traces them), one scenario per rule of
+ * the shape the Linux 6.1 TDP MMU traces them, 6.12 where said), one
+ * scenario per rule of
  * docs/design.md, "The model":
  *
  *   perm-upgrade   a zap on a pure upgrade, then a read fault: avoided;
@@ -45,7 +46,12 @@
  *                  (and counted) when it holds none; a huge leaf at a
  *                  window's boundary does not skew the inferred slot;
  *   teardown       a table torn down tears down the tables below it
- *                  inside its own walk, in entry order.
+ *                  inside its own walk, in entry order; the zap of the
+ *                  whole VM that zaps leaves before tables (Linux 6.12)
+ *                  is one teardown, also when the NX recovery worker
+ *                  runs it (6.12: the vhost task that exits last);
+ *   fault split    a fault that splits a huge leaf in place (6.12)
+ *                  zaps nothing.
  */
 #include "check.h"
 #include "metrics/fidelity.h"
@@ -72,6 +78,7 @@
 #define RW_2M  0x0000000010200ee7ULL
 #define TABLE  0x529b827ULL     /* non-leaf */
 #define REMOVED 0x5a0ULL
+#define NONPRESENT_612 0x8000000000000000ULL    /* 6.12: SHADOW_NONPRESENT_VALUE */
 
 static struct model_event evs[64];
 static int nev;
@@ -144,6 +151,8 @@ static int64_t nx_ratio, nx_period_ms;
 
 /* The policy the hand-built sequence was "recorded" with. */
 static const struct policy *recorded = &policy_baseline;
+/* Model rules switched off (1 << enum replay_rule). */
+static unsigned rules_off;
 
 static int run(const struct policy *p, struct replay_result *r)
 {
@@ -158,6 +167,7 @@ static int run(const struct policy *p, struct replay_result *r)
 		.npf_exit_reason = 0x400,
 		.nx_ratio = nx_ratio,
 		.nx_period_ms = nx_period_ms,
+		.rules_off = rules_off,
 	};
 	struct source *src = source_from_array(evs, (size_t)nev);
 	int rc = replay_run(src, &o, r);
@@ -1043,6 +1053,81 @@ static void test_nested_teardown(void)
 	replay_result_free(&b);
 }
 
+/*
+ * The VM's zap as Linux 6.12 traces it (tdp_mmu_zap_root(): 4K leaves,
+ * then 2M, then 1G, then the root's entries), run by the NX recovery
+ * worker: the 4K leaves go before any table, then the L1 table (empty
+ * by now) with the 2M pass, the L2 table with the 1G pass.  One
+ * teardown of everything, predicted exactly; no recovery batch.  With
+ * the rule off, the leaves are unexplained.
+ */
+static void test_zap_all_leaves_first(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+
+	nev = 0;
+	nx_ratio = 4;
+	memslot(0);
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0, 0, TABLE);
+	spte(VCPU, 1, 0x1, 0, RW_4K);
+	spte(VCPU, 1, 0x100, 0, RW_4K);
+	spte(VCPU, 2, 0x200, 0, RW_2M);
+	entry();
+	syscall_exit(VMM);
+	spte(WORKER, 1, 0x1, RW_4K, NONPRESENT_612);           /* 4K pass */
+	spte(WORKER, 1, 0x100, RW_4K, NONPRESENT_612);
+	spte(WORKER, 2, 0x200, RW_2M, NONPRESENT_612);         /* 2M pass */
+	spte(WORKER, 2, 0, TABLE, NONPRESENT_612);
+	e = ev(MEV_SP_FREE, WORKER);                            /* its L1 */
+	e->u.sp.role = 0x3781;
+	spte(WORKER, 3, 0, TABLE, NONPRESENT_612);             /* 1G pass */
+	e = ev(MEV_SP_FREE, WORKER);                            /* the L2 */
+	e->u.sp.role = 0x3782;
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.zaps_observed == 3 && b.zaps_predicted == 3);
+	CHECK(b.recovery_batches == 0 && b.nx_recovered_observed == 0);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+
+	rules_off = 1u << RULE_ZAP_ALL;
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total > 0 &&
+	      b.mismatches[0].kind == MISMATCH_ZAP_UNEXPLAINED);
+	replay_result_free(&b);
+	rules_off = 0;
+	nx_ratio = 0;
+}
+
+/*
+ * An exec fault below an NX 2M leaf on a kernel that splits it in place
+ * (Linux 6.12: the leaf becomes a table in one change, its 512
+ * children untraced) zaps nothing; the child the fault then makes
+ * executable changes in place.  The 6.1 way (zap, then link a table) is
+ * test_huge_fault_in_place().
+ */
+static void test_fault_split_in_place(void)
+{
+	struct replay_result b;
+	uint64_t child = (NX_2M & ~0x80ULL) | (0x1ULL << 12);
+
+	nev = 0;
+	memslot(0);
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0x200, 0, NX_2M);
+	entry();
+	fault(0x201, MEV_PFERR_USER | MEV_PFERR_FETCH);
+	request(0x201, 1);
+	spte(VCPU, 2, 0x200, NX_2M, TABLE);
+	spte(VCPU, 1, 0x201, child, child & ~(1ULL << 63));
+	entry();
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.faults_observed == 1 && b.faults_predicted == 1);
+	CHECK(b.zaps_observed == 0 && b.zaps_predicted == 0);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+}
 
 int main(void)
 {
@@ -1067,5 +1152,7 @@ int main(void)
 	test_stock_window_race();
 	test_inferred_slot_huge_leaf();
 	test_nested_teardown();
+	test_zap_all_leaves_first();
+	test_fault_split_in_place();
 	return check_finish();
 }

@@ -106,7 +106,10 @@
 	/* a traced batch ends at its end event, not at a pause */ \
 	X(RULE_MEASURED_BATCH, "measured_batch") \
 	/* the fast path fixes a leaf in place, without spte_changed */ \
-	X(RULE_FAST_FAULT, "fast_fault")
+	X(RULE_FAST_FAULT, "fast_fault") \
+	/* a leaf zapped outside any table's removal begins the zap of
+	 * the whole VM, leaves first (engine_teardown.c) */ \
+	X(RULE_ZAP_ALL, "zap_all")
 
 #define REPLAY_ENUM_ENTRY(e, name) e,
 

@@ -184,6 +184,23 @@ static void fault_defer(struct engine *e, struct thread_ctx *self,
 		self->npending_next++;
 }
 
+/*
+ * Whether a fault that maps below a huge leaf zaps it (RULE_HUGE_SPLIT).
+ * kvm_tdp_mmu_map() replaced such a leaf by zapping it and linking a new
+ * table (Linux 6.1); 6.12 splits the leaf in place
+ * (tdp_mmu_split_huge_page(): the leaf becomes a table of 512 children
+ * mapping the same pages, no leaf goes; RULE_EAGER_SPLIT writes the
+ * children).  Which one the recorded kernel does is a fact of the
+ * capture, from the first pass (scan.h: a fault's huge leaf turned into
+ * a table in one change); a fault of the other kind is still a
+ * zap_count mismatch.
+ */
+static int fault_zaps_huge(struct engine *e)
+{
+	return engine_rule(e, RULE_HUGE_SPLIT) &&
+		!e->scan->fault_splits_in_place;
+}
+
 void engine_on_fault(struct engine *e, struct thread_ctx *t,
 		     const struct model_event *ev)
 {
@@ -218,9 +235,10 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 	 * level comes with kvm_mmu_spte_requested
 	 * (engine_on_spte_request()); a capture without it falls back to
 	 * "a huge leaf that forbids the access is replaced" (an NX split).
+	 * A kernel that splits the leaf in place instead zaps nothing
+	 * (fault_zaps_huge()).
 	 */
-	if (level > TDP_LEVEL_4K && !allowed &&
-	    engine_rule(e, RULE_HUGE_SPLIT) &&
+	if (level > TDP_LEVEL_4K && !allowed && fault_zaps_huge(e) &&
 	    !(e->scan->seen[MEV_SPTE_REQUEST] && engine_rule(e, RULE_HUGE_GOAL)))
 		t->ctx_predicted = 1;
 
@@ -256,7 +274,7 @@ void engine_on_spte_request(struct engine *e, struct thread_ctx *t,
 	uint64_t spte;
 	int level;
 
-	if (t->ctx_kind != CTX_FAULT || !engine_rule(e, RULE_HUGE_SPLIT) ||
+	if (t->ctx_kind != CTX_FAULT || !fault_zaps_huge(e) ||
 	    !engine_rule(e, RULE_HUGE_GOAL))
 		return;
 	level = tdp_leaf(&e->tdp_obs, 0, ev->u.req.gfn, &spte);

@@ -13,7 +13,8 @@
  *   engine_fault.c     vCPU faults (slow and fast path);
  *   engine_nx.c        NX huge page recovery: the split list, batches,
  *                      the worker's wake-ups;
- *   engine_teardown.c  shadow pages freed (teardown, or recovery);
+ *   engine_teardown.c  shadow pages freed (teardown, or recovery), and
+ *                      the zap of the whole VM;
  *   engine_lock.c      vCPU waits for mmu_lock.
  * Adding an input: a handler engine_on_<kind>() in the file of its
  * concern, declared here, and a one-line case in handle() (engine.c).
@@ -284,6 +285,10 @@ void nx_recovery_ctx_close(struct engine *e, struct thread_ctx *t);
 void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev);
 void teardown_ctx_close(struct engine *e, struct thread_ctx *t);
+int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,
+			    const struct model_event *ev);
+void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
+			   const struct model_event *ev);
 
 /* engine_lock.c */
 /* An invalidation window or a recovered page t ends: remember when it

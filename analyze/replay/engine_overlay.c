@@ -213,7 +213,8 @@ void overlay_flush_account(struct engine *e, int64_t ts, int64_t predicted,
 void engine_on_tlb_flush(struct engine *e, struct thread_ctx *t,
 			 const struct model_event *ev)
 {
-	if (t->is_worker && e->batch.batch_active) {
+	if (t->is_worker && t->ctx_kind != CTX_TEARDOWN &&
+	    e->batch.batch_active) {
 		e->batch.flushes_traced++;
 	} else if (t->ctx_kind != CTX_NONE) {
 		t->ctx_flushes++;
@@ -271,7 +272,11 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	enum zap_cause cause;
 	uint64_t kept = 0;
 
-	if (t->is_worker)
+	if (spte_present_leaf(f, old, level) && !spte_present(f, new) &&
+	    teardown_zap_all_starts(e, t, ev))
+		teardown_zap_all_open(e, t, ev);
+	/* The worker's recovery, not a teardown it runs. */
+	if (t->is_worker && t->ctx_kind != CTX_TEARDOWN)
 		nx_batch_touch(e, ev);
 	if (e->npending)
 		fault_pending_explain(e, t, as, level, gfn, old, new);

@@ -5,6 +5,20 @@
  * context predicts that every leaf under the SP goes (with a teardown,
  * under the tables below it too, torn down inside it).
  *
+ * The zap of the whole VM (kvm_mmu_zap_all() when the VM's mm or file
+ * goes, kvm_mmu_zap_all_fast() for a memslot) may zap leaves before it
+ * frees any table: tdp_mmu_zap_root() walks a root in passes of
+ * decreasing granularity, on Linux 6.12 4K leaves first, then 2M,
+ * 1G, the root's entries (6.1: 1G, then the root's entries, so the
+ * first event was a table's removal).  A leaf zapped where no table's
+ * removal explains it therefore begins a teardown of the whole address
+ * space: every leaf goes, the tables it frees afterwards are part of it.
+ * The thread that runs it is whichever drops the VM last; on 6.12 that
+ * can be the NX recovery worker (a vhost task of the VM process), whose
+ * teardown is then no recovery.  A leaf zap outside any context that is
+ * not such a zap (kvm_zap_gfn_range() of a range) fails the prediction
+ * as a zap_count mismatch, as it failed as zap_unexplained before.
+ *
  * Teardown flushes are not predicted (the kernel batches them); under
  * every policy they stay as traced.
  */
@@ -57,6 +71,39 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 				      level : 0,
 				      kind == CTX_RECOVERY ? ZAP_NX_RECOVERY :
 				      ZAP_TEARDOWN);
+}
+
+/* Address spaces a zap of the VM covers (x86: normal and SMM). */
+#define ZAP_ALL_AS_IDS 2
+
+/* Whether the leaf zap ev of thread t begins the zap of the whole VM:
+ * outside any context, or outside the table the open teardown or
+ * recovery removes (a table's removal zaps only the leaves under it). */
+int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,
+			    const struct model_event *ev)
+{
+	if (!engine_rule(e, RULE_ZAP_ALL))
+		return 0;
+	if (t->ctx_kind == CTX_NONE)
+		return 1;
+	if (t->ctx_kind != CTX_TEARDOWN && t->ctx_kind != CTX_RECOVERY)
+		return 0;
+	return ev->u.spte.gfn - t->ctx_gfn >= tdp_level_pages(t->sp_level + 1);
+}
+
+void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
+			   const struct model_event *ev)
+{
+	int as;
+
+	engine_ctx_open(e, t, CTX_TEARDOWN, ev, 0);
+	t->sp_level = SP_MAX_LEVEL;
+	t->ctx_predicted = 0;
+	for (as = 0; as < ZAP_ALL_AS_IDS; as++)
+		t->ctx_predicted +=
+			overlay_context_range(e, t, as, 0,
+					      tdp_level_pages(SP_MAX_LEVEL + 1),
+					      0, ZAP_TEARDOWN);
 }
 
 void teardown_ctx_close(struct engine *e, struct thread_ctx *t)

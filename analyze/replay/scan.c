@@ -21,6 +21,7 @@ struct scan_thread {
 	int64_t olo, ohi;               /* the slot offset's bounds */
 	int64_t w_zaps;
 	size_t w_idx;                   /* index in windows[] */
+	int in_fault;                   /* from its page fault to its entry */
 	int in_setregion;               /* inside KVM_SET_USER_MEMORY_REGION */
 	int setregion_swept;
 	uint64_t setregion_seq;         /* its entry */
@@ -99,6 +100,9 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 	    ((spte_writable(f, old) && !spte_writable(f, new)) ||
 	     (spte_present_leaf(f, old, level) && !spte_leaf(f, new, level))))
 		t->setregion_swept = 1;
+	if (t->in_fault && level > 1 && spte_present_leaf(f, old, level) &&
+	    spte_present(f, new) && !spte_leaf(f, new, level))
+		p->out->fault_splits_in_place++;
 	if (spte_present_leaf(f, old, level) && !spte_present(f, new)) {
 		if (!t->in_window)
 			return 0;
@@ -355,6 +359,7 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 		case MEV_VCPU_EXIT:
 		case MEV_VCPU_ENTRY:
 			window_close(&p, t);
+			t->in_fault = e.kind == MEV_FAULT;
 			break;
 		default:
 			break;
