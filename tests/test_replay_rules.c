@@ -51,7 +51,10 @@
  *                  is one teardown, also when the NX recovery worker
  *                  runs it (6.12: the vhost task that exits last);
  *   fault split    a fault that splits a huge leaf in place (6.12)
- *                  zaps nothing.
+ *                  zaps nothing;
+ *   removed table  a table a fault links where a removed one was is
+ *                  empty, and the removed table's entries traced after
+ *                  that are not its (6.12's read-locked collapse).
  */
 #include "check.h"
 #include "metrics/fidelity.h"
@@ -79,6 +82,7 @@
 #define TABLE  0x529b827ULL     /* non-leaf */
 #define REMOVED 0x5a0ULL
 #define NONPRESENT_612 0x8000000000000000ULL    /* 6.12: SHADOW_NONPRESENT_VALUE */
+#define FROZEN_612 0x80000000000005a0ULL        /* 6.12: FROZEN_SPTE */
 
 static struct model_event evs[64];
 static int nev;
@@ -1128,6 +1132,59 @@ static void test_fault_split_in_place(void)
 	CHECK(b.mismatches_total == 0);
 	replay_result_free(&b);
 }
+/*
+ * Dirty logging off on 6.12: the collapse unlinks the L1 table of the 2M
+ * region at 0x200 and walks its three leaves under the read lock; after
+ * the first, a vCPU's write fault links a new (empty) table there and
+ * installs 0x201; the walk then traces the old 0x201 and 0x202.  The
+ * teardown zapped its three leaves; the model keeps the new 0x201 (the
+ * later invalidation of the region zaps exactly it), and not the old
+ * 0x202.  With the rule off the invalidation's prediction is wrong.
+ */
+static void test_removed_table_replaced(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+	int off;
+
+	for (off = 0; off <= 1; off++) {
+		nev = 0;
+		rules_off = off ? 1u << RULE_REMOVED_TABLE : 0;
+		memslot(0);
+		spte(VCPU, 3, 0, 0, TABLE);
+		spte(VCPU, 2, 0x200, 0, TABLE);
+		spte(VCPU, 1, 0x200, 0, RW_4K);
+		spte(VCPU, 1, 0x201, 0, RW_4K + 0x1000);
+		spte(VCPU, 1, 0x202, 0, RW_4K + 0x2000);
+		entry();
+		spte(VMM, 2, 0x200, TABLE, NONPRESENT_612);    /* unlinked */
+		e = ev(MEV_SP_FREE, VMM);
+		e->u.sp.role = 0x3781;
+		e->u.sp.gfn = 0x200;
+		spte(VMM, 1, 0x200, RW_4K, FROZEN_612);
+		fault(0x201, MEV_PFERR_USER | MEV_PFERR_WRITE);
+		request(0x201, 1);
+		spte(VCPU, 2, 0x200, NONPRESENT_612, TABLE + 0x1000);
+		spte(VCPU, 1, 0x201, NONPRESENT_612, RW_4K + 0x1000);
+		entry();
+		spte(VMM, 1, 0x201, RW_4K + 0x1000, FROZEN_612);  /* old */
+		spte(VMM, 1, 0x202, RW_4K + 0x2000, FROZEN_612);
+		syscall_exit(VMM);
+		stock_notifier(0x200, 4);
+		spte(VMM, 1, 0x201, RW_4K + 0x1000, NONPRESENT_612);
+		syscall_exit(VMM);
+		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+		CHECK(b.zaps_observed == 4);
+		if (!off) {
+			CHECK(b.zaps_predicted == 4);
+			CHECK(b.mismatches_total == 0);
+		} else {
+			CHECK(b.mismatches_total > 0);
+		}
+		replay_result_free(&b);
+	}
+	rules_off = 0;
+}
 
 int main(void)
 {
@@ -1154,5 +1211,6 @@ int main(void)
 	test_nested_teardown();
 	test_zap_all_leaves_first();
 	test_fault_split_in_place();
+	test_removed_table_replaced();
 	return check_finish();
 }

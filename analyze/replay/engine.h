@@ -109,7 +109,10 @@
 	X(RULE_FAST_FAULT, "fast_fault") \
 	/* a leaf zapped outside any table's removal begins the zap of
 	 * the whole VM, leaves first (engine_teardown.c) */ \
-	X(RULE_ZAP_ALL, "zap_all")
+	X(RULE_ZAP_ALL, "zap_all") \
+	/* a removed table's entries traced after a new table took its
+	 * place are not the new table's (engine_teardown.c) */ \
+	X(RULE_REMOVED_TABLE, "removed_table")
 
 #define REPLAY_ENUM_ENTRY(e, name) e,
 

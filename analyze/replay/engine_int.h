@@ -285,6 +285,8 @@ void nx_recovery_ctx_close(struct engine *e, struct thread_ctx *t);
 void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev);
 void teardown_ctx_close(struct engine *e, struct thread_ctx *t);
+int teardown_entry_replaced(struct engine *e, const struct thread_ctx *t,
+			    int as, int level, uint64_t gfn);
 int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,
 			    const struct model_event *ev);
 void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,

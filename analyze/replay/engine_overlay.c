@@ -9,8 +9,11 @@
  * zapmark_of() and zapmark_cause() know the + 1.
  */
 #include "replay/engine_int.h"
+#include "util/alloc.h"
 
 #include "util/assert.h"
+
+#include <stdlib.h>
 
 static uint64_t zapmark_of(enum zap_cause cause)
 {
@@ -262,6 +265,55 @@ static void overlay_eager_split(struct engine *e, int as_id, int level,
 			e->nomem = 1;
 }
 
+/* The leaves below a table being emptied (overlay_table_linked()). */
+struct stale_leaf {
+	uint64_t gfn;
+	int level;
+};
+
+struct stale_walk {
+	struct engine *sw_engine;
+	int sw_level;                   /* of the linked table's entry */
+	struct stale_leaf *sw_leaf;
+	size_t sw_n, sw_cap;
+};
+
+static void stale_leaf_add(void *arg, int level, uint64_t gfn, uint64_t spte)
+{
+	struct stale_walk *w = arg;
+
+	(void)spte;
+	if (level >= w->sw_level)
+		return;
+	if (ALLOC_GROW(w->sw_leaf, w->sw_n + 1, w->sw_cap)) {
+		w->sw_engine->nomem = 1;
+		return;
+	}
+	w->sw_leaf[w->sw_n++] = (struct stale_leaf){ gfn, level };
+}
+
+/*
+ * A table linked where the parent entry held none is new and empty
+ * (tdp_mmu_link_sp() links a zeroed page table).  Leaves the model still
+ * holds below it are the removed table's, whose entries a teardown
+ * under the read lock traces after a fault linked the new one
+ * (engine_teardown.c): they no longer map.
+ */
+static void overlay_table_linked(struct engine *e, int as_id, int level,
+				 uint64_t gfn)
+{
+	struct stale_walk w = { .sw_engine = e, .sw_level = level };
+	size_t i;
+
+	tdp_for_each_leaf(&e->tdp_obs, as_id, gfn,
+			  gfn + tdp_level_pages(level), stale_leaf_add, &w);
+	for (i = 0; i < w.sw_n && !e->nomem; i++)
+		if (tdp_set(&e->tdp_obs, as_id, w.sw_leaf[i].level,
+			    w.sw_leaf[i].gfn, 0) < 0)
+			e->nomem = 1;
+	free(w.sw_leaf);
+}
+
 void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		    const struct model_event *ev)
 {
@@ -329,7 +381,14 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		   spte_present(f, new) && !spte_leaf(f, new, level) &&
 		   engine_rule(e, RULE_EAGER_SPLIT)) {
 		overlay_eager_split(e, as, level, gfn, old);
+	} else if (level > TDP_LEVEL_4K && !spte_present(f, old) &&
+		   spte_present(f, new) && !spte_leaf(f, new, level) &&
+		   engine_rule(e, RULE_REMOVED_TABLE)) {
+		overlay_table_linked(e, as, level, gfn);
 	}
-	if (tdp_set(&e->tdp_obs, as, level, gfn, new) < 0)
+	/* A removed table's entry whose place a new table took: the
+	 * model's entry is the new table's. */
+	if (!teardown_entry_replaced(e, t, as, level, gfn) &&
+	    tdp_set(&e->tdp_obs, as, level, gfn, new) < 0)
 		e->nomem = 1;
 }

@@ -19,6 +19,13 @@
  * not such a zap (kvm_zap_gfn_range() of a range) fails the prediction
  * as a zap_count mismatch, as it failed as zap_unexplained before.
  *
+ * A table's entries are traced after its parent entry was cleared
+ * (handle_removed_pt() runs on the unlinked table).  Under the read
+ * lock (6.12's collapse of dirty-logged memory when logging stops, a
+ * read-locked recovery) a fault may meanwhile link a new table at the
+ * same parent and fill it; the old table's entries, traced after that,
+ * are not the new table's, which the model keeps (RULE_REMOVED_TABLE).
+ *
  * Teardown flushes are not predicted (the kernel batches them); under
  * every policy they stay as traced.
  */
@@ -71,6 +78,24 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 				      level : 0,
 				      kind == CTX_RECOVERY ? ZAP_NX_RECOVERY :
 				      ZAP_TEARDOWN);
+}
+
+/* Whether the change of thread t at (as, level, gfn) is the entry of
+ * the table its teardown or recovery removes, while another table
+ * already holds that place: the parent entry, cleared when the table
+ * was unlinked, is present again. */
+int teardown_entry_replaced(struct engine *e, const struct thread_ctx *t,
+			    int as, int level, uint64_t gfn)
+{
+	int plevel = t->sp_level + 1;
+
+	if ((t->ctx_kind != CTX_TEARDOWN && t->ctx_kind != CTX_RECOVERY) ||
+	    t->sp_level >= SP_MAX_LEVEL || level > t->sp_level ||
+	    gfn - t->ctx_gfn >= tdp_level_pages(plevel) ||
+	    !engine_rule(e, RULE_REMOVED_TABLE))
+		return 0;
+	return spte_present(e->fmt, tdp_get(&e->tdp_obs, as, plevel,
+					     tdp_align(t->ctx_gfn, plevel)));
 }
 
 /* Address spaces a zap of the VM covers (x86: normal and SMM). */
