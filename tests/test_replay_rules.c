@@ -54,7 +54,10 @@
  *                  zaps nothing;
  *   removed table  a table a fault links where a removed one was is
  *                  empty, and the removed table's entries traced after
- *                  that are not its (6.12's read-locked collapse).
+ *                  that are not its, nor is its unlink traced after the
+ *                  new table (6.12's read-locked collapse);
+ *   frozen entry   faults in a range a thread flushed, traced before its
+ *                  zap of the entry mapping it, are required.
  */
 #include "check.h"
 #include "metrics/fidelity.h"
@@ -81,8 +84,9 @@
 #define RW_2M  0x0000000010200ee7ULL
 #define TABLE  0x529b827ULL     /* non-leaf */
 #define REMOVED 0x5a0ULL
-#define NONPRESENT_612 0x8000000000000000ULL    /* 6.12: SHADOW_NONPRESENT_VALUE */
-#define FROZEN_612 0x80000000000005a0ULL        /* 6.12: FROZEN_SPTE */
+/* 6.12's SHADOW_NONPRESENT_VALUE and FROZEN_SPTE */
+#define NONPRESENT_612 0x8000000000000000ULL
+#define FROZEN_612 0x80000000000005a0ULL
 
 static struct model_event evs[64];
 static int nev;
@@ -1185,6 +1189,108 @@ static void test_removed_table_replaced(void)
 	}
 	rules_off = 0;
 }
+/* A ranged remote TLB flush (patched kvm_remote_tlb_flush). */
+static void ranged_flush(int tid, uint64_t gfn, uint64_t pages)
+{
+	struct model_event *e = ev(MEV_TLB_FLUSH, tid);
+
+	e->u.flush.gfn_start = gfn;
+	e->u.flush.pages = pages;
+}
+
+/*
+ * tdp_mmu_zap_spte_atomic() on 6.12: the 2M region's table entry is
+ * frozen and its range flushed (traced), the vCPU faults on it twice
+ * (retrying on the frozen entry), then the zap is traced.  Both faults
+ * are required, neither exempt.  With the rule off the leaf they fault
+ * on is present for the model: fault_not_required.
+ */
+static void test_frozen_entry(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+	int off, i;
+
+	for (off = 0; off <= 1; off++) {
+		nev = 0;
+		rules_off = off ? 1u << RULE_FROZEN_ENTRY : 0;
+		memslot(0);
+		spte(VCPU, 3, 0, 0, TABLE);
+		spte(VCPU, 2, 0x200, 0, TABLE);
+		spte(VCPU, 1, 0x201, 0, RW_4K);
+		entry();
+		ranged_flush(VMM, 0x200, 512);
+		fault(0x201, MEV_PFERR_USER);
+		entry();
+		fault(0x201, MEV_PFERR_USER);
+		entry();
+		spte(VMM, 2, 0x200, TABLE, NONPRESENT_612);
+		e = ev(MEV_SP_FREE, VMM);
+		e->u.sp.role = 0x3781;
+		e->u.sp.gfn = 0x200;
+		spte(VMM, 1, 0x201, RW_4K, FROZEN_612);
+		syscall_exit(VMM);
+		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+		if (!off) {
+			CHECK(b.faults_observed == 2 &&
+			      b.faults_predicted == 2);
+			for (i = 0; i < EXEMPT_REASONS; i++)
+				CHECK(b.faults_exempt[i] == 0);
+			CHECK(b.mismatches_total == 0);
+		} else {
+			CHECK(b.mismatches_total > 0 &&
+			      b.mismatches[0].kind ==
+			      MISMATCH_FAULT_NOT_REQUIRED);
+		}
+		replay_result_free(&b);
+	}
+	rules_off = 0;
+}
+
+/*
+ * The same zap, and the vCPU's fault links a new table at the cleared
+ * entry and installs 0x201 before the zap's tracepoint fires: the unlink
+ * traced afterwards names the old table, the removal its old leaf.  The
+ * model keeps the new table and leaf: a later invalidation zaps it.
+ */
+static void test_unlink_after_new_table(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0x200, 0, TABLE);
+	spte(VCPU, 1, 0x201, 0, RW_4K);
+	entry();
+	ranged_flush(VMM, 0x200, 512);
+	fault(0x201, MEV_PFERR_USER | MEV_PFERR_WRITE);
+	request(0x201, 1);
+	spte(VCPU, 2, 0x200, NONPRESENT_612, TABLE + 0x1000);
+	spte(VCPU, 1, 0x201, NONPRESENT_612, RW_4K + 0x1000);
+	entry();
+	spte(VMM, 2, 0x200, TABLE, NONPRESENT_612);     /* the old table */
+	e = ev(MEV_SP_FREE, VMM);
+	e->u.sp.role = 0x3781;
+	e->u.sp.gfn = 0x200;
+	spte(VMM, 1, 0x201, RW_4K, FROZEN_612);
+	syscall_exit(VMM);
+	stock_notifier(0x200, 4);
+	spte(VMM, 1, 0x201, RW_4K + 0x1000, NONPRESENT_612);
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.faults_observed == 1 && b.faults_predicted == 1);
+	CHECK(b.zaps_observed == 2 && b.zaps_predicted == 2);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+
+	rules_off = 1u << RULE_REMOVED_TABLE;
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total > 0);
+	replay_result_free(&b);
+	rules_off = 0;
+}
 
 int main(void)
 {
@@ -1212,5 +1318,7 @@ int main(void)
 	test_zap_all_leaves_first();
 	test_fault_split_in_place();
 	test_removed_table_replaced();
+	test_frozen_entry();
+	test_unlink_after_new_table();
 	return check_finish();
 }

@@ -252,6 +252,9 @@ static void handle(struct engine *e, const struct model_event *ev)
 	case MEV_KINDS:
 		break;
 	}
+	/* A flush freezes nothing past the flusher's next event. */
+	if (t->frozen_end && ev->kind != MEV_TLB_FLUSH)
+		fault_frozen_end(e, t);
 }
 
 static void close_each(void *arg, void *t)

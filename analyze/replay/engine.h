@@ -112,7 +112,10 @@
 	X(RULE_ZAP_ALL, "zap_all") \
 	/* a removed table's entries traced after a new table took its
 	 * place are not the new table's (engine_teardown.c) */ \
-	X(RULE_REMOVED_TABLE, "removed_table")
+	X(RULE_REMOVED_TABLE, "removed_table") \
+	/* a fault in a range a thread just flushed, before that thread's
+	 * zap of the entry mapping it, waited on the frozen entry */ \
+	X(RULE_FROZEN_ENTRY, "frozen_entry")
 
 #define REPLAY_ENUM_ENTRY(e, name) e,
 

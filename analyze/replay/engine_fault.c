@@ -18,9 +18,72 @@ static int permits(const struct spte_format *f, uint64_t spte, uint64_t err)
 	return 1;
 }
 
+/*
+ * A zap under the read lock freezes the entry before anything is traced
+ * (tdp_mmu_zap_spte_atomic(): FROZEN_SPTE, the TLB flush of its range,
+ * then the non-present value and the spte_changed event).  A vCPU that
+ * faults in that range in between finds the frozen entry and retries,
+ * faulting again, for as long as the flush takes (6.12's collapse of
+ * dirty-logged memory, a read-locked recovery).  The patched kernel
+ * traces the flush with its range (kvm_remote_tlb_flush), so a fault in
+ * a range a thread flushed, traced before that thread's next event, is
+ * required when that next event is the zap of an entry mapping the
+ * range: counted as predicted, not exempt.  If the flusher's next event
+ * is anything else, the fault is judged as before.  What this cannot
+ * catch: a fault in that short span that no state required would be
+ * explained by the zap as well.
+ */
+void fault_frozen_begin(struct engine *e, struct thread_ctx *t,
+			const struct model_event *ev)
+{
+	if (!ev->u.flush.pages || !engine_rule(e, RULE_FROZEN_ENTRY) ||
+	    (!t->frozen_end && e->nfrozen == FROZEN_THREADS))
+		return;
+	if (!t->frozen_end)
+		e->frozen[e->nfrozen++] = t;
+	t->frozen_start = ev->u.flush.gfn_start;
+	t->frozen_end = ev->u.flush.gfn_start + ev->u.flush.pages;
+	t->frozen_seq = ev->seq;
+}
+
+void fault_frozen_end(struct engine *e, struct thread_ctx *t)
+{
+	int i;
+
+	if (!t->frozen_end)
+		return;
+	t->frozen_end = 0;
+	for (i = 0; i < e->nfrozen; i++)
+		if (e->frozen[i] == t) {
+			e->frozen[i] = e->frozen[--e->nfrozen];
+			break;
+		}
+}
+
+/* The thread whose open flush covers gfn, or NULL. */
+static struct thread_ctx *fault_frozen_by(const struct engine *e,
+					  uint64_t gfn)
+{
+	int i;
+
+	for (i = 0; i < e->nfrozen; i++)
+		if (gfn >= e->frozen[i]->frozen_start &&
+		    gfn < e->frozen[i]->frozen_end)
+			return e->frozen[i];
+	return NULL;
+}
+
+static int pending_frozen_live(const struct pending_fault *p)
+{
+	return p->pend_frozen && p->pend_frozen->frozen_end &&
+		p->pend_frozen->frozen_seq == p->pend_frozen_seq;
+}
+
 /* Is the exemption the fault p waits under still running? */
 static int pending_live(const struct engine *e, const struct pending_fault *p)
 {
+	if (pending_frozen_live(p))
+		return 1;
 	if ((p->pend_reasons & (1u << EXEMPT_WINDOW)) &&
 	    p->pend_window->ctx_kind == CTX_WINDOW &&
 	    p->pend_window->ctx_seq == p->pend_window_seq)
@@ -121,8 +184,17 @@ void fault_pending_explain(struct engine *e, const struct thread_ctx *t,
 		struct pending_fault *p = &e->pending[i];
 
 		if (p->pend_gfn < lo || p->pend_gfn >= hi ||
-		    (new_leaf && permits(e->fmt, new, p->pend_err)) ||
-		    (why = pending_holder(e, p, t)) == EXEMPT_REASONS) {
+		    (new_leaf && permits(e->fmt, new, p->pend_err))) {
+			i++;
+			continue;
+		}
+		/* The frozen entry's zap: required, no exemption. */
+		if (p->pend_frozen == t && pending_frozen_live(p)) {
+			e->res->faults_predicted++;
+			pending_remove(e, i);
+			continue;
+		}
+		if ((why = pending_holder(e, p, t)) == EXEMPT_REASONS) {
 			i++;
 			continue;
 		}
@@ -160,17 +232,20 @@ static void fault_defer(struct engine *e, struct thread_ctx *self,
 	}
 	if (e->setregion_threads)
 		p.pend_reasons |= 1u << EXEMPT_SET_REGION;
+	if ((p.pend_frozen = fault_frozen_by(e, gfn)))
+		p.pend_frozen_seq = p.pend_frozen->frozen_seq;
 	/*
 	 * A stock batch is seen from its first traced zap; the worker wrote
 	 * that SPTE before its tracepoint fired.  Under the write lock it
 	 * is traced before the faulting thread can do anything traced.
 	 */
-	if (!p.pend_reasons && e->opts->n_nx_worker_tids &&
+	if (!p.pend_reasons && !p.pend_frozen && e->opts->n_nx_worker_tids &&
 	    !e->scan->seen[MEV_NX_RECOVERY] && !self->is_worker) {
 		p.pend_reasons |= 1u << EXEMPT_NX_BATCH;
 		p.pend_next_batch = self;
 	}
-	if (!p.pend_reasons || !engine_rule(e, RULE_LATE_CHANGE)) {
+	if ((!p.pend_reasons && !p.pend_frozen) ||
+	    !engine_rule(e, RULE_LATE_CHANGE)) {
 		engine_mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, ev->seq,
 				ev->ts, gfn, 0, 1);
 		return;

@@ -105,6 +105,10 @@ struct thread_ctx {
 	int64_t contention_ts;          /* 0: not waiting for a lock */
 	int in_setregion;               /* KVM_SET_USER_MEMORY_REGION */
 	int npending_next;              /* its faults waiting on a batch */
+	/* A ranged TLB flush it traced, until its next event: the entry
+	 * mapping [frozen_start, frozen_end) may be frozen (engine_fault.c,
+	 * fault_frozen_by()). */
+	uint64_t frozen_start, frozen_end, frozen_seq;
 };
 
 /* One NX recovery batch: one wake-up of the worker. */
@@ -142,6 +146,10 @@ struct pending_fault {
 	 * thread, whose next event ends the wait (a write-locked zap is
 	 * traced under the lock the fault path needs). */
 	const struct thread_ctx *pend_next_batch;
+	/* The thread whose ranged flush (frozen_seq) covers the fault: its
+	 * zap of the entry, traced next, requires the fault. */
+	const struct thread_ctx *pend_frozen;
+	uint64_t pend_frozen_seq;
 };
 
 /*
@@ -158,6 +166,8 @@ struct lock_holder {
 };
 
 #define LOCK_HOLDERS 256
+/* Threads between a ranged flush and their next event, at most. */
+#define FROZEN_THREADS 8
 
 /* NX-split pages KVM tracks for recovery (nx_lpage_splits). */
 struct nx_splits {
@@ -187,6 +197,9 @@ struct engine {
 	 * traced, and as they would be under the policy. */
 	struct nx_splits nx_traced, nx_policy;
 	int setregion_threads;          /* inside KVM_SET_USER_MEMORY_REGION */
+	/* Threads whose last event was a ranged TLB flush. */
+	struct thread_ctx *frozen[FROZEN_THREADS];
+	int nfrozen;
 	struct lock_holder holders[LOCK_HOLDERS];       /* a ring */
 	unsigned nholders;              /* pushed so far */
 	struct pending_fault *pending;  /* faults not judged yet */
@@ -286,11 +299,16 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev);
 void teardown_ctx_close(struct engine *e, struct thread_ctx *t);
 int teardown_entry_replaced(struct engine *e, const struct thread_ctx *t,
-			    int as, int level, uint64_t gfn);
+			    int as, int level, uint64_t gfn, uint64_t old);
 int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,
 			    const struct model_event *ev);
 void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
 			   const struct model_event *ev);
+
+/* engine_fault.c: ranged flushes that may freeze an entry. */
+void fault_frozen_begin(struct engine *e, struct thread_ctx *t,
+			const struct model_event *ev);
+void fault_frozen_end(struct engine *e, struct thread_ctx *t);
 
 /* engine_lock.c */
 /* An invalidation window or a recovered page t ends: remember when it

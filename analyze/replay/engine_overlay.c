@@ -216,6 +216,7 @@ void overlay_flush_account(struct engine *e, int64_t ts, int64_t predicted,
 void engine_on_tlb_flush(struct engine *e, struct thread_ctx *t,
 			 const struct model_event *ev)
 {
+	fault_frozen_begin(e, t, ev);
 	if (t->is_worker && t->ctx_kind != CTX_TEARDOWN &&
 	    e->batch.batch_active) {
 		e->batch.flushes_traced++;
@@ -388,7 +389,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	}
 	/* A removed table's entry whose place a new table took: the
 	 * model's entry is the new table's. */
-	if (!teardown_entry_replaced(e, t, as, level, gfn) &&
+	if (!teardown_entry_replaced(e, t, as, level, gfn, old) &&
 	    tdp_set(&e->tdp_obs, as, level, gfn, new) < 0)
 		e->nomem = 1;
 }

@@ -24,7 +24,10 @@
  * lock (6.12's collapse of dirty-logged memory when logging stops, a
  * read-locked recovery) a fault may meanwhile link a new table at the
  * same parent and fill it; the old table's entries, traced after that,
- * are not the new table's, which the model keeps (RULE_REMOVED_TABLE).
+ * are not the new table's, which the model keeps (RULE_REMOVED_TABLE);
+ * nor is the unlink itself when the new table was traced first (the zap
+ * froze the entry, flushed, cleared it, and the fault linked its table
+ * before the zap's tracepoint fired).
  *
  * Teardown flushes are not predicted (the kernel batches them); under
  * every policy they stay as traced.
@@ -80,19 +83,32 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 				      ZAP_TEARDOWN);
 }
 
-/* Whether the change of thread t at (as, level, gfn) is the entry of
- * the table its teardown or recovery removes, while another table
- * already holds that place: the parent entry, cleared when the table
- * was unlinked, is present again. */
+/* Physical address bits of an SPTE (which table or page it points to). */
+#define SPTE_ADDR_MASK 0x000ffffffffff000ULL
+
+/* Whether the change of thread t at (as, level, gfn) from old belongs to
+ * a table that another one already replaced: the unlink of a table
+ * other than the one the model holds there, or an entry of the table
+ * its teardown or recovery removes while the parent entry, cleared when
+ * that table was unlinked, is present again. */
 int teardown_entry_replaced(struct engine *e, const struct thread_ctx *t,
-			    int as, int level, uint64_t gfn)
+			    int as, int level, uint64_t gfn, uint64_t old)
 {
 	int plevel = t->sp_level + 1;
+	uint64_t cur;
 
+	if (!engine_rule(e, RULE_REMOVED_TABLE))
+		return 0;
+	if (level > TDP_LEVEL_4K && spte_present(e->fmt, old) &&
+	    !spte_leaf(e->fmt, old, level)) {
+		cur = tdp_get(&e->tdp_obs, as, level, gfn);
+		return spte_present(e->fmt, cur) &&
+			!spte_leaf(e->fmt, cur, level) &&
+			((cur ^ old) & SPTE_ADDR_MASK);
+	}
 	if ((t->ctx_kind != CTX_TEARDOWN && t->ctx_kind != CTX_RECOVERY) ||
 	    t->sp_level >= SP_MAX_LEVEL || level > t->sp_level ||
-	    gfn - t->ctx_gfn >= tdp_level_pages(plevel) ||
-	    !engine_rule(e, RULE_REMOVED_TABLE))
+	    gfn - t->ctx_gfn >= tdp_level_pages(plevel))
 		return 0;
 	return spte_present(e->fmt, tdp_get(&e->tdp_obs, as, plevel,
 					     tdp_align(t->ctx_gfn, plevel)));
