@@ -57,7 +57,10 @@
  *                  that are not its, nor is its unlink traced after the
  *                  new table (6.12's read-locked collapse);
  *   frozen entry   faults in a range a thread flushed, traced before its
- *                  zap of the entry mapping it, are required.
+ *                  zap of the entry mapping it, are required;
+ *   6.12 upgrade   a read fault retried inside a kept upgrade window is
+ *                  avoided too, and the writable, dirty leaf a read
+ *                  fault maps (6.12) is no evidence of a guest write.
  */
 #include "check.h"
 #include "metrics/fidelity.h"
@@ -1291,6 +1294,44 @@ static void test_unlink_after_new_table(void)
 	replay_result_free(&b);
 	rules_off = 0;
 }
+/*
+ * bgsnapshot on 6.12: the uffd unprotect zaps the read-only leaf (a
+ * measured upgrade); the vCPU's read retries while the invalidation is
+ * in progress, then refaults after it, and KVM maps the writable host
+ * page writable and dirty (make_spte()); a write-protect later zaps it.
+ * Under perm-upgrade both reads are avoided and no write fault is
+ * added: the dirty bit is KVM's.
+ */
+static void test_upgrade_read_refault_612(void)
+{
+	struct replay_result b, p;
+
+	nev = 0;
+	memslot(0);
+	fault(5, MEV_PFERR_USER);                       /* read */
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();
+	notifier(5, 1);                                 /* uffd unprotect */
+	spte(VMM, 1, 5, RO_4K, NONPRESENT_612);
+	fault(5, MEV_PFERR_USER);                       /* retried */
+	entry();
+	syscall_exit(VMM);
+	fault(5, MEV_PFERR_USER);                       /* read refault */
+	spte(VCPU, 1, 5, NONPRESENT_612, RW_4K);        /* writable, dirty */
+	entry();
+	notifier(5, 0);                                 /* write-protect */
+	spte(VMM, 1, 5, RW_4K, NONPRESENT_612);
+	syscall_exit(VMM);
+
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 0);
+	CHECK(b.faults_observed == 3 && b.faults_predicted == 3);
+	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
+	CHECK(p.faults_avoided == 2 && p.faults_added == 0);
+	CHECK(p.faults == 1);
+	replay_result_free(&b);
+	replay_result_free(&p);
+}
 
 int main(void)
 {
@@ -1320,5 +1361,6 @@ int main(void)
 	test_removed_table_replaced();
 	test_frozen_entry();
 	test_unlink_after_new_table();
+	test_upgrade_read_refault_612();
 	return check_finish();
 }

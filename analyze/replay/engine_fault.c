@@ -287,8 +287,9 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 
 	engine_ctx_open(e, t, CTX_FAULT, ev, gfn);
 	t->fault_fetch = (err & MEV_PFERR_FETCH) != 0;
+	t->fault_write = (err & MEV_PFERR_WRITE) != 0;
 	r->faults_observed++;
-	in_window = window_any_covers(e, 0, gfn);
+	in_window = window_any_covers(e, 0, gfn, 1);
 	/* Without begin/end events a batch is over once its worker has
 	 * been quiet for the gap: it exempts nothing after that. */
 	if (e->batch.batch_active && !e->batch.batch_measured &&
@@ -318,8 +319,14 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 		t->ctx_predicted = 1;
 
 	/* What-if: only a leaf the policy kept can spare a fault; where it
-	 * kept none its state is the traced one, which took this fault. */
+	 * kept none its state is the traced one, which took this fault.
+	 * Inside an invalidation whose zaps the policy keeps, the vCPU
+	 * would run on the kept leaf: the faults it took there retrying
+	 * (the invalidation in progress) go too.  Not those on an entry a
+	 * zap froze (fault_frozen_by()): that zap is not the policy's to
+	 * keep, the vCPU waits on it under any policy. */
 	avoided = tdp_size(&e->tdp_ovl) && !in_window &&
+		!fault_frozen_by(e, gfn) &&
 		overlay_kept_leaf(e, 0, gfn, &pspte) &&
 		permits(e->fmt, pspte, err);
 	t->ctx_keep = avoided;

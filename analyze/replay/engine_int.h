@@ -97,6 +97,7 @@ struct thread_ctx {
 					 * may have run (window_install()) */
 	/* CTX_FAULT */
 	int fault_fetch;                /* the open fault is an exec fault */
+	int fault_write;                /* ... a write fault */
 	/* CTX_RECOVERY, CTX_TEARDOWN */
 	int sp_level;
 	/* The thread, across contexts. */
@@ -184,6 +185,8 @@ struct engine {
 	struct tdp tdp_obs;             /* the traced state */
 	struct tdp tdp_ovl;             /* leaves the policy kept */
 	struct tdp tdp_zapmark;         /* zap cause + 1 of leaves zapped */
+	struct tdp tdp_kvmdirty;        /* 1: leaf made writable and dirty
+					 * by a fault that did not write */
 	struct ptrmap threads;          /* tid -> struct thread_ctx */
 	struct thread_ctx *last_thread; /* thread_get()'s last answer */
 	int32_t last_tid;
@@ -255,7 +258,10 @@ void window_ctx_close(struct engine *e, struct thread_ctx *t);
 /* Does window t cover any page of the level-sized leaf at gfn? */
 int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn,
 		  int level);
-int window_any_covers(struct engine *e, int as_id, uint64_t gfn);
+/* Does an open window cover gfn (zapping: one whose zaps the policy
+ * does not keep)? */
+int window_any_covers(struct engine *e, int as_id, uint64_t gfn,
+		      int zapping);
 void window_install(struct engine *e, struct thread_ctx *self, int as_id,
 		    int level, uint64_t gfn);
 

@@ -71,14 +71,23 @@ void overlay_fault(struct engine *e, int64_t ts)
  * set by the CPU) and the kept one is not writable, the policy took a
  * write fault the trace does not have; its leaf is then the writable
  * one, as traced (1: the caller drops the kept leaf).  Without A/D bits
- * no write is seen and none is added.
+ * no write is seen and none is added.  Nor where KVM set the dirty bit
+ * itself: make_spte() makes every writable SPTE dirty, also for a read
+ * or exec fault that maps a writable host page writable (6.12 after a
+ * uffd-wp unprotect, where 6.1 mapped it read-only).  Whether the guest
+ * wrote through such a leaf the trace cannot say: no fault is added
+ * (an undercount if it did) and the kept leaf is dropped (the policy's
+ * state is the traced one again, which spares no fault).
  */
 static int overlay_kept_written(struct engine *e, int64_t ts, uint64_t kept,
-				uint64_t traced, int level)
+				uint64_t traced, int as, int level, uint64_t gfn)
 {
 	if (!spte_present_leaf(e->fmt, traced, level) ||
 	    !spte_dirty(e->fmt, traced) || spte_writable(e->fmt, kept))
 		return 0;
+	if (tdp_size(&e->tdp_kvmdirty) &&
+	    tdp_get(&e->tdp_kvmdirty, as, level, gfn))
+		return 1;
 	e->res->faults_added++;
 	overlay_fault(e, ts);
 	return 1;
@@ -315,6 +324,31 @@ static void overlay_table_linked(struct engine *e, int as_id, int level,
 	free(w.sw_leaf);
 }
 
+/* Whether the leaf at (as, level, gfn) carries KVM's dirty bit rather
+ * than the guest's (overlay_kept_written()): mapped writable and dirty
+ * by a fault that did not write, and still that page and dirty. */
+static void overlay_kvm_dirty(struct engine *e, const struct thread_ctx *t,
+			      int as, int level, uint64_t gfn, uint64_t old,
+			      uint64_t new)
+{
+	const struct spte_format *f = e->fmt;
+	int mark;
+
+	if (!spte_present_leaf(f, old, level))
+		mark = t->ctx_kind == CTX_FAULT && !t->fault_write &&
+			spte_present_leaf(f, new, level) &&
+			spte_writable(f, new) && spte_dirty(f, new);
+	else
+		mark = spte_present_leaf(f, new, level) && spte_dirty(f, new) &&
+			spte_pfn(f, old) == spte_pfn(f, new) &&
+			tdp_size(&e->tdp_kvmdirty) &&
+			tdp_get(&e->tdp_kvmdirty, as, level, gfn);
+	if ((mark || (tdp_size(&e->tdp_kvmdirty) &&
+		      tdp_get(&e->tdp_kvmdirty, as, level, gfn))) &&
+	    tdp_set(&e->tdp_kvmdirty, as, level, gfn, mark) < 0)
+		e->nomem = 1;
+}
+
 void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		    const struct model_event *ev)
 {
@@ -337,7 +371,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	 * written meanwhile? */
 	if (tdp_size(&e->tdp_ovl) && spte_present_leaf(f, old, level) &&
 	    (kept = tdp_get(&e->tdp_ovl, as, level, gfn)) &&
-	    overlay_kept_written(e, ev->ts, kept, old, level)) {
+	    overlay_kept_written(e, ev->ts, kept, old, as, level, gfn)) {
 		tdp_set(&e->tdp_ovl, as, level, gfn, 0);
 		kept = 0;
 	}
@@ -387,6 +421,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		   engine_rule(e, RULE_REMOVED_TABLE)) {
 		overlay_table_linked(e, as, level, gfn);
 	}
+	overlay_kvm_dirty(e, t, as, level, gfn, old, new);
 	/* A removed table's entry whose place a new table took: the
 	 * model's entry is the new table's. */
 	if (!teardown_entry_replaced(e, t, as, level, gfn, old) &&

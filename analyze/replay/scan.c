@@ -31,7 +31,7 @@ struct scan_window {
 	uint64_t seq;
 	int measured, measured_upgrade;
 	int by_syscall, syscall_upgrade;
-	int64_t same, differ;           /* refaults identical / not */
+	int64_t same, differ;           /* refaults as upgraded / not */
 	int64_t zapped;                 /* leaves it zapped */
 };
 
@@ -75,6 +75,22 @@ static struct scan_thread *thread_get(struct scan_pass *p, int32_t tid)
 static uint64_t spte_identity(const struct spte_format *f, uint64_t s)
 {
 	return s & ~(f->accessed | f->dirty);
+}
+
+/*
+ * A leaf zapped by an invalidation (old, A/D bits masked) came back at
+ * the same page with no permission less (write, exec, user): what a
+ * pure upgrade gives.  6.1 refaults a read-only leaf as it was; 6.12
+ * maps it writable again once the host page is (a read fault on a
+ * writable host page), where a restriction's refault has fewer.
+ */
+static int refault_upgraded(const struct spte_format *f, uint64_t old,
+			    uint64_t new)
+{
+	return spte_pfn(f, old) == spte_pfn(f, new) &&
+		(!spte_writable(f, old) || spte_writable(f, new)) &&
+		(!spte_executable(f, old) || spte_executable(f, new)) &&
+		(!(old & f->user) || (new & f->user));
 }
 
 static void window_close(struct scan_pass *p, struct scan_thread *t)
@@ -141,8 +157,8 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 		w = tdp_get(&p->pending_win, as, level, gfn);
 		if (!w)
 			return 0;
-		if (tdp_get(&p->pending, as, level, gfn) ==
-		    spte_identity(f, new))
+		if (refault_upgraded(f, tdp_get(&p->pending, as, level, gfn),
+				     new))
 			p->windows[w - 1].same++;
 		else
 			p->windows[w - 1].differ++;

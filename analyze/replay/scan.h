@@ -8,8 +8,9 @@
  *     the patched notifier flags / unmap decision; on stock kernels from
  *     the enclosing mprotect(2) (PROT_WRITE kept: upgrade), else inferred
  *     (docs/design.md, "Stock and patched kernels"): every leaf it
- *     zapped that came back came back identical (same pfn, same
- *     permissions; A/D bits aside);
+ *     zapped that came back came back at the same pfn with no
+ *     permission less (A/D bits aside; 6.1 refaults it identical, 6.12
+ *     may map it writable again);
  *   - when dirty logging was on, on stock kernels: a
  *     KVM_SET_USER_MEMORY_REGION ioctl that write-protects or splits
  *     leaves turns it on; the next one turns it off;
