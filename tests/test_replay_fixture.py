@@ -152,7 +152,19 @@ con.close()
 # thread makes before doing anything else.  A window inside mprotect(2)
 # is an upgrade when PROT_WRITE is kept; inside madvise(2) never (it
 # unmaps); any other when each leaf it zapped that came back came back
-# identical (A/D bits aside).
+# at the same page with no permission less (write, user, exec; NPT bits
+# 1, 2 and NX 63).  Measured on the patched pairs' A sides, where the
+# kernel flags every upgrade: 4,141 upgrades and 1 restriction on 6.1
+# (which refaults the leaf identical), 7,937 and 1 on 6.12 (which maps
+# it writable again once the host page is); "identical" missed all of
+# 6.12's.
+W, U, NX, PFN = 1 << 1, 1 << 2, 1 << 63, ((1 << 52) - 1) & ~0xfff
+
+
+def no_less(was, now):
+    return (was & PFN == now & PFN and (not was & W or now & W) and
+            (not was & U or now & U) and (was & NX or not now & NX))
+
 con = sqlite3.connect(db)
 rows = con.execute(
     "SELECT 'n', seq, tid, hva_start, coalesce(event, -1), "
@@ -201,7 +213,7 @@ for kind, seq, tid, gfn, level, old, new in rows:
     elif not leaf(old, level) and leaf(new, level) and \
             (level, gfn) in pending:
         w, was = pending.pop((level, gfn))
-        w["same" if was == new & ~AD else "differ"] += 1
+        w["same" if no_less(was, new) else "differ"] += 1
 for w in windows:
     if w["measured"] is not None:
         w["upgrade"] = w["measured"]
@@ -265,21 +277,41 @@ if name.endswith("nxrecovery-dirtylog"):
         (ioctls[1], ioctls[2])).fetchone()[0]
     con.close()
     check(len(ioctls) == 3, "three memory-region ioctls: %s" % ioctls)
-    check(dirty_zaps > 0 and sd["zaps_kept"] == dirty_zaps,
+    check(sd["zaps_kept"] == dirty_zaps,
           "nx-skip-dirty keeps the %d dirty-phase recovery zaps (%d)"
           % (dirty_zaps, sd["zaps_kept"]))
-    check(0 < sd["faults_avoided"] <= dirty_zaps and
-          sd["leaf_zaps.nx_recovery"] < base["leaf_zaps.nx_recovery"],
-          "nx-skip-dirty avoids their refaults")
+    # Which recovery the capture's kernel ran: 6.1 zaps dirty-logged NX
+    # pages, so the policy has zaps to keep and refaults to avoid; stock
+    # 6.12 already drops them from its list unzapped
+    # (kvm_recover_nx_huge_pages()): none in the trace, none to keep.
+    # (The first lab's seed traces have no manifest: 6.1.)
+    series = "6.1"
+    if os.path.exists(os.path.join(fixture, "manifest.json")):
+        with open(os.path.join(fixture, "manifest.json")) as mf:
+            series = json.load(mf).get("lab", {}).get("kernel_series",
+                                                      "6.1")
+    if series == "6.1":
+        check(dirty_zaps > 0 and 0 < sd["faults_avoided"] <= dirty_zaps and
+              sd["leaf_zaps.nx_recovery"] < base["leaf_zaps.nx_recovery"],
+              "nx-skip-dirty avoids their refaults")
+    else:
+        check(dirty_zaps == 0 and sd["faults_avoided"] == 0 and
+              sd["leaf_zaps.nx_recovery"] == base["leaf_zaps.nx_recovery"],
+              "%s skips dirty-logged pages itself: nothing for "
+              "nx-skip-dirty to change" % series)
     check(base["lock_wait_ms"] > 0, "recovery overlaps NPF handling")
     # The trace ran with nx_huge_pages_recovery_ratio=4 (its README):
     # every batch takes ceil(NX-split pages / 4), the split pages being
     # the model's count; with a wrong ratio the self-check fails.
     r = run([mmr, "fidelity", db, "--json", "--nx-ratio", "4"])
     nf = json.loads(r.stdout)
+    # Recovery runs while the VM does; the VM's zap at exit comes after
+    # its last vCPU exit (on 6.12 the worker, a vhost task of the VM
+    # process, may run that zap too).
     con = sqlite3.connect(db)
     worker_frees = con.execute(
         "SELECT count(*) FROM sp_free WHERE tid IN (%s) AND (role & 15) = 1"
+        " AND seq < (SELECT max(seq) FROM vcpu_exit)"
         % ",".join(map(str, worker))).fetchone()[0]
     con.close()
     check(r.returncode == 0 and nf["ok"] and

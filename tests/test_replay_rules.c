@@ -1,6 +1,7 @@
 /*
  * Replay rules on small hand-built event sequences (SYNTHETIC events in
- * the shape the Linux 6.1 TDP MMU traces them), one scenario per rule of
+ * the shape the Linux 6.1 TDP MMU traces them, 6.12 where said), one
+ * scenario per rule of
  * docs/design.md, "The model":
  *
  *   perm-upgrade   a zap on a pure upgrade, then a read fault: avoided;
@@ -45,7 +46,21 @@
  *                  (and counted) when it holds none; a huge leaf at a
  *                  window's boundary does not skew the inferred slot;
  *   teardown       a table torn down tears down the tables below it
- *                  inside its own walk, in entry order.
+ *                  inside its own walk, in entry order; the zap of the
+ *                  whole VM that zaps leaves before tables (Linux 6.12)
+ *                  is one teardown, also when the NX recovery worker
+ *                  runs it (6.12: the vhost task that exits last);
+ *   fault split    a fault that splits a huge leaf in place (6.12)
+ *                  zaps nothing;
+ *   removed table  a table a fault links where a removed one was is
+ *                  empty, and the removed table's entries traced after
+ *                  that are not its, nor is its unlink traced after the
+ *                  new table (6.12's read-locked collapse);
+ *   frozen entry   faults in a range a thread flushed, traced before its
+ *                  zap of the entry mapping it, are required;
+ *   6.12 upgrade   a read fault retried inside a kept upgrade window is
+ *                  avoided too, and the writable, dirty leaf a read
+ *                  fault maps (6.12) is no evidence of a guest write.
  */
 #include "check.h"
 #include "metrics/fidelity.h"
@@ -72,6 +87,9 @@
 #define RW_2M  0x0000000010200ee7ULL
 #define TABLE  0x529b827ULL     /* non-leaf */
 #define REMOVED 0x5a0ULL
+/* 6.12's SHADOW_NONPRESENT_VALUE and FROZEN_SPTE */
+#define NONPRESENT_612 0x8000000000000000ULL
+#define FROZEN_612 0x80000000000005a0ULL
 
 static struct model_event evs[64];
 static int nev;
@@ -144,6 +162,8 @@ static int64_t nx_ratio, nx_period_ms;
 
 /* The policy the hand-built sequence was "recorded" with. */
 static const struct policy *recorded = &policy_baseline;
+/* Model rules switched off (1 << enum replay_rule). */
+static unsigned rules_off;
 
 static int run(const struct policy *p, struct replay_result *r)
 {
@@ -158,6 +178,7 @@ static int run(const struct policy *p, struct replay_result *r)
 		.npf_exit_reason = 0x400,
 		.nx_ratio = nx_ratio,
 		.nx_period_ms = nx_period_ms,
+		.rules_off = rules_off,
 	};
 	struct source *src = source_from_array(evs, (size_t)nev);
 	int rc = replay_run(src, &o, r);
@@ -1043,6 +1064,274 @@ static void test_nested_teardown(void)
 	replay_result_free(&b);
 }
 
+/*
+ * The VM's zap as Linux 6.12 traces it (tdp_mmu_zap_root(): 4K leaves,
+ * then 2M, then 1G, then the root's entries), run by the NX recovery
+ * worker: the 4K leaves go before any table, then the L1 table (empty
+ * by now) with the 2M pass, the L2 table with the 1G pass.  One
+ * teardown of everything, predicted exactly; no recovery batch.  With
+ * the rule off, the leaves are unexplained.
+ */
+static void test_zap_all_leaves_first(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+
+	nev = 0;
+	nx_ratio = 4;
+	memslot(0);
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0, 0, TABLE);
+	spte(VCPU, 1, 0x1, 0, RW_4K);
+	spte(VCPU, 1, 0x100, 0, RW_4K);
+	spte(VCPU, 2, 0x200, 0, RW_2M);
+	entry();
+	syscall_exit(VMM);
+	spte(WORKER, 1, 0x1, RW_4K, NONPRESENT_612);           /* 4K pass */
+	spte(WORKER, 1, 0x100, RW_4K, NONPRESENT_612);
+	spte(WORKER, 2, 0x200, RW_2M, NONPRESENT_612);         /* 2M pass */
+	spte(WORKER, 2, 0, TABLE, NONPRESENT_612);
+	e = ev(MEV_SP_FREE, WORKER);                            /* its L1 */
+	e->u.sp.role = 0x3781;
+	spte(WORKER, 3, 0, TABLE, NONPRESENT_612);             /* 1G pass */
+	e = ev(MEV_SP_FREE, WORKER);                            /* the L2 */
+	e->u.sp.role = 0x3782;
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.zaps_observed == 3 && b.zaps_predicted == 3);
+	CHECK(b.recovery_batches == 0 && b.nx_recovered_observed == 0);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+
+	rules_off = 1u << RULE_ZAP_ALL;
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total > 0 &&
+	      b.mismatches[0].kind == MISMATCH_ZAP_UNEXPLAINED);
+	replay_result_free(&b);
+	rules_off = 0;
+	nx_ratio = 0;
+}
+
+/*
+ * An exec fault below an NX 2M leaf on a kernel that splits it in place
+ * (Linux 6.12: the leaf becomes a table in one change, its 512
+ * children untraced) zaps nothing; the child the fault then makes
+ * executable changes in place.  The 6.1 way (zap, then link a table) is
+ * test_huge_fault_in_place().
+ */
+static void test_fault_split_in_place(void)
+{
+	struct replay_result b;
+	uint64_t child = (NX_2M & ~0x80ULL) | (0x1ULL << 12);
+
+	nev = 0;
+	memslot(0);
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0x200, 0, NX_2M);
+	entry();
+	fault(0x201, MEV_PFERR_USER | MEV_PFERR_FETCH);
+	request(0x201, 1);
+	spte(VCPU, 2, 0x200, NX_2M, TABLE);
+	spte(VCPU, 1, 0x201, child, child & ~(1ULL << 63));
+	entry();
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.faults_observed == 1 && b.faults_predicted == 1);
+	CHECK(b.zaps_observed == 0 && b.zaps_predicted == 0);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+/*
+ * Dirty logging off on 6.12: the collapse unlinks the L1 table of the 2M
+ * region at 0x200 and walks its three leaves under the read lock; after
+ * the first, a vCPU's write fault links a new (empty) table there and
+ * installs 0x201; the walk then traces the old 0x201 and 0x202.  The
+ * teardown zapped its three leaves; the model keeps the new 0x201 (the
+ * later invalidation of the region zaps exactly it), and not the old
+ * 0x202.  With the rule off the invalidation's prediction is wrong.
+ */
+static void test_removed_table_replaced(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+	int off;
+
+	for (off = 0; off <= 1; off++) {
+		nev = 0;
+		rules_off = off ? 1u << RULE_REMOVED_TABLE : 0;
+		memslot(0);
+		spte(VCPU, 3, 0, 0, TABLE);
+		spte(VCPU, 2, 0x200, 0, TABLE);
+		spte(VCPU, 1, 0x200, 0, RW_4K);
+		spte(VCPU, 1, 0x201, 0, RW_4K + 0x1000);
+		spte(VCPU, 1, 0x202, 0, RW_4K + 0x2000);
+		entry();
+		spte(VMM, 2, 0x200, TABLE, NONPRESENT_612);    /* unlinked */
+		e = ev(MEV_SP_FREE, VMM);
+		e->u.sp.role = 0x3781;
+		e->u.sp.gfn = 0x200;
+		spte(VMM, 1, 0x200, RW_4K, FROZEN_612);
+		fault(0x201, MEV_PFERR_USER | MEV_PFERR_WRITE);
+		request(0x201, 1);
+		spte(VCPU, 2, 0x200, NONPRESENT_612, TABLE + 0x1000);
+		spte(VCPU, 1, 0x201, NONPRESENT_612, RW_4K + 0x1000);
+		entry();
+		spte(VMM, 1, 0x201, RW_4K + 0x1000, FROZEN_612);  /* old */
+		spte(VMM, 1, 0x202, RW_4K + 0x2000, FROZEN_612);
+		syscall_exit(VMM);
+		stock_notifier(0x200, 4);
+		spte(VMM, 1, 0x201, RW_4K + 0x1000, NONPRESENT_612);
+		syscall_exit(VMM);
+		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+		CHECK(b.zaps_observed == 4);
+		if (!off) {
+			CHECK(b.zaps_predicted == 4);
+			CHECK(b.mismatches_total == 0);
+		} else {
+			CHECK(b.mismatches_total > 0);
+		}
+		replay_result_free(&b);
+	}
+	rules_off = 0;
+}
+/* A ranged remote TLB flush (patched kvm_remote_tlb_flush). */
+static void ranged_flush(int tid, uint64_t gfn, uint64_t pages)
+{
+	struct model_event *e = ev(MEV_TLB_FLUSH, tid);
+
+	e->u.flush.gfn_start = gfn;
+	e->u.flush.pages = pages;
+}
+
+/*
+ * tdp_mmu_zap_spte_atomic() on 6.12: the 2M region's table entry is
+ * frozen and its range flushed (traced), the vCPU faults on it twice
+ * (retrying on the frozen entry), then the zap is traced.  Both faults
+ * are required, neither exempt.  With the rule off the leaf they fault
+ * on is present for the model: fault_not_required.
+ */
+static void test_frozen_entry(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+	int off, i;
+
+	for (off = 0; off <= 1; off++) {
+		nev = 0;
+		rules_off = off ? 1u << RULE_FROZEN_ENTRY : 0;
+		memslot(0);
+		spte(VCPU, 3, 0, 0, TABLE);
+		spte(VCPU, 2, 0x200, 0, TABLE);
+		spte(VCPU, 1, 0x201, 0, RW_4K);
+		entry();
+		ranged_flush(VMM, 0x200, 512);
+		fault(0x201, MEV_PFERR_USER);
+		entry();
+		fault(0x201, MEV_PFERR_USER);
+		entry();
+		spte(VMM, 2, 0x200, TABLE, NONPRESENT_612);
+		e = ev(MEV_SP_FREE, VMM);
+		e->u.sp.role = 0x3781;
+		e->u.sp.gfn = 0x200;
+		spte(VMM, 1, 0x201, RW_4K, FROZEN_612);
+		syscall_exit(VMM);
+		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+		if (!off) {
+			CHECK(b.faults_observed == 2 &&
+			      b.faults_predicted == 2);
+			for (i = 0; i < EXEMPT_REASONS; i++)
+				CHECK(b.faults_exempt[i] == 0);
+			CHECK(b.mismatches_total == 0);
+		} else {
+			CHECK(b.mismatches_total > 0 &&
+			      b.mismatches[0].kind ==
+			      MISMATCH_FAULT_NOT_REQUIRED);
+		}
+		replay_result_free(&b);
+	}
+	rules_off = 0;
+}
+
+/*
+ * The same zap, and the vCPU's fault links a new table at the cleared
+ * entry and installs 0x201 before the zap's tracepoint fires: the unlink
+ * traced afterwards names the old table, the removal its old leaf.  The
+ * model keeps the new table and leaf: a later invalidation zaps it.
+ */
+static void test_unlink_after_new_table(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0x200, 0, TABLE);
+	spte(VCPU, 1, 0x201, 0, RW_4K);
+	entry();
+	ranged_flush(VMM, 0x200, 512);
+	fault(0x201, MEV_PFERR_USER | MEV_PFERR_WRITE);
+	request(0x201, 1);
+	spte(VCPU, 2, 0x200, NONPRESENT_612, TABLE + 0x1000);
+	spte(VCPU, 1, 0x201, NONPRESENT_612, RW_4K + 0x1000);
+	entry();
+	spte(VMM, 2, 0x200, TABLE, NONPRESENT_612);     /* the old table */
+	e = ev(MEV_SP_FREE, VMM);
+	e->u.sp.role = 0x3781;
+	e->u.sp.gfn = 0x200;
+	spte(VMM, 1, 0x201, RW_4K, FROZEN_612);
+	syscall_exit(VMM);
+	stock_notifier(0x200, 4);
+	spte(VMM, 1, 0x201, RW_4K + 0x1000, NONPRESENT_612);
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.faults_observed == 1 && b.faults_predicted == 1);
+	CHECK(b.zaps_observed == 2 && b.zaps_predicted == 2);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+
+	rules_off = 1u << RULE_REMOVED_TABLE;
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total > 0);
+	replay_result_free(&b);
+	rules_off = 0;
+}
+/*
+ * bgsnapshot on 6.12: the uffd unprotect zaps the read-only leaf (a
+ * measured upgrade); the vCPU's read retries while the invalidation is
+ * in progress, then refaults after it, and KVM maps the writable host
+ * page writable and dirty (make_spte()); a write-protect later zaps it.
+ * Under perm-upgrade both reads are avoided and no write fault is
+ * added: the dirty bit is KVM's.
+ */
+static void test_upgrade_read_refault_612(void)
+{
+	struct replay_result b, p;
+
+	nev = 0;
+	memslot(0);
+	fault(5, MEV_PFERR_USER);                       /* read */
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();
+	notifier(5, 1);                                 /* uffd unprotect */
+	spte(VMM, 1, 5, RO_4K, NONPRESENT_612);
+	fault(5, MEV_PFERR_USER);                       /* retried */
+	entry();
+	syscall_exit(VMM);
+	fault(5, MEV_PFERR_USER);                       /* read refault */
+	spte(VCPU, 1, 5, NONPRESENT_612, RW_4K);        /* writable, dirty */
+	entry();
+	notifier(5, 0);                                 /* write-protect */
+	spte(VMM, 1, 5, RW_4K, NONPRESENT_612);
+	syscall_exit(VMM);
+
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 0);
+	CHECK(b.faults_observed == 3 && b.faults_predicted == 3);
+	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
+	CHECK(p.faults_avoided == 2 && p.faults_added == 0);
+	CHECK(p.faults == 1);
+	replay_result_free(&b);
+	replay_result_free(&p);
+}
 
 int main(void)
 {
@@ -1067,5 +1356,11 @@ int main(void)
 	test_stock_window_race();
 	test_inferred_slot_huge_leaf();
 	test_nested_teardown();
+	test_zap_all_leaves_first();
+	test_fault_split_in_place();
+	test_removed_table_replaced();
+	test_frozen_entry();
+	test_unlink_after_new_table();
+	test_upgrade_read_refault_612();
 	return check_finish();
 }

@@ -252,6 +252,9 @@ static void handle(struct engine *e, const struct model_event *ev)
 	case MEV_KINDS:
 		break;
 	}
+	/* A flush freezes nothing past the flusher's next event. */
+	if (t->frozen_end && ev->kind != MEV_TLB_FLUSH)
+		fault_frozen_end(e, t);
 }
 
 static void close_each(void *arg, void *t)
@@ -297,6 +300,7 @@ enum replay_status replay_run_scanned(struct source *src,
 	tdp_init(&e.tdp_obs, e.fmt);
 	tdp_init(&e.tdp_ovl, e.fmt);
 	tdp_init(&e.tdp_zapmark, e.fmt);
+	tdp_init(&e.tdp_kvmdirty, e.fmt);
 	u64map_init(&e.nx_traced.split_map);
 	u64map_init(&e.nx_policy.split_map);
 	e.scan = scan;
@@ -351,6 +355,7 @@ end:
 	tdp_free(&e.tdp_obs);
 	tdp_free(&e.tdp_ovl);
 	tdp_free(&e.tdp_zapmark);
+	tdp_free(&e.tdp_kvmdirty);
 	u64map_free(&e.nx_traced.split_map);
 	u64map_free(&e.nx_policy.split_map);
 	if (st != REPLAY_OK)

@@ -106,7 +106,16 @@
 	/* a traced batch ends at its end event, not at a pause */ \
 	X(RULE_MEASURED_BATCH, "measured_batch") \
 	/* the fast path fixes a leaf in place, without spte_changed */ \
-	X(RULE_FAST_FAULT, "fast_fault")
+	X(RULE_FAST_FAULT, "fast_fault") \
+	/* a leaf zapped outside any table's removal begins the zap of
+	 * the whole VM, leaves first (engine_teardown.c) */ \
+	X(RULE_ZAP_ALL, "zap_all") \
+	/* a removed table's entries traced after a new table took its
+	 * place are not the new table's (engine_teardown.c) */ \
+	X(RULE_REMOVED_TABLE, "removed_table") \
+	/* a fault in a range a thread just flushed, before that thread's
+	 * zap of the entry mapping it, waited on the frozen entry */ \
+	X(RULE_FROZEN_ENTRY, "frozen_entry")
 
 #define REPLAY_ENUM_ENTRY(e, name) e,
 

@@ -18,9 +18,72 @@ static int permits(const struct spte_format *f, uint64_t spte, uint64_t err)
 	return 1;
 }
 
+/*
+ * A zap under the read lock freezes the entry before anything is traced
+ * (tdp_mmu_zap_spte_atomic(): FROZEN_SPTE, the TLB flush of its range,
+ * then the non-present value and the spte_changed event).  A vCPU that
+ * faults in that range in between finds the frozen entry and retries,
+ * faulting again, for as long as the flush takes (6.12's collapse of
+ * dirty-logged memory, a read-locked recovery).  The patched kernel
+ * traces the flush with its range (kvm_remote_tlb_flush), so a fault in
+ * a range a thread flushed, traced before that thread's next event, is
+ * required when that next event is the zap of an entry mapping the
+ * range: counted as predicted, not exempt.  If the flusher's next event
+ * is anything else, the fault is judged as before.  What this cannot
+ * catch: a fault in that short span that no state required would be
+ * explained by the zap as well.
+ */
+void fault_frozen_begin(struct engine *e, struct thread_ctx *t,
+			const struct model_event *ev)
+{
+	if (!ev->u.flush.pages || !engine_rule(e, RULE_FROZEN_ENTRY) ||
+	    (!t->frozen_end && e->nfrozen == FROZEN_THREADS))
+		return;
+	if (!t->frozen_end)
+		e->frozen[e->nfrozen++] = t;
+	t->frozen_start = ev->u.flush.gfn_start;
+	t->frozen_end = ev->u.flush.gfn_start + ev->u.flush.pages;
+	t->frozen_seq = ev->seq;
+}
+
+void fault_frozen_end(struct engine *e, struct thread_ctx *t)
+{
+	int i;
+
+	if (!t->frozen_end)
+		return;
+	t->frozen_end = 0;
+	for (i = 0; i < e->nfrozen; i++)
+		if (e->frozen[i] == t) {
+			e->frozen[i] = e->frozen[--e->nfrozen];
+			break;
+		}
+}
+
+/* The thread whose open flush covers gfn, or NULL. */
+static struct thread_ctx *fault_frozen_by(const struct engine *e,
+					  uint64_t gfn)
+{
+	int i;
+
+	for (i = 0; i < e->nfrozen; i++)
+		if (gfn >= e->frozen[i]->frozen_start &&
+		    gfn < e->frozen[i]->frozen_end)
+			return e->frozen[i];
+	return NULL;
+}
+
+static int pending_frozen_live(const struct pending_fault *p)
+{
+	return p->pend_frozen && p->pend_frozen->frozen_end &&
+		p->pend_frozen->frozen_seq == p->pend_frozen_seq;
+}
+
 /* Is the exemption the fault p waits under still running? */
 static int pending_live(const struct engine *e, const struct pending_fault *p)
 {
+	if (pending_frozen_live(p))
+		return 1;
 	if ((p->pend_reasons & (1u << EXEMPT_WINDOW)) &&
 	    p->pend_window->ctx_kind == CTX_WINDOW &&
 	    p->pend_window->ctx_seq == p->pend_window_seq)
@@ -121,8 +184,17 @@ void fault_pending_explain(struct engine *e, const struct thread_ctx *t,
 		struct pending_fault *p = &e->pending[i];
 
 		if (p->pend_gfn < lo || p->pend_gfn >= hi ||
-		    (new_leaf && permits(e->fmt, new, p->pend_err)) ||
-		    (why = pending_holder(e, p, t)) == EXEMPT_REASONS) {
+		    (new_leaf && permits(e->fmt, new, p->pend_err))) {
+			i++;
+			continue;
+		}
+		/* The frozen entry's zap: required, no exemption. */
+		if (p->pend_frozen == t && pending_frozen_live(p)) {
+			e->res->faults_predicted++;
+			pending_remove(e, i);
+			continue;
+		}
+		if ((why = pending_holder(e, p, t)) == EXEMPT_REASONS) {
 			i++;
 			continue;
 		}
@@ -160,17 +232,20 @@ static void fault_defer(struct engine *e, struct thread_ctx *self,
 	}
 	if (e->setregion_threads)
 		p.pend_reasons |= 1u << EXEMPT_SET_REGION;
+	if ((p.pend_frozen = fault_frozen_by(e, gfn)))
+		p.pend_frozen_seq = p.pend_frozen->frozen_seq;
 	/*
 	 * A stock batch is seen from its first traced zap; the worker wrote
 	 * that SPTE before its tracepoint fired.  Under the write lock it
 	 * is traced before the faulting thread can do anything traced.
 	 */
-	if (!p.pend_reasons && e->opts->n_nx_worker_tids &&
+	if (!p.pend_reasons && !p.pend_frozen && e->opts->n_nx_worker_tids &&
 	    !e->scan->seen[MEV_NX_RECOVERY] && !self->is_worker) {
 		p.pend_reasons |= 1u << EXEMPT_NX_BATCH;
 		p.pend_next_batch = self;
 	}
-	if (!p.pend_reasons || !engine_rule(e, RULE_LATE_CHANGE)) {
+	if ((!p.pend_reasons && !p.pend_frozen) ||
+	    !engine_rule(e, RULE_LATE_CHANGE)) {
 		engine_mismatch(e, MISMATCH_FAULT_NOT_REQUIRED, ev->seq,
 				ev->ts, gfn, 0, 1);
 		return;
@@ -184,6 +259,23 @@ static void fault_defer(struct engine *e, struct thread_ctx *self,
 		self->npending_next++;
 }
 
+/*
+ * Whether a fault that maps below a huge leaf zaps it (RULE_HUGE_SPLIT).
+ * kvm_tdp_mmu_map() replaced such a leaf by zapping it and linking a new
+ * table (Linux 6.1); 6.12 splits the leaf in place
+ * (tdp_mmu_split_huge_page(): the leaf becomes a table of 512 children
+ * mapping the same pages, no leaf goes; RULE_EAGER_SPLIT writes the
+ * children).  Which one the recorded kernel does is a fact of the
+ * capture, from the first pass (scan.h: a fault's huge leaf turned into
+ * a table in one change); a fault of the other kind is still a
+ * zap_count mismatch.
+ */
+static int fault_zaps_huge(struct engine *e)
+{
+	return engine_rule(e, RULE_HUGE_SPLIT) &&
+		!e->scan->fault_splits_in_place;
+}
+
 void engine_on_fault(struct engine *e, struct thread_ctx *t,
 		     const struct model_event *ev)
 {
@@ -195,8 +287,9 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 
 	engine_ctx_open(e, t, CTX_FAULT, ev, gfn);
 	t->fault_fetch = (err & MEV_PFERR_FETCH) != 0;
+	t->fault_write = (err & MEV_PFERR_WRITE) != 0;
 	r->faults_observed++;
-	in_window = window_any_covers(e, 0, gfn);
+	in_window = window_any_covers(e, 0, gfn, 1);
 	/* Without begin/end events a batch is over once its worker has
 	 * been quiet for the gap: it exempts nothing after that. */
 	if (e->batch.batch_active && !e->batch.batch_measured &&
@@ -218,15 +311,22 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 	 * level comes with kvm_mmu_spte_requested
 	 * (engine_on_spte_request()); a capture without it falls back to
 	 * "a huge leaf that forbids the access is replaced" (an NX split).
+	 * A kernel that splits the leaf in place instead zaps nothing
+	 * (fault_zaps_huge()).
 	 */
-	if (level > TDP_LEVEL_4K && !allowed &&
-	    engine_rule(e, RULE_HUGE_SPLIT) &&
+	if (level > TDP_LEVEL_4K && !allowed && fault_zaps_huge(e) &&
 	    !(e->scan->seen[MEV_SPTE_REQUEST] && engine_rule(e, RULE_HUGE_GOAL)))
 		t->ctx_predicted = 1;
 
 	/* What-if: only a leaf the policy kept can spare a fault; where it
-	 * kept none its state is the traced one, which took this fault. */
+	 * kept none its state is the traced one, which took this fault.
+	 * Inside an invalidation whose zaps the policy keeps, the vCPU
+	 * would run on the kept leaf: the faults it took there retrying
+	 * (the invalidation in progress) go too.  Not those on an entry a
+	 * zap froze (fault_frozen_by()): that zap is not the policy's to
+	 * keep, the vCPU waits on it under any policy. */
 	avoided = tdp_size(&e->tdp_ovl) && !in_window &&
+		!fault_frozen_by(e, gfn) &&
 		overlay_kept_leaf(e, 0, gfn, &pspte) &&
 		permits(e->fmt, pspte, err);
 	t->ctx_keep = avoided;
@@ -256,7 +356,7 @@ void engine_on_spte_request(struct engine *e, struct thread_ctx *t,
 	uint64_t spte;
 	int level;
 
-	if (t->ctx_kind != CTX_FAULT || !engine_rule(e, RULE_HUGE_SPLIT) ||
+	if (t->ctx_kind != CTX_FAULT || !fault_zaps_huge(e) ||
 	    !engine_rule(e, RULE_HUGE_GOAL))
 		return;
 	level = tdp_leaf(&e->tdp_obs, 0, ev->u.req.gfn, &spte);

@@ -13,7 +13,8 @@
  *   engine_fault.c     vCPU faults (slow and fast path);
  *   engine_nx.c        NX huge page recovery: the split list, batches,
  *                      the worker's wake-ups;
- *   engine_teardown.c  shadow pages freed (teardown, or recovery);
+ *   engine_teardown.c  shadow pages freed (teardown, or recovery), and
+ *                      the zap of the whole VM;
  *   engine_lock.c      vCPU waits for mmu_lock.
  * Adding an input: a handler engine_on_<kind>() in the file of its
  * concern, declared here, and a one-line case in handle() (engine.c).
@@ -96,6 +97,7 @@ struct thread_ctx {
 					 * may have run (window_install()) */
 	/* CTX_FAULT */
 	int fault_fetch;                /* the open fault is an exec fault */
+	int fault_write;                /* ... a write fault */
 	/* CTX_RECOVERY, CTX_TEARDOWN */
 	int sp_level;
 	/* The thread, across contexts. */
@@ -104,6 +106,10 @@ struct thread_ctx {
 	int64_t contention_ts;          /* 0: not waiting for a lock */
 	int in_setregion;               /* KVM_SET_USER_MEMORY_REGION */
 	int npending_next;              /* its faults waiting on a batch */
+	/* A ranged TLB flush it traced, until its next event: the entry
+	 * mapping [frozen_start, frozen_end) may be frozen (engine_fault.c,
+	 * fault_frozen_by()). */
+	uint64_t frozen_start, frozen_end, frozen_seq;
 };
 
 /* One NX recovery batch: one wake-up of the worker. */
@@ -141,6 +147,10 @@ struct pending_fault {
 	 * thread, whose next event ends the wait (a write-locked zap is
 	 * traced under the lock the fault path needs). */
 	const struct thread_ctx *pend_next_batch;
+	/* The thread whose ranged flush (frozen_seq) covers the fault: its
+	 * zap of the entry, traced next, requires the fault. */
+	const struct thread_ctx *pend_frozen;
+	uint64_t pend_frozen_seq;
 };
 
 /*
@@ -157,6 +167,8 @@ struct lock_holder {
 };
 
 #define LOCK_HOLDERS 256
+/* Threads between a ranged flush and their next event, at most. */
+#define FROZEN_THREADS 8
 
 /* NX-split pages KVM tracks for recovery (nx_lpage_splits). */
 struct nx_splits {
@@ -173,6 +185,8 @@ struct engine {
 	struct tdp tdp_obs;             /* the traced state */
 	struct tdp tdp_ovl;             /* leaves the policy kept */
 	struct tdp tdp_zapmark;         /* zap cause + 1 of leaves zapped */
+	struct tdp tdp_kvmdirty;        /* 1: leaf made writable and dirty
+					 * by a fault that did not write */
 	struct ptrmap threads;          /* tid -> struct thread_ctx */
 	struct thread_ctx *last_thread; /* thread_get()'s last answer */
 	int32_t last_tid;
@@ -186,6 +200,9 @@ struct engine {
 	 * traced, and as they would be under the policy. */
 	struct nx_splits nx_traced, nx_policy;
 	int setregion_threads;          /* inside KVM_SET_USER_MEMORY_REGION */
+	/* Threads whose last event was a ranged TLB flush. */
+	struct thread_ctx *frozen[FROZEN_THREADS];
+	int nfrozen;
 	struct lock_holder holders[LOCK_HOLDERS];       /* a ring */
 	unsigned nholders;              /* pushed so far */
 	struct pending_fault *pending;  /* faults not judged yet */
@@ -241,7 +258,10 @@ void window_ctx_close(struct engine *e, struct thread_ctx *t);
 /* Does window t cover any page of the level-sized leaf at gfn? */
 int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn,
 		  int level);
-int window_any_covers(struct engine *e, int as_id, uint64_t gfn);
+/* Does an open window cover gfn (zapping: one whose zaps the policy
+ * does not keep)? */
+int window_any_covers(struct engine *e, int as_id, uint64_t gfn,
+		      int zapping);
 void window_install(struct engine *e, struct thread_ctx *self, int as_id,
 		    int level, uint64_t gfn);
 
@@ -284,6 +304,17 @@ void nx_recovery_ctx_close(struct engine *e, struct thread_ctx *t);
 void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev);
 void teardown_ctx_close(struct engine *e, struct thread_ctx *t);
+int teardown_entry_replaced(struct engine *e, const struct thread_ctx *t,
+			    int as, int level, uint64_t gfn, uint64_t old);
+int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,
+			    const struct model_event *ev);
+void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
+			   const struct model_event *ev);
+
+/* engine_fault.c: ranged flushes that may freeze an entry. */
+void fault_frozen_begin(struct engine *e, struct thread_ctx *t,
+			const struct model_event *ev);
+void fault_frozen_end(struct engine *e, struct thread_ctx *t);
 
 /* engine_lock.c */
 /* An invalidation window or a recovered page t ends: remember when it

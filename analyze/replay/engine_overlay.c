@@ -9,8 +9,11 @@
  * zapmark_of() and zapmark_cause() know the + 1.
  */
 #include "replay/engine_int.h"
+#include "util/alloc.h"
 
 #include "util/assert.h"
+
+#include <stdlib.h>
 
 static uint64_t zapmark_of(enum zap_cause cause)
 {
@@ -68,14 +71,23 @@ void overlay_fault(struct engine *e, int64_t ts)
  * set by the CPU) and the kept one is not writable, the policy took a
  * write fault the trace does not have; its leaf is then the writable
  * one, as traced (1: the caller drops the kept leaf).  Without A/D bits
- * no write is seen and none is added.
+ * no write is seen and none is added.  Nor where KVM set the dirty bit
+ * itself: make_spte() makes every writable SPTE dirty, also for a read
+ * or exec fault that maps a writable host page writable (6.12 after a
+ * uffd-wp unprotect, where 6.1 mapped it read-only).  Whether the guest
+ * wrote through such a leaf the trace cannot say: no fault is added
+ * (an undercount if it did) and the kept leaf is dropped (the policy's
+ * state is the traced one again, which spares no fault).
  */
 static int overlay_kept_written(struct engine *e, int64_t ts, uint64_t kept,
-				uint64_t traced, int level)
+				uint64_t traced, int as, int level, uint64_t gfn)
 {
 	if (!spte_present_leaf(e->fmt, traced, level) ||
 	    !spte_dirty(e->fmt, traced) || spte_writable(e->fmt, kept))
 		return 0;
+	if (tdp_size(&e->tdp_kvmdirty) &&
+	    tdp_get(&e->tdp_kvmdirty, as, level, gfn))
+		return 1;
 	e->res->faults_added++;
 	overlay_fault(e, ts);
 	return 1;
@@ -213,7 +225,9 @@ void overlay_flush_account(struct engine *e, int64_t ts, int64_t predicted,
 void engine_on_tlb_flush(struct engine *e, struct thread_ctx *t,
 			 const struct model_event *ev)
 {
-	if (t->is_worker && e->batch.batch_active) {
+	fault_frozen_begin(e, t, ev);
+	if (t->is_worker && t->ctx_kind != CTX_TEARDOWN &&
+	    e->batch.batch_active) {
 		e->batch.flushes_traced++;
 	} else if (t->ctx_kind != CTX_NONE) {
 		t->ctx_flushes++;
@@ -261,6 +275,80 @@ static void overlay_eager_split(struct engine *e, int as_id, int level,
 			e->nomem = 1;
 }
 
+/* The leaves below a table being emptied (overlay_table_linked()). */
+struct stale_leaf {
+	uint64_t gfn;
+	int level;
+};
+
+struct stale_walk {
+	struct engine *sw_engine;
+	int sw_level;                   /* of the linked table's entry */
+	struct stale_leaf *sw_leaf;
+	size_t sw_n, sw_cap;
+};
+
+static void stale_leaf_add(void *arg, int level, uint64_t gfn, uint64_t spte)
+{
+	struct stale_walk *w = arg;
+
+	(void)spte;
+	if (level >= w->sw_level)
+		return;
+	if (ALLOC_GROW(w->sw_leaf, w->sw_n + 1, w->sw_cap)) {
+		w->sw_engine->nomem = 1;
+		return;
+	}
+	w->sw_leaf[w->sw_n++] = (struct stale_leaf){ gfn, level };
+}
+
+/*
+ * A table linked where the parent entry held none is new and empty
+ * (tdp_mmu_link_sp() links a zeroed page table).  Leaves the model still
+ * holds below it are the removed table's, whose entries a teardown
+ * under the read lock traces after a fault linked the new one
+ * (engine_teardown.c): they no longer map.
+ */
+static void overlay_table_linked(struct engine *e, int as_id, int level,
+				 uint64_t gfn)
+{
+	struct stale_walk w = { .sw_engine = e, .sw_level = level };
+	size_t i;
+
+	tdp_for_each_leaf(&e->tdp_obs, as_id, gfn,
+			  gfn + tdp_level_pages(level), stale_leaf_add, &w);
+	for (i = 0; i < w.sw_n && !e->nomem; i++)
+		if (tdp_set(&e->tdp_obs, as_id, w.sw_leaf[i].level,
+			    w.sw_leaf[i].gfn, 0) < 0)
+			e->nomem = 1;
+	free(w.sw_leaf);
+}
+
+/* Whether the leaf at (as, level, gfn) carries KVM's dirty bit rather
+ * than the guest's (overlay_kept_written()): mapped writable and dirty
+ * by a fault that did not write, and still that page and dirty. */
+static void overlay_kvm_dirty(struct engine *e, const struct thread_ctx *t,
+			      int as, int level, uint64_t gfn, uint64_t old,
+			      uint64_t new)
+{
+	const struct spte_format *f = e->fmt;
+	int mark;
+
+	if (!spte_present_leaf(f, old, level))
+		mark = t->ctx_kind == CTX_FAULT && !t->fault_write &&
+			spte_present_leaf(f, new, level) &&
+			spte_writable(f, new) && spte_dirty(f, new);
+	else
+		mark = spte_present_leaf(f, new, level) && spte_dirty(f, new) &&
+			spte_pfn(f, old) == spte_pfn(f, new) &&
+			tdp_size(&e->tdp_kvmdirty) &&
+			tdp_get(&e->tdp_kvmdirty, as, level, gfn);
+	if ((mark || (tdp_size(&e->tdp_kvmdirty) &&
+		      tdp_get(&e->tdp_kvmdirty, as, level, gfn))) &&
+	    tdp_set(&e->tdp_kvmdirty, as, level, gfn, mark) < 0)
+		e->nomem = 1;
+}
+
 void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		    const struct model_event *ev)
 {
@@ -271,7 +359,11 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	enum zap_cause cause;
 	uint64_t kept = 0;
 
-	if (t->is_worker)
+	if (spte_present_leaf(f, old, level) && !spte_present(f, new) &&
+	    teardown_zap_all_starts(e, t, ev))
+		teardown_zap_all_open(e, t, ev);
+	/* The worker's recovery, not a teardown it runs. */
+	if (t->is_worker && t->ctx_kind != CTX_TEARDOWN)
 		nx_batch_touch(e, ev);
 	if (e->npending)
 		fault_pending_explain(e, t, as, level, gfn, old, new);
@@ -279,7 +371,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	 * written meanwhile? */
 	if (tdp_size(&e->tdp_ovl) && spte_present_leaf(f, old, level) &&
 	    (kept = tdp_get(&e->tdp_ovl, as, level, gfn)) &&
-	    overlay_kept_written(e, ev->ts, kept, old, level)) {
+	    overlay_kept_written(e, ev->ts, kept, old, as, level, gfn)) {
 		tdp_set(&e->tdp_ovl, as, level, gfn, 0);
 		kept = 0;
 	}
@@ -324,7 +416,15 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		   spte_present(f, new) && !spte_leaf(f, new, level) &&
 		   engine_rule(e, RULE_EAGER_SPLIT)) {
 		overlay_eager_split(e, as, level, gfn, old);
+	} else if (level > TDP_LEVEL_4K && !spte_present(f, old) &&
+		   spte_present(f, new) && !spte_leaf(f, new, level) &&
+		   engine_rule(e, RULE_REMOVED_TABLE)) {
+		overlay_table_linked(e, as, level, gfn);
 	}
-	if (tdp_set(&e->tdp_obs, as, level, gfn, new) < 0)
+	overlay_kvm_dirty(e, t, as, level, gfn, old, new);
+	/* A removed table's entry whose place a new table took: the
+	 * model's entry is the new table's. */
+	if (!teardown_entry_replaced(e, t, as, level, gfn, old) &&
+	    tdp_set(&e->tdp_obs, as, level, gfn, new) < 0)
 		e->nomem = 1;
 }

@@ -5,6 +5,30 @@
  * context predicts that every leaf under the SP goes (with a teardown,
  * under the tables below it too, torn down inside it).
  *
+ * The zap of the whole VM (kvm_mmu_zap_all() when the VM's mm or file
+ * goes, kvm_mmu_zap_all_fast() for a memslot) may zap leaves before it
+ * frees any table: tdp_mmu_zap_root() walks a root in passes of
+ * decreasing granularity, on Linux 6.12 4K leaves first, then 2M,
+ * 1G, the root's entries (6.1: 1G, then the root's entries, so the
+ * first event was a table's removal).  A leaf zapped where no table's
+ * removal explains it therefore begins a teardown of the whole address
+ * space: every leaf goes, the tables it frees afterwards are part of it.
+ * The thread that runs it is whichever drops the VM last; on 6.12 that
+ * can be the NX recovery worker (a vhost task of the VM process), whose
+ * teardown is then no recovery.  A leaf zap outside any context that is
+ * not such a zap (kvm_zap_gfn_range() of a range) fails the prediction
+ * as a zap_count mismatch, as it failed as zap_unexplained before.
+ *
+ * A table's entries are traced after its parent entry was cleared
+ * (handle_removed_pt() runs on the unlinked table).  Under the read
+ * lock (6.12's collapse of dirty-logged memory when logging stops, a
+ * read-locked recovery) a fault may meanwhile link a new table at the
+ * same parent and fill it; the old table's entries, traced after that,
+ * are not the new table's, which the model keeps (RULE_REMOVED_TABLE);
+ * nor is the unlink itself when the new table was traced first (the zap
+ * froze the entry, flushed, cleared it, and the fault linked its table
+ * before the zap's tracepoint fired).
+ *
  * Teardown flushes are not predicted (the kernel batches them); under
  * every policy they stay as traced.
  */
@@ -57,6 +81,70 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 				      level : 0,
 				      kind == CTX_RECOVERY ? ZAP_NX_RECOVERY :
 				      ZAP_TEARDOWN);
+}
+
+/* Physical address bits of an SPTE (which table or page it points to). */
+#define SPTE_ADDR_MASK 0x000ffffffffff000ULL
+
+/* Whether the change of thread t at (as, level, gfn) from old belongs to
+ * a table that another one already replaced: the unlink of a table
+ * other than the one the model holds there, or an entry of the table
+ * its teardown or recovery removes while the parent entry, cleared when
+ * that table was unlinked, is present again. */
+int teardown_entry_replaced(struct engine *e, const struct thread_ctx *t,
+			    int as, int level, uint64_t gfn, uint64_t old)
+{
+	int plevel = t->sp_level + 1;
+	uint64_t cur;
+
+	if (!engine_rule(e, RULE_REMOVED_TABLE))
+		return 0;
+	if (level > TDP_LEVEL_4K && spte_present(e->fmt, old) &&
+	    !spte_leaf(e->fmt, old, level)) {
+		cur = tdp_get(&e->tdp_obs, as, level, gfn);
+		return spte_present(e->fmt, cur) &&
+			!spte_leaf(e->fmt, cur, level) &&
+			((cur ^ old) & SPTE_ADDR_MASK);
+	}
+	if ((t->ctx_kind != CTX_TEARDOWN && t->ctx_kind != CTX_RECOVERY) ||
+	    t->sp_level >= SP_MAX_LEVEL || level > t->sp_level ||
+	    gfn - t->ctx_gfn >= tdp_level_pages(plevel))
+		return 0;
+	return spte_present(e->fmt, tdp_get(&e->tdp_obs, as, plevel,
+					     tdp_align(t->ctx_gfn, plevel)));
+}
+
+/* Address spaces a zap of the VM covers (x86: normal and SMM). */
+#define ZAP_ALL_AS_IDS 2
+
+/* Whether the leaf zap ev of thread t begins the zap of the whole VM:
+ * outside any context, or outside the table the open teardown or
+ * recovery removes (a table's removal zaps only the leaves under it). */
+int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,
+			    const struct model_event *ev)
+{
+	if (!engine_rule(e, RULE_ZAP_ALL))
+		return 0;
+	if (t->ctx_kind == CTX_NONE)
+		return 1;
+	if (t->ctx_kind != CTX_TEARDOWN && t->ctx_kind != CTX_RECOVERY)
+		return 0;
+	return ev->u.spte.gfn - t->ctx_gfn >= tdp_level_pages(t->sp_level + 1);
+}
+
+void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
+			   const struct model_event *ev)
+{
+	int as;
+
+	engine_ctx_open(e, t, CTX_TEARDOWN, ev, 0);
+	t->sp_level = SP_MAX_LEVEL;
+	t->ctx_predicted = 0;
+	for (as = 0; as < ZAP_ALL_AS_IDS; as++)
+		t->ctx_predicted +=
+			overlay_context_range(e, t, as, 0,
+					      tdp_level_pages(SP_MAX_LEVEL + 1),
+					      0, ZAP_TEARDOWN);
 }
 
 void teardown_ctx_close(struct engine *e, struct thread_ctx *t)

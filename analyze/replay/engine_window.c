@@ -124,12 +124,14 @@ int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn,
 	return 0;
 }
 
-int window_any_covers(struct engine *e, int as_id, uint64_t gfn)
+int window_any_covers(struct engine *e, int as_id, uint64_t gfn,
+		      int zapping)
 {
 	size_t i;
 
 	for (i = 0; i < e->nopen_windows; i++)
-		if (window_covers(e->open_windows[i], as_id, gfn,
+		if ((!zapping || !e->open_windows[i]->ctx_keep) &&
+		    window_covers(e->open_windows[i], as_id, gfn,
 				  TDP_LEVEL_4K))
 			return 1;
 	return 0;

@@ -21,6 +21,7 @@ struct scan_thread {
 	int64_t olo, ohi;               /* the slot offset's bounds */
 	int64_t w_zaps;
 	size_t w_idx;                   /* index in windows[] */
+	int in_fault;                   /* from its page fault to its entry */
 	int in_setregion;               /* inside KVM_SET_USER_MEMORY_REGION */
 	int setregion_swept;
 	uint64_t setregion_seq;         /* its entry */
@@ -30,7 +31,7 @@ struct scan_window {
 	uint64_t seq;
 	int measured, measured_upgrade;
 	int by_syscall, syscall_upgrade;
-	int64_t same, differ;           /* refaults identical / not */
+	int64_t same, differ;           /* refaults as upgraded / not */
 	int64_t zapped;                 /* leaves it zapped */
 };
 
@@ -76,6 +77,22 @@ static uint64_t spte_identity(const struct spte_format *f, uint64_t s)
 	return s & ~(f->accessed | f->dirty);
 }
 
+/*
+ * A leaf zapped by an invalidation (old, A/D bits masked) came back at
+ * the same page with no permission less (write, exec, user): what a
+ * pure upgrade gives.  6.1 refaults a read-only leaf as it was; 6.12
+ * maps it writable again once the host page is (a read fault on a
+ * writable host page), where a restriction's refault has fewer.
+ */
+static int refault_upgraded(const struct spte_format *f, uint64_t old,
+			    uint64_t new)
+{
+	return spte_pfn(f, old) == spte_pfn(f, new) &&
+		(!spte_writable(f, old) || spte_writable(f, new)) &&
+		(!spte_executable(f, old) || spte_executable(f, new)) &&
+		(!(old & f->user) || (new & f->user));
+}
+
 static void window_close(struct scan_pass *p, struct scan_thread *t)
 {
 	if (!t->in_window)
@@ -99,6 +116,9 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 	    ((spte_writable(f, old) && !spte_writable(f, new)) ||
 	     (spte_present_leaf(f, old, level) && !spte_leaf(f, new, level))))
 		t->setregion_swept = 1;
+	if (t->in_fault && level > 1 && spte_present_leaf(f, old, level) &&
+	    spte_present(f, new) && !spte_leaf(f, new, level))
+		p->out->fault_splits_in_place++;
 	if (spte_present_leaf(f, old, level) && !spte_present(f, new)) {
 		if (!t->in_window)
 			return 0;
@@ -137,8 +157,8 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 		w = tdp_get(&p->pending_win, as, level, gfn);
 		if (!w)
 			return 0;
-		if (tdp_get(&p->pending, as, level, gfn) ==
-		    spte_identity(f, new))
+		if (refault_upgraded(f, tdp_get(&p->pending, as, level, gfn),
+				     new))
 			p->windows[w - 1].same++;
 		else
 			p->windows[w - 1].differ++;
@@ -355,6 +375,7 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 		case MEV_VCPU_EXIT:
 		case MEV_VCPU_ENTRY:
 			window_close(&p, t);
+			t->in_fault = e.kind == MEV_FAULT;
 			break;
 		default:
 			break;

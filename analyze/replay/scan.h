@@ -8,11 +8,18 @@
  *     the patched notifier flags / unmap decision; on stock kernels from
  *     the enclosing mprotect(2) (PROT_WRITE kept: upgrade), else inferred
  *     (docs/design.md, "Stock and patched kernels"): every leaf it
- *     zapped that came back came back identical (same pfn, same
- *     permissions; A/D bits aside);
+ *     zapped that came back came back at the same pfn with no
+ *     permission less (A/D bits aside; 6.1 refaults it identical, 6.12
+ *     may map it writable again);
  *   - when dirty logging was on, on stock kernels: a
  *     KVM_SET_USER_MEMORY_REGION ioctl that write-protects or splits
- *     leaves turns it on; the next one turns it off.
+ *     leaves turns it on; the next one turns it off;
+ *   - whether the kernel splits a huge leaf in place when a fault maps
+ *     below it (a present huge leaf of a faulting thread, between its
+ *     page fault and its next entry, turned into a table in one change:
+ *     Linux 6.12) or zaps it first (6.1).  Measured only where
+ *     a fault did split one; a capture without such a fault has none to
+ *     predict.
  */
 #ifndef MMUREPLAY_REPLAY_SCAN_H
 #define MMUREPLAY_REPLAY_SCAN_H
@@ -45,6 +52,7 @@ struct scan {
 	struct scan_interval *dirty;    /* dirty logging on (stock) */
 	size_t ndirty, capdirty;
 	enum replay_source dirty_src;
+	int64_t fault_splits_in_place;  /* huge leaves faults split */
 	int seen[MEV_KINDS];            /* event kinds present */
 };
 

@@ -5,13 +5,14 @@
 # the L1 guest, started by /lab-init from the run disk /dev/vdb).
 #
 # Reads /lab/config (written by run.sh): WORKLOAD, WORKLOAD_ARGS,
-# KVM_PARAMS, KVM_AMD_PARAMS, KERNEL_FLAVOR, BUF_MB, SUBBUF_MB, EVENTS,
-# SYSCALLS, TIMEOUT, FTRACE_EVENTS, FTRACE_KB, WORKLOAD_BIN, UST, UST_EVENTS,
-# UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS, STATS.  Loads kvm/kvm_amd with the
-# parameters, records the workload with an LTTng kernel session, and writes
-# to the raw output disk /dev/vdc a tar of /out: trace/ (CTF), manifest.json
-# (workload_rc 124 = timeout, 125 = stuck after its RESULT line),
-# console.log, workload.log.  Then powers off.
+# KVM_PARAMS, KVM_AMD_PARAMS, KERNEL_FLAVOR, KERNEL_SERIES, BUF_MB,
+# SUBBUF_MB, EVENTS, SYSCALLS, TIMEOUT, FTRACE_EVENTS, FTRACE_KB,
+# WORKLOAD_BIN, UST, UST_EVENTS, UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS,
+# STATS.  Loads kvm/kvm_amd with the parameters, records the workload with
+# an LTTng kernel session, and writes to the raw output disk /dev/vdc a tar
+# of /out: trace/ (CTF), manifest.json (workload_rc 124 = timeout, 125 =
+# stuck after its RESULT line), console.log, workload.log.  Then powers
+# off.
 #
 # FTRACE_EVENTS (SYSTEM/EVENT ...; run.sh --ftrace): the same tracepoints
 # are also enabled in tracefs (trace_clock mono, the clock of LTTng's kernel
@@ -436,6 +437,7 @@ lab_manifest() {
   "kernel_release": $(json_str "$krel"),
   "kernel_version": $(json_str "$(cat /proc/version)"),
   "kernel_flavor": $(json_str "$KERNEL_FLAVOR"),
+  "kernel_series": $(json_str "${KERNEL_SERIES:-6.1}"),
   "kernel_cmdline": $(json_str "$(cat /proc/cmdline)"),
   "cpu_vendor": $(json_str "$(grep -m1 vendor_id /proc/cpuinfo | cut -d: -f2- | tr -d ' ')"),
   "cpu_model": $(json_str "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"),

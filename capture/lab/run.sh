@@ -6,8 +6,15 @@
 # Usage: capture/lab/run.sh WORKLOAD [options] [-- WORKLOAD_ARGS...]
 #
 #   WORKLOAD              basic | bgsnapshot | nxrecovery (capture/workloads/)
-#   --kernel stock|patched  Debian's kernel (default) or the patched kernel
-#                         staged by build.sh --kernel patched
+#   --kernel KERNEL       stock (default): Debian's 6.1 kernel; patched:
+#                         the patched 6.1 kernel staged by build.sh
+#                         --kernel patched; 6.12: Debian's 6.12 kernel
+#                         (build.sh --kernel 6.12); 6.12-patched: the
+#                         patched 6.12 kernel (build.sh --kernel
+#                         6.12-patched).  6.1 and 6.1-patched are stock
+#                         and patched.  manifest.json records the
+#                         kernel's release, its flavor (stock, patched)
+#                         and its series (6.1, 6.12)
 #   --knob NAME=VAL       kvm module parameter (repeatable); NAME may be
 #                         kvm.X or kvm_amd.X, a bare X means kvm.X
 #                         (e.g. --knob perm_upgrade_skip_zap=Y)
@@ -31,7 +38,7 @@
 #                         in tracefs (ftrace, trace_clock mono) during the
 #                         same run; saved as ftrace.txt (+ ftrace-stats.txt:
 #                         per-CPU ring buffer stats and the events' format
-#                         files) beside trace/; patched kernel only.  Check
+#                         files) beside trace/; patched kernels only.  Check
 #                         with tests/lab/ftrace_vs_lttng.py DIR
 #   --ftrace-kb N         ftrace buffer_size_kb per CPU (default 65536; a
 #                         small one makes a lossy recording on purpose)
@@ -149,10 +156,23 @@ nxrecovery)
 esac
 [ "$HAVE_WARGS" -eq 1 ] || WARGS=("${DEF_ARGS[@]}")
 case $PROBES in lab|debian) ;; *) echo "run.sh: --probes lab|debian" >&2; exit 2 ;; esac
-case $KERNEL in stock|patched) ;; *) echo "run.sh: --kernel stock|patched" >&2; exit 2 ;; esac
+# FLAVOR stock|patched, KSERIES the kernel series (6.1, 6.12); the lab
+# directory of the kernel: stock/, patched/ for 6.1, stock-VER/,
+# patched-VER/ for the others (build.sh's names).
+case $KERNEL in
+stock|6.1) FLAVOR=stock KSERIES=6.1 ;;
+patched|6.1-patched) FLAVOR=patched KSERIES=6.1 ;;
+*-patched) FLAVOR=patched KSERIES=${KERNEL%-patched} ;;
+*) FLAVOR=stock KSERIES=$KERNEL ;;
+esac
+if ! [[ $KSERIES =~ ^[0-9]+\.[0-9]+$ ]] || [ ! -d "$TOP/kernel-series/linux-$KSERIES" ]; then
+	echo "run.sh: --kernel stock|patched|VER|VER-patched (VER: a kernel-series/linux-VER)" >&2; exit 2
+fi
+KDIR=$FLAVOR
+[ "$KSERIES" = 6.1 ] || KDIR=$FLAVOR-$KSERIES
 [ "$BUF_MB" -ge 8 ] || { echo "run.sh: --buf-mb must be >= 8" >&2; exit 2; }
-[ "$FTRACE" -eq 0 ] || [ "$KERNEL" = patched ] ||
-	{ echo "run.sh: --ftrace needs --kernel patched (the new events)" >&2; exit 2; }
+[ "$FTRACE" -eq 0 ] || [ "$FLAVOR" = patched ] ||
+	{ echo "run.sh: --ftrace needs a patched kernel (the new events)" >&2; exit 2; }
 [ "$FTRACE" -eq 0 ] || [ "$TRACECMD" -eq 0 ] ||
 	{ echo "run.sh: --ftrace and --trace-cmd both want the top-level ftrace buffer" >&2; exit 2; }
 if ! [[ $FTRACE_KB =~ ^[0-9]+$ ]] || [ "$FTRACE_KB" -lt 4 ] || [ "$FTRACE_KB" -gt 262144 ]; then
@@ -172,12 +192,12 @@ elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }
 exec 9>"$LAB/.lock"
 flock -s -n 9 || die "build.sh is updating $LAB"
 QEMU_KERNEL=()
-if [ "$KERNEL" = stock ]; then
-	[ -f "$LAB/stock/vmlinuz" ] || die "no stock kernel in $LAB/stock (build.sh --kernel stock)"
-	QEMU_KERNEL=(-kernel "$LAB/stock/vmlinuz" -initrd "$LAB/stock/initrd.img")
+if [ "$FLAVOR" = stock ]; then
+	[ -f "$LAB/$KDIR/vmlinuz" ] || die "no stock kernel in $LAB/$KDIR (build.sh --kernel $KERNEL)"
+	QEMU_KERNEL=(-kernel "$LAB/$KDIR/vmlinuz" -initrd "$LAB/$KDIR/initrd.img")
 else
-	[ -f "$LAB/patched/bzImage" ] || die "no patched kernel in $LAB/patched (build.sh --kernel patched)"
-	QEMU_KERNEL=(-kernel "$LAB/patched/bzImage")
+	[ -f "$LAB/$KDIR/bzImage" ] || die "no patched kernel in $LAB/$KDIR (build.sh --kernel $KERNEL)"
+	QEMU_KERNEL=(-kernel "$LAB/$KDIR/bzImage")
 fi
 
 # kvm / kvm_amd module parameters: defaults, then knobs (last one wins).
@@ -246,10 +266,10 @@ if [ "$STATS" -eq 1 ]; then
 	done
 	cp "$SAMPLER" "$RUN/bin/"
 fi
-if [ "$KERNEL" = patched ]; then
-	PREL=$(cat "$LAB/patched/kernel.release")
+if [ "$FLAVOR" = patched ]; then
+	PREL=$(cat "$LAB/$KDIR/kernel.release")
 	mkdir -p "$RUN/modules"
-	cp -a "$LAB/patched/root/lib/modules/$PREL" "$RUN/modules/"
+	cp -a "$LAB/$KDIR/root/lib/modules/$PREL" "$RUN/modules/"
 fi
 EVENTS="kvm_*"
 for e in "${EXTRA_EVENTS[@]}"; do EVENTS="$EVENTS $e"; done
@@ -287,7 +307,7 @@ fi
 	printf 'KVM_PARAMS=%q\n' "${KVM_PARAMS# }"
 	printf 'KVM_AMD_PARAMS=%q\n' "${AMD_PARAMS# }"
 	printf 'KNOBS=%q\n' "$KNOB_STR"
-	printf 'KERNEL_FLAVOR=%q\n' "$KERNEL"
+	printf 'KERNEL_FLAVOR=%q\nKERNEL_SERIES=%q\n' "$FLAVOR" "$KSERIES"
 	printf 'BUF_MB=%q\nSUBBUF_MB=%q\n' "$BUF_MB" 8
 	printf 'EVENTS=%q\n' "$EVENTS"
 	printf 'SYSCALLS=%q\n' "ioctl,mprotect,madvise"
@@ -309,7 +329,7 @@ mkfs.ext4 -q -F -L labrun -d "$RUN" "$WORK/run.img" "${size_mb}M" >/dev/null 2>&
 truncate -s 1G "$WORK/out.img"
 
 # ------------------------------------------------------------------ boot
-echo "==> boot ($KERNEL kernel, $BIN ${WARGS[*]}; kvm:${KVM_PARAMS:- defaults})"
+echo "==> boot ($KERNEL kernel $(cat "$LAB/$KDIR/kernel.release"), $BIN ${WARGS[*]}; kvm:${KVM_PARAMS:- defaults})"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 rm -rf "$OUT/trace" "$OUT/manifest.json" "$OUT/lab-manifest.json" "$OUT/console.log" "$OUT/workload.log" \

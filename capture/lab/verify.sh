@@ -19,7 +19,7 @@
 #               present; nothing else can be checked
 #   bgsnapshot  one kvm_unmap_hva_range per unprotect (>= 8192; --mode
 #               whole: one unprotect of the whole range); leaf zaps
-#               (level 1 present -> 0) and refaults; with
+#               (level 1 present -> not present) and refaults; with
 #               perm_upgrade_skip_zap=Y: >= 8192 skip decisions instead
 #   nxrecovery  zaps by the recovery worker (comm kvm-nx-lpage-re); NX
 #               splits (exec faults, error code bit 4)
@@ -52,9 +52,16 @@ function f(name,   r) {
 	return ""
 }
 { ev = $4; sub(/:$/, "", ev); n[ev]++ }
+# Bit 11 of an SPTE (shadow present; the third hex digit from the
+# right): a non-present SPTE is 0 on 6.1, 0x8000000000000000 (or
+# 0x80000000000005a0, frozen) on 6.12.
+function present(h,   d) {
+	d = toupper(substr(h, length(h) - 2, 1))
+	return length(h) > 4 && index("0123456789ABCDEF", d) - 1 >= 8
+}
 ev == "kvm_tdp_mmu_spte_changed" {
 	o = f("old_spte"); nw = f("new_spte"); l = f("level")
-	if (l == 1 && o != "0x0" && nw == "0x0") leafzap++
+	if (l == 1 && present(o) && !present(nw)) leafzap++
 	if (/procname = "kvm-nx-lpage-re"/) worker++
 }
 ev == "kvm_mmu_prepare_zap_page" && /procname = "kvm-nx-lpage-re"/ { workerzap++ }
@@ -74,7 +81,7 @@ END {
 }' "$TMP")"
 echo "workload=$WL knobs='${KNOBS}'"
 echo "  page faults=$N_fault spte_requested=$N_req set_spte=$N_set spte_changed=$N_changed"
-echo "  unmap_hva_range=$N_unmap fast_page_fault=$N_fast leaf zaps(4K present->0)=$LEAFZAP"
+echo "  unmap_hva_range=$N_unmap fast_page_fault=$N_fast leaf zaps(4K present->not)=$LEAFZAP"
 echo "  4K installs=$INSTALL4K exec faults=$FETCH skip decisions=$SKIP"
 echo "  recovery worker: spte_changed=$WORKER prepare_zap_page=$WORKERZAP"
 

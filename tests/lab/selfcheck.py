@@ -2,10 +2,11 @@
 
 usage: selfcheck.py MMUREPLAY RUN_OUT_DIR
 
-A run.sh output directory recorded on Debian's stock 6.1 kernel (basic
---hugepage: 2 MiB leaves upgraded in place, split, collapsed, zapped at
-unaligned window boundaries; bgsnapshot --mem 512: 2.2 M events, where
-a vCPU's install can race a saver's invalidation).  Checks:
+A run.sh output directory recorded on a Debian stock kernel, 6.1 or
+6.12 (basic --hugepage: 2 MiB leaves upgraded in place, split,
+collapsed, zapped at unaligned window boundaries; bgsnapshot --mem 512:
+2.2 M events, where a vCPU's install can race a saver's invalidation;
+basic on 6.12).  Checks:
 
 1. nothing discarded (the babeltrace2 CLI prints no warning), and the
    DB's raw counts are the CLI's;
