@@ -165,7 +165,8 @@ void engine_ctx_open(struct engine *e, struct thread_ctx *t,
 }
 
 /* KVM_SET_USER_MEMORY_REGION brackets the collapse of 4K leaves when
- * dirty logging stops (see engine_on_fault()). */
+ * dirty logging stops, KVM_GET_DIRTY_LOG / KVM_CLEAR_DIRTY_LOG the
+ * write-protection of the pages it reports (see engine_on_fault()). */
 void engine_on_syscall(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev)
 {
@@ -176,11 +177,19 @@ void engine_on_syscall(struct engine *e, struct thread_ctx *t,
 	    !t->in_setregion) {
 		t->in_setregion = 1;
 		e->setregion_threads++;
-	} else if (!ev->u.sys.entry && t->in_setregion) {
-		t->in_setregion = 0;
-		e->setregion_threads--;
-		MR_ASSERT_DBG(e->setregion_threads >= 0);
-		if (!e->setregion_threads && e->npending)
+	} else if (ev->u.sys.entry && (ev->u.sys.a1 == KVM_GET_DIRTY_LOG ||
+					ev->u.sys.a1 == KVM_CLEAR_DIRTY_LOG) &&
+		   !t->in_dirtylog) {
+		t->in_dirtylog = 1;
+		e->dirtylog_threads++;
+	} else if (!ev->u.sys.entry && (t->in_setregion || t->in_dirtylog)) {
+		e->setregion_threads -= t->in_setregion;
+		e->dirtylog_threads -= t->in_dirtylog;
+		t->in_setregion = t->in_dirtylog = 0;
+		MR_ASSERT_DBG(e->setregion_threads >= 0 &&
+			      e->dirtylog_threads >= 0);
+		if (!e->setregion_threads && !e->dirtylog_threads &&
+		    e->npending)
 			fault_pending_expire(e, 0);
 	}
 }

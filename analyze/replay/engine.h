@@ -71,7 +71,9 @@
 	/* an NX recovery batch holds mmu_lock */ \
 	X(EXEMPT_NX_BATCH, "nx_recovery_batch") \
 	/* KVM_SET_USER_MEMORY_REGION (huge page collapse) */ \
-	X(EXEMPT_SET_REGION, "set_memory_region")
+	X(EXEMPT_SET_REGION, "set_memory_region") \
+	/* KVM_GET_DIRTY_LOG / KVM_CLEAR_DIRTY_LOG write-protecting leaves */ \
+	X(EXEMPT_DIRTY_LOG, "dirty_log_ioctl")
 
 /*
  * The model's rules that a test can switch off (replay_opts.rules_off,

@@ -93,6 +93,9 @@ static int pending_live(const struct engine *e, const struct pending_fault *p)
 				    e->batch.batch_first_seq ==
 				    p->pend_batch_seq)))
 		return 1;
+	if ((p->pend_reasons & (1u << EXEMPT_DIRTY_LOG)) &&
+	    e->dirtylog_threads > 0)
+		return 1;
 	return (p->pend_reasons & (1u << EXEMPT_SET_REGION)) &&
 		e->setregion_threads > 0;
 }
@@ -160,6 +163,8 @@ static enum fault_exempt pending_holder(const struct engine *e,
 		return EXEMPT_NX_BATCH;
 	if ((p->pend_reasons & (1u << EXEMPT_SET_REGION)) && t->in_setregion)
 		return EXEMPT_SET_REGION;
+	if ((p->pend_reasons & (1u << EXEMPT_DIRTY_LOG)) && t->in_dirtylog)
+		return EXEMPT_DIRTY_LOG;
 	return EXEMPT_REASONS;
 }
 
@@ -232,6 +237,8 @@ static void fault_defer(struct engine *e, struct thread_ctx *self,
 	}
 	if (e->setregion_threads)
 		p.pend_reasons |= 1u << EXEMPT_SET_REGION;
+	if (e->dirtylog_threads)
+		p.pend_reasons |= 1u << EXEMPT_DIRTY_LOG;
 	if ((p.pend_frozen = fault_frozen_by(e, gfn)))
 		p.pend_frozen_seq = p.pend_frozen->frozen_seq;
 	/*

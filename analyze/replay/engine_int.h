@@ -105,6 +105,7 @@ struct thread_ctx {
 	int64_t npf_exit_ts;            /* 0: not in an NPF exit */
 	int64_t contention_ts;          /* 0: not waiting for a lock */
 	int in_setregion;               /* KVM_SET_USER_MEMORY_REGION */
+	int in_dirtylog;                /* KVM_{GET,CLEAR}_DIRTY_LOG */
 	int npending_next;              /* its faults waiting on a batch */
 	/* A ranged TLB flush it traced, until its next event: the entry
 	 * mapping [frozen_start, frozen_end) may be frozen (engine_fault.c,
@@ -135,7 +136,8 @@ struct batch {
  * that removed the permission to be traced (enum fault_exempt): from
  * the invalidation window pend_window (its thread, and the seq it opened
  * at), a recovery worker while the batch opened at pend_batch_seq runs,
- * or a thread inside KVM_SET_USER_MEMORY_REGION.
+ * or a thread inside KVM_SET_USER_MEMORY_REGION, or one inside a dirty-log
+ * ioctl (it write-protects leaves before their tracepoint fires).
  */
 struct pending_fault {
 	uint64_t pend_seq, pend_gfn, pend_err;
@@ -200,6 +202,7 @@ struct engine {
 	 * traced, and as they would be under the policy. */
 	struct nx_splits nx_traced, nx_policy;
 	int setregion_threads;          /* inside KVM_SET_USER_MEMORY_REGION */
+	int dirtylog_threads;           /* inside KVM_{GET,CLEAR}_DIRTY_LOG */
 	/* Threads whose last event was a ranged TLB flush. */
 	struct thread_ctx *frozen[FROZEN_THREADS];
 	int nfrozen;
