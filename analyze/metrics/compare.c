@@ -164,14 +164,6 @@ static double query_double(sqlite3 *db, const char *sql)
 	return v;
 }
 
-static int has_table(const struct summary *s, const char *t)
-{
-	char key[64];
-
-	snprintf(key, sizeof(key), ",%s,", t);
-	return strstr(s->cov.tables, key) != NULL;
-}
-
 enum compare_status compare_add_run(struct compare *c, enum compare_side side,
 				    int i, const char *path, sqlite3 *db,
 				    const struct capture_info *ci,
@@ -210,7 +202,7 @@ enum compare_status compare_add_run(struct compare *c, enum compare_side side,
 	    coverage_gap(&s.cov, COVERAGE_LEAF_ZAPS) ? NAN :
 	    s.leaf_zaps_per_s);
 	put(c, side, i, "tlb_flushes_per_s", "TLB flushes/s", 1,
-	    has_table(&s, "tlb_flush") ?
+	    coverage_has(&s.cov, "tlb_flush") ?
 	    rate((double)db_table_count(db, "tlb_flush"), d) : NAN);
 	put(c, side, i, "invalidations_per_s", "invalidations/s", 1,
 	    coverage_gap(&s.cov, COVERAGE_INVALIDATIONS) ? NAN :
@@ -222,7 +214,7 @@ enum compare_status compare_add_run(struct compare *c, enum compare_side side,
 	    coverage_gap(&s.cov, COVERAGE_LEAF_ZAPS) ? NAN :
 	    (double)s.leaf_zaps);
 	put(c, side, i, "tlb_flushes", "TLB flushes", 0,
-	    has_table(&s, "tlb_flush") ?
+	    coverage_has(&s.cov, "tlb_flush") ?
 	    (double)db_table_count(db, "tlb_flush") : NAN);
 	for (k = 0; k < LAT_PCTS; k++) {
 		snprintf(key, sizeof(key), "npf_service_%s_us", pct_key[k]);
@@ -270,13 +262,13 @@ enum compare_status compare_add_run(struct compare *c, enum compare_side side,
 	    (double)self->nx_recovered_observed : NAN);
 	/* A batch: a worker's begin to its next end (patched kernels). */
 	put(c, side, i, "nx_batch_ms", "NX batch time (ms)", 1,
-	    has_table(&s, "nx_recovery") ? query_double(db,
+	    coverage_has(&s.cov, "nx_recovery") ? query_double(db,
 		"SELECT coalesce(sum(ts - pts), 0) / 1e6 FROM (SELECT phase, "
 		"ts, lag(ts) OVER w AS pts, lag(phase) OVER w AS pp FROM "
 		"nx_recovery WHERE phase IN (0, 1) WINDOW w AS (PARTITION BY "
 		"tid ORDER BY seq)) WHERE phase = 1 AND pp = 0") : NAN);
 	put(c, side, i, "lock_wait_ms", "lock waits (ms)", 1,
-	    has_table(&s, "lock_wait") ? query_double(db,
+	    coverage_has(&s.cov, "lock_wait") ? query_double(db,
 		"SELECT coalesce(sum(wait_ns), 0) / 1e6 FROM lock_wait") : NAN);
 	if (whatif) {
 		replay_metrics_compute(whatif, d, &m);
@@ -285,7 +277,7 @@ enum compare_status compare_add_run(struct compare *c, enum compare_side side,
 			 replay_metrics_get(&m, "leaf_zaps"));
 		put_pred(c, i, "tlb_flushes",
 			 replay_metrics_get(&m, "tlb_flushes"));
-		if (has_table(&s, "lock_wait"))
+		if (coverage_has(&s.cov, "lock_wait"))
 			put_pred(c, i, "lock_wait_ms",
 				 replay_metrics_get(&m, "lock_wait_ms"));
 	}

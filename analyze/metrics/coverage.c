@@ -100,6 +100,11 @@ enum coverage_status coverage_load(sqlite3 *db, struct coverage *c)
 	return COVERAGE_OK;
 }
 
+int coverage_has(const struct coverage *c, const char *table)
+{
+	return covered(c, table, strlen(table));
+}
+
 const char *coverage_gap(const struct coverage *c, enum coverage_figure f)
 {
 	return c->gap[f];

@@ -62,6 +62,8 @@ enum coverage_status {
 };
 
 enum coverage_status coverage_load(sqlite3 *db, struct coverage *c);
+/* Whether the source can fill canonical table t. */
+int coverage_has(const struct coverage *c, const char *table);
 /* Why figure f cannot be given from this source, or NULL: it can. */
 const char *coverage_gap(const struct coverage *c, enum coverage_figure f);
 void coverage_free(struct coverage *c);

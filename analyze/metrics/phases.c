@@ -53,9 +53,9 @@ static int64_t leaf_zaps(sqlite3 *db, const struct spte_format *fmt,
 	sqlite3_bind_int64(st, 1, lo);
 	sqlite3_bind_int64(st, 2, hi);
 	while (sqlite3_step(st) == SQLITE_ROW)
-		n += spte_present_leaf(fmt, (uint64_t)sqlite3_column_int64(st, 0),
-				       sqlite3_column_int(st, 2)) &&
-			!spte_present(fmt, (uint64_t)sqlite3_column_int64(st, 1));
+		n += spte_leaf_zapped(fmt, (uint64_t)sqlite3_column_int64(st, 0),
+				      (uint64_t)sqlite3_column_int64(st, 1),
+				      sqlite3_column_int(st, 2));
 	sqlite3_finalize(st);
 	return n;
 }

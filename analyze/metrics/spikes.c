@@ -111,11 +111,11 @@ static unsigned window_activity(struct spike_ctx *c, int64_t t0,
 				a = SPIKE_NPF_PAGE;
 				break;
 			case T_SPTE:
-				if (spte_present_leaf(c->fmt, (uint64_t)
-						      sqlite3_column_int64(st, 0),
-						      sqlite3_column_int(st, 2)) &&
-				    !spte_present(c->fmt, (uint64_t)
-						  sqlite3_column_int64(st, 1)))
+				if (spte_leaf_zapped(c->fmt, (uint64_t)
+						     sqlite3_column_int64(st, 0),
+						     (uint64_t)
+						     sqlite3_column_int64(st, 1),
+						     sqlite3_column_int(st, 2)))
 					a = SPIKE_ZAP_PAGE;
 				break;
 			case T_NOTIFIER:

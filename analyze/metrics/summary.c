@@ -154,9 +154,7 @@ static int zap_row(sqlite3_stmt *st, void *arg)
 	uint64_t new = (uint64_t)sqlite3_column_int64(st, 1);
 	int level = sqlite3_column_int(st, 2);
 
-	if (spte_present_leaf(z->fmt, old, level) &&
-	    !spte_present(z->fmt, new))
-		z->zaps++;
+	z->zaps += spte_leaf_zapped(z->fmt, old, new, level);
 	return 0;
 }
 

@@ -48,14 +48,6 @@ error:
 	return -1;
 }
 
-static int covered(const struct coverage *c, const char *table)
-{
-	char key[64];
-
-	snprintf(key, sizeof(key), ",%s,", table);
-	return strstr(c->tables, key) != NULL;
-}
-
 int timeline_compute(sqlite3 *db, const struct spte_format *fmt,
 		     const int32_t *workers, int nworkers,
 		     struct timeline *out)
@@ -76,13 +68,13 @@ int timeline_compute(sqlite3 *db, const struct spte_format *fmt,
 	out->nbins = (int)(out->span_ns / out->bin_ns) + 1;
 	if (out->nbins > TIMELINE_BINS)
 		out->nbins = TIMELINE_BINS;
-	out->present[TL_FAULTS] = covered(&cov, "fault");
-	out->present[TL_LEAF_ZAPS] = covered(&cov, "spte_change");
-	out->present[TL_INVALIDATIONS] = covered(&cov, "notifier");
-	out->present[TL_NX_PAGES] = covered(&cov, "nx_recovery") ||
-		(nworkers > 0 && covered(&cov, "spte_change"));
-	out->present[TL_LOCK_WAITS] = covered(&cov, "lock_wait");
-	out->present[TL_TLB_FLUSHES] = covered(&cov, "tlb_flush");
+	out->present[TL_FAULTS] = coverage_has(&cov, "fault");
+	out->present[TL_LEAF_ZAPS] = coverage_has(&cov, "spte_change");
+	out->present[TL_INVALIDATIONS] = coverage_has(&cov, "notifier");
+	out->present[TL_NX_PAGES] = coverage_has(&cov, "nx_recovery") ||
+		(nworkers > 0 && coverage_has(&cov, "spte_change"));
+	out->present[TL_LOCK_WAITS] = coverage_has(&cov, "lock_wait");
+	out->present[TL_TLB_FLUSHES] = coverage_has(&cov, "tlb_flush");
 	if (add_rows(db, out, TL_FAULTS, "SELECT ts / ?1, count(*) FROM "
 		     "fault GROUP BY 1") < 0 ||
 	    add_rows(db, out, TL_INVALIDATIONS, "SELECT ts / ?1, count(*) "
@@ -91,7 +83,7 @@ int timeline_compute(sqlite3 *db, const struct spte_format *fmt,
 		     "lock_wait GROUP BY 1") < 0 ||
 	    add_rows(db, out, TL_TLB_FLUSHES, "SELECT ts / ?1, count(*) FROM "
 		     "tlb_flush GROUP BY 1") < 0 ||
-	    (covered(&cov, "nx_recovery") &&
+	    (coverage_has(&cov, "nx_recovery") &&
 	     add_rows(db, out, TL_NX_PAGES, "SELECT ts / ?1, count(*) FROM "
 		      "nx_recovery WHERE phase = 2 GROUP BY 1") < 0))
 		goto end;
@@ -104,12 +96,11 @@ int timeline_compute(sqlite3 *db, const struct spte_format *fmt,
 		uint64_t old = (uint64_t)sqlite3_column_int64(st, 1);
 		uint64_t new = (uint64_t)sqlite3_column_int64(st, 2);
 
-		if (!spte_present_leaf(fmt, old, sqlite3_column_int(st, 3)) ||
-		    spte_present(fmt, new))
+		if (!spte_leaf_zapped(fmt, old, new, sqlite3_column_int(st, 3)))
 			continue;
 		i = bin_of(out, sqlite3_column_int64(st, 0));
 		out->count[TL_LEAF_ZAPS][i]++;
-		if (covered(&cov, "nx_recovery"))
+		if (coverage_has(&cov, "nx_recovery"))
 			continue;
 		tid = sqlite3_column_int64(st, 4);
 		for (w = 0; w < nworkers; w++)

@@ -55,6 +55,14 @@ static inline int spte_present_leaf(const struct spte_format *f, uint64_t s,
 	return spte_present(f, s) && spte_leaf(f, s, level);
 }
 
+/* A leaf zap: a present leaf at level made non-present (what every
+ * figure named "leaf zaps" counts). */
+static inline int spte_leaf_zapped(const struct spte_format *f, uint64_t old,
+				   uint64_t new, int level)
+{
+	return spte_present_leaf(f, old, level) && !spte_present(f, new);
+}
+
 static inline int spte_writable(const struct spte_format *f, uint64_t s)
 {
 	return (s & f->writable) != 0;

@@ -359,7 +359,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	enum zap_cause cause;
 	uint64_t kept = 0;
 
-	if (spte_present_leaf(f, old, level) && !spte_present(f, new) &&
+	if (spte_leaf_zapped(f, old, new, level) &&
 	    teardown_zap_all_starts(e, t, ev))
 		teardown_zap_all_open(e, t, ev);
 	/* The worker's recovery, not a teardown it runs. */
@@ -375,7 +375,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		tdp_set(&e->tdp_ovl, as, level, gfn, 0);
 		kept = 0;
 	}
-	if (spte_present_leaf(f, old, level) && !spte_present(f, new)) {
+	if (spte_leaf_zapped(f, old, new, level)) {
 		e->res->zaps_observed++;
 		t->ctx_last_ts = ev->ts;
 		cause = zap_cause_of(t);

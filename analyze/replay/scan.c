@@ -119,7 +119,7 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 	if (t->in_fault && level > 1 && spte_present_leaf(f, old, level) &&
 	    spte_present(f, new) && !spte_leaf(f, new, level))
 		p->out->fault_splits_in_place++;
-	if (spte_present_leaf(f, old, level) && !spte_present(f, new)) {
+	if (spte_leaf_zapped(f, old, new, level)) {
 		if (!t->in_window)
 			return 0;
 		/*
