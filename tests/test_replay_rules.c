@@ -16,6 +16,11 @@
  *                  and the lock wait inside it goes; the recorded period
  *                  is baseline; a period that is not a multiple of the
  *                  recorded one is refused;
+ *   nx_snapshot    a batch one short of the model's count is settled by
+ *                  the trace when a split was accounted after the
+ *                  worker woke, and a mismatch when none was;
+ *   nx_off         with the mitigation off the worker's table frees are
+ *                  a teardown, not a recovery batch;
  *   self-check     a fault that a present leaf permits, and an
  *                  invalidation that zaps fewer leaves than the model
  *                  holds, are reported as mismatches;
@@ -159,6 +164,8 @@ static void syscall_exit(int tid)
 /* The NX recovery ratio and period the sequence "ran" with (0:
  * unknown). */
 static int64_t nx_ratio, nx_period_ms;
+/* The manifest said the NX mitigation was off. */
+static int nx_off;
 
 /* The policy the hand-built sequence was "recorded" with. */
 static const struct policy *recorded = &policy_baseline;
@@ -178,6 +185,7 @@ static int run(const struct policy *p, struct replay_result *r)
 		.npf_exit_reason = 0x400,
 		.nx_ratio = nx_ratio,
 		.nx_period_ms = nx_period_ms,
+		.nx_off = nx_off,
 		.rules_off = rules_off,
 	};
 	struct source *src = source_from_array(evs, (size_t)nev);
@@ -514,6 +522,89 @@ static void test_nx_period(void)
 	nx_period_ms = 0;
 	replay_result_free(&b);
 	replay_result_free(&t);
+}
+
+/*
+ * The worker reads its count of NX splits before it takes mmu_lock: a
+ * split accounted after it woke (a period after its previous batch
+ * returned) may be missing from the count, one accounted before it
+ * may not.  Ratio 1, period 1 s: the first batch at ~3 ms recovers
+ * 0x200; 0x400 is split at ~0.5 s and 0x600 (late) or 0x800 (not late)
+ * at ~1 s or ~0.9 s; the next batch recovers 0x400 only.
+ */
+static void snapshot_scenario(int late)
+{
+	nev = 0;
+	ts_shift = 0;
+	memslot(0);
+	nx_split(0x200);
+	nx_recover(0x200);                      /* ends at ~14 ms */
+	ts_shift = 500000000;
+	nx_split(0x400);
+	ts_shift = late ? 1000000000 : 900000000;
+	nx_split(late ? 0x600 : 0x800);
+	nx_recover(0x400);
+	ts_shift = 0;
+}
+
+static void test_nx_snapshot(void)
+{
+	struct replay_result r;
+
+	nx_ratio = 1;
+	nx_period_ms = 1000;
+	snapshot_scenario(1);
+	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
+	CHECK(r.mismatches_total == 0 && r.recovery_batches == 2 &&
+	      r.nx_batches_settled == 1);
+	CHECK(r.nx_recovered_observed == 2 && r.nx_recovered_predicted == 2);
+	replay_result_free(&r);
+	rules_off = 1u << RULE_NX_SNAPSHOT;
+	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
+	CHECK(r.mismatches_total == 1 && r.nx_batches_settled == 0 &&
+	      r.mismatches[0].kind == MISMATCH_RECOVERY_BATCH &&
+	      r.mismatches[0].predicted == 2 && r.mismatches[0].observed == 1);
+	replay_result_free(&r);
+	rules_off = 0;
+	/* Split before the worker woke: in its count, so a mismatch. */
+	snapshot_scenario(0);
+	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
+	CHECK(r.mismatches_total == 1 && r.nx_batches_settled == 0 &&
+	      r.mismatches[0].kind == MISMATCH_RECOVERY_BATCH);
+	replay_result_free(&r);
+	/* Without the period nothing is excused. */
+	nx_period_ms = 0;
+	snapshot_scenario(1);
+	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
+	CHECK(r.mismatches_total == 1 && r.nx_batches_settled == 0);
+	replay_result_free(&r);
+	nx_ratio = 0;
+}
+
+/*
+ * With the NX mitigation off (manifest: kvm.nx_huge_pages N) exec
+ * faults split nothing and the worker's thread recovers nothing: a
+ * table it frees is a teardown (6.12: the vhost task can drop the VM).
+ */
+static void test_nx_off(void)
+{
+	struct replay_result r;
+
+	nx_ratio = 4;
+	nx_scenario(0, 0);
+	nx_off = 1;
+	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
+	CHECK(r.mismatches_total == 0 && r.recovery_batches == 0 &&
+	      r.nx_recovered_observed == 0 && r.nx_recovered_predicted == 0);
+	CHECK(r.zaps[ZAP_TEARDOWN] == 1 && r.zaps[ZAP_NX_RECOVERY] == 0);
+	replay_result_free(&r);
+	rules_off = 1u << RULE_NX_OFF;
+	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
+	CHECK(r.recovery_batches == 1 && r.zaps[ZAP_NX_RECOVERY] == 1);
+	replay_result_free(&r);
+	rules_off = 0;
+	nx_off = 0;
+	nx_ratio = 0;
 }
 
 /*
@@ -1342,6 +1433,8 @@ int main(void)
 	test_nx_skip_dirty();
 	test_nx_readlock();
 	test_nx_period();
+	test_nx_snapshot();
+	test_nx_off();
 	test_fault_racing_recovery();
 	test_measured_batch_pause();
 	test_exemption_bounded();

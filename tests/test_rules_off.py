@@ -37,6 +37,13 @@ reports), as measured on the lab captures:
                       traced before its zap, become exempt (80% > 5%)
   eager_split         also 6.12 stock nxrecovery: exec faults split the
                       NX 2M leaf in place (zap_count)
+  nx_snapshot         nxrecovery-skip-dirty-off-nx-snapshot: a batch
+                      sized from a count read before a split the model
+                      holds (recovery_batch; also test_nx_snapshot.py)
+  nx_off              6.12 stock bgsnapshot-perpage-read (mitigation
+                      off): the worker's thread, tearing the VM down,
+                      frees 16 L1 tables, taken for a recovery batch
+                      (recovery_batch)
   reachability        nxrecovery-readlock-on: faults under a parent the
                       worker unlinked; late_change explains them by the
                       children's removal traced after them, so the
@@ -96,6 +103,8 @@ THPN = "lttng-kernel-6.1.192-stock-basic-thp-nodirtylog"
 B612 = "lttng-kernel-6.12.117-stock-basic"
 NX612 = "lttng-kernel-6.12.117-stock-nxrecovery-dirtylog"
 SD612 = "lttng-kernel-6.12.117-patched-nxrecovery-skip-dirty-off"
+NXS = "lttng-kernel-6.1.192-patched-nxrecovery-skip-dirty-off-nx-snapshot"
+BG612 = "lttng-kernel-6.12.117-stock-bgsnapshot-perpage-read"
 SEEN = [("late_change", RO, "fault_not_required"),
         ("window_install", PU, "zap_count"),
         ("double_start", PU, "zap_count"),
@@ -111,9 +120,11 @@ SEEN = [("late_change", RO, "fault_not_required"),
         ("nested_teardown", THP, "zap_count"),
         ("zap_all", B612, "zap_unexplained"),
         ("removed_table", SD612, "zap_count"),
-        ("eager_split", NX612, "zap_count")]
+        ("eager_split", NX612, "zap_count"),
+        ("nx_snapshot", NXS, "recovery_batch"),
+        ("nx_off", BG612, "recovery_batch")]
 
-for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612):
+for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612):
     rc, f = fidelity(name)
     check(rc == 0 and f["ok"], "%s passes with every rule on" % name)
 for rules, name, kind in SEEN:
@@ -140,7 +151,7 @@ check(sum(off["exempt"].values()) > sum(on["exempt"].values()),
 # The rules no capture sees: switching them off changes no verdict
 # (if one does, move it above and say where).
 for rules in ("fast_fault", "measured_batch", "stock_race"):
-    for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612):
+    for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612):
         rc, f = fidelity(name, rules)
         check(rc == 0, "%s off: %s still passes (update the docstring)"
               % (rules, name))

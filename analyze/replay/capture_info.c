@@ -52,6 +52,18 @@ static void manifest_read(sqlite3 *db, struct capture_info *ci)
 		params, "kvm.nx_huge_pages_recovery_period_ms");
 	if (cJSON_IsString(v))
 		ci->nx_period_ms = strtoll(v->valuestring, NULL, 10);
+	/* The module prints the mitigation as a bool (Y/N) once set. */
+	v = cJSON_GetObjectItemCaseSensitive(params, "kvm.nx_huge_pages");
+	if (cJSON_IsString(v))
+		ci->nx_off = v->valuestring[0] == 'N' ||
+			v->valuestring[0] == '0' ||
+			strcmp(v->valuestring, "off") == 0;
+	/* calc_nx_huge_pages_recovery_period() (6.1 and 6.12): a period
+	 * of 0 means an hour over the ratio (at most 3600), at least 1 s. */
+	if (cJSON_IsString(v) && !ci->nx_off && ci->nx_period_ms == 0 &&
+	    ci->nx_ratio > 0)
+		ci->nx_period_ms = 3600000 /
+			(ci->nx_ratio < 3600 ? ci->nx_ratio : 3600);
 	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
 		v = cJSON_GetObjectItemCaseSensitive(params, knobs[i].param);
 		if (cJSON_IsString(v) && (v->valuestring[0] == 'Y' ||

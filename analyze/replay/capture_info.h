@@ -29,7 +29,10 @@ struct capture_info {
 	int recorded_from_manifest;
 	int knobs_on;                   /* > 1: no single policy matches */
 	int64_t nx_ratio;               /* kvm.nx_huge_pages_recovery_ratio */
-	int64_t nx_period_ms;           /* ..._recovery_period_ms; 0 */
+	/* ..._recovery_period_ms, or the kernel's default from the ratio
+	 * when that is 0; 0: unknown */
+	int64_t nx_period_ms;
+	int nx_off;                     /* kvm.nx_huge_pages says N */
 	/* Damage the trace itself carries (ingest kept what was there):
 	 * events the tracer discarded (lost_ranges: discard records, some
 	 * without a count), and a stream cut short. */

@@ -70,8 +70,13 @@ static struct thread_ctx *thread_get(struct engine *e, int32_t tid)
 		e->nomem = 1;
 		return NULL;
 	}
+	/* With the mitigation off the worker sleeps for good
+	 * (calc_nx_huge_pages_recovery_period() says disabled): what its
+	 * thread frees is no recovery.  On 6.12 that thread, a vhost task
+	 * of the VM process, can be the one that tears the VM down. */
 	for (i = 0; i < e->opts->n_nx_worker_tids; i++)
-		if (e->opts->nx_worker_tids[i] == tid)
+		if (e->opts->nx_worker_tids[i] == tid &&
+		    !(e->opts->nx_off && engine_rule(e, RULE_NX_OFF)))
 			t->is_worker = 1;
 	return t;
 }

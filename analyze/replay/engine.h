@@ -117,7 +117,14 @@
 	X(RULE_REMOVED_TABLE, "removed_table") \
 	/* a fault in a range a thread just flushed, before that thread's
 	 * zap of the entry mapping it, waited on the frozen entry */ \
-	X(RULE_FROZEN_ENTRY, "frozen_entry")
+	X(RULE_FROZEN_ENTRY, "frozen_entry") \
+	/* the worker's count of NX splits is read before it takes
+	 * mmu_lock: it may miss splits accounted while it waited
+	 * (engine_nx.c nx_count_late(); settled by the trace) */ \
+	X(RULE_NX_SNAPSHOT, "nx_snapshot") \
+	/* with the NX mitigation off (manifest) exec faults split
+	 * nothing and the worker's thread recovers nothing */ \
+	X(RULE_NX_OFF, "nx_off")
 
 #define REPLAY_ENUM_ENTRY(e, name) e,
 
@@ -174,6 +181,9 @@ struct replay_opts {
 	int64_t npf_exit_reason;        /* SVM 0x400, VMX 48 */
 	int64_t nx_ratio;               /* recovery ratio; 0: unknown */
 	int64_t nx_period_ms;           /* recovery period; 0: unknown */
+	/* The NX mitigation is known off (kvm.nx_huge_pages N): exec
+	 * faults split nothing and the worker never recovers. */
+	int nx_off;
 	unsigned rules_off;             /* 1 << enum replay_rule (tests) */
 };
 
@@ -204,6 +214,9 @@ struct replay_result {
 	/* Stock windows whose walk's time the trace does not fix, and the
 	 * zaps they were settled by (engine_window.c window_settle()). */
 	int64_t race_windows, zaps_race_settled;
+	/* Recovery batches whose size the trace settled: the worker's
+	 * count may lack splits accounted while it waited for mmu_lock. */
+	int64_t nx_batches_settled;
 	struct mismatch mismatches[REPLAY_MAX_MISMATCHES];
 	int nmismatches;
 	int64_t mismatches_total;

@@ -124,8 +124,10 @@ struct batch {
 	int batch_skipped;              /* the policy's worker sleeps */
 	/* Leaves zapped by its pages: predicted, traced, under the policy. */
 	int64_t zaps_predicted, zaps_observed, zaps_policy;
-	/* NX-split pages recovered: traced, predicted from the ratio. */
-	int64_t sps_observed, sps_predicted;
+	/* NX-split pages recovered: traced, predicted from the ratio, and
+	 * the least the ratio gives from a count that missed the splits
+	 * accounted while the worker waited for mmu_lock. */
+	int64_t sps_observed, sps_predicted, sps_min;
 	int64_t flushes_traced;         /* traced flush events (patched) */
 	/* The policy's batch: pages it may take, has taken, recovers. */
 	int64_t policy_quota, policy_taken, policy_pages;
@@ -172,10 +174,22 @@ struct lock_holder {
 /* Threads between a ranged flush and their next event, at most. */
 #define FROZEN_THREADS 8
 
-/* NX-split pages KVM tracks for recovery (nx_lpage_splits). */
+/* Splits kept for nx_batch_touch()'s count of recent ones, at most. */
+#define NX_RECENT 64
+
+/*
+ * NX-split pages KVM tracks for recovery (nx_lpage_splits), and when
+ * each was accounted: the worker reads the count before it takes
+ * mmu_lock, so the splits accounted while it waited are not in it.
+ */
 struct nx_splits {
-	struct u64map split_map;        /* 2M-aligned gfn -> 1 if split */
+	struct u64map split_map;        /* 2M-aligned gfn -> accounted ts + 1 */
 	int64_t nsplit;
+	struct nx_recent {
+		uint64_t key;
+		int64_t ts;
+	} recent[NX_RECENT];            /* a ring of the last splits */
+	unsigned nrecent;               /* pushed so far */
 };
 
 struct engine {
@@ -296,7 +310,9 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 			const struct model_event *ev);
 void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 			   const struct model_event *ev);
-void nx_set(struct engine *e, struct nx_splits *l, uint64_t gfn, int split);
+void nx_split_add(struct engine *e, struct nx_splits *l, uint64_t gfn,
+		  int64_t ts);
+void nx_split_drop(struct engine *e, struct nx_splits *l, uint64_t gfn);
 void nx_batch_touch(struct engine *e, const struct model_event *ev);
 void nx_batch_close(struct engine *e);
 void nx_recovery_ctx_open(struct engine *e, struct thread_ctx *t,

@@ -6,7 +6,7 @@
  * runs, and which pages the policy leaves split.
  *
  * Invariants: nx_traced and nx_policy count the pages in their map
- * (never negative); a batch is active from its first worker event to
+ * (never negative), each page once however often it is split again; a batch is active from its first worker event to
  * nx_batch_close(), which moves it to last_batch.
  */
 #include "replay/engine_int.h"
@@ -15,18 +15,59 @@
 
 #include <string.h>
 
-/* The list is keyed by the 2M page the split L1 table maps. */
-void nx_set(struct engine *e, struct nx_splits *l, uint64_t gfn, int split)
+/* The list is keyed by the 2M page the split L1 table maps; its value
+ * is when the split was accounted, plus one (0: not split). */
+void nx_split_add(struct engine *e, struct nx_splits *l, uint64_t gfn,
+		  int64_t ts)
 {
 	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1);
-	int was = u64map_get(&l->split_map, key) != 0;
+	struct nx_recent *r;
 
-	if (was == split)
+	MR_ASSERT_DBG(ts >= 0);
+	if (u64map_get(&l->split_map, key))
 		return;
-	if (u64map_put(&l->split_map, key, (uint64_t)split) < 0)
+	if (u64map_put(&l->split_map, key, (uint64_t)ts + 1) < 0) {
 		e->nomem = 1;
-	l->nsplit += split ? 1 : -1;
+		return;
+	}
+	l->nsplit++;
+	r = &l->recent[l->nrecent++ % NX_RECENT];
+	r->key = key;
+	r->ts = ts;
+}
+
+void nx_split_drop(struct engine *e, struct nx_splits *l, uint64_t gfn)
+{
+	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1);
+
+	if (!u64map_get(&l->split_map, key))
+		return;
+	if (u64map_put(&l->split_map, key, 0) < 0)
+		e->nomem = 1;
+	l->nsplit--;
 	MR_ASSERT_DBG(l->nsplit >= 0);
+}
+
+/*
+ * Of the list's pages, those accounted at or after `since`.  Only the
+ * last NX_RECENT splits are looked at: more inside one wait of the
+ * worker for mmu_lock is more than a period's worth on any host seen.
+ * A page split, recovered and split again is counted by its last split
+ * only (the map holds that one's time).
+ */
+static int64_t nx_split_count_since(const struct nx_splits *l, int64_t since)
+{
+	unsigned i, n = l->nrecent < NX_RECENT ? l->nrecent : NX_RECENT;
+	int64_t late = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct nx_recent *r = &l->recent[i];
+
+		if (r->ts >= since &&
+		    u64map_get(&l->split_map, r->key) == (uint64_t)r->ts + 1)
+			late++;
+	}
+	return late;
 }
 
 /* An L1 table made by an exec fault outside dirty logging is an NX
@@ -36,13 +77,14 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 {
 	if (mev_role_level(ev->u.sp.role) != TDP_LEVEL_4K ||
 	    t->ctx_kind != CTX_FAULT || !t->fault_fetch ||
+	    (e->opts->nx_off && engine_rule(e, RULE_NX_OFF)) ||
 	    (engine_rule(e, RULE_NX_DIRTY_UNTRACKED) &&
 	     engine_dirty_logged_at(e, ev->u.sp.gfn, ev->seq)))
 		return;
-	nx_set(e, &e->nx_traced, ev->u.sp.gfn, 1);
+	nx_split_add(e, &e->nx_traced, ev->u.sp.gfn, ev->ts);
 	/* A fault the policy avoided splits nothing under it. */
 	if (!t->ctx_keep)
-		nx_set(e, &e->nx_policy, ev->u.sp.gfn, 1);
+		nx_split_add(e, &e->nx_policy, ev->u.sp.gfn, ev->ts);
 }
 
 void nx_batch_close(struct engine *e)
@@ -53,6 +95,13 @@ void nx_batch_close(struct engine *e)
 		return;
 	e->res->recovery_batches++;
 	if (e->opts->nx_ratio > 0) {
+		/* A count read before splits the model holds: the trace
+		 * settles how many it missed (nx_count_late()). */
+		if (b->sps_observed < b->sps_predicted &&
+		    b->sps_observed >= b->sps_min) {
+			b->sps_predicted = b->sps_observed;
+			e->res->nx_batches_settled++;
+		}
 		e->res->nx_recovered_observed += b->sps_observed;
 		e->res->nx_recovered_predicted += b->sps_predicted;
 		if (b->sps_observed != b->sps_predicted)
@@ -99,6 +148,34 @@ static void batch_wake(struct engine *e, struct batch *b)
 		e->res->recovery_batches_run++;
 }
 
+/*
+ * Splits the worker's count may lack.  kvm_recover_nx_lpages() (6.1;
+ * kvm_recover_nx_huge_pages() on 6.12) reads nx_lpage_splits before it
+ * takes mmu_lock, and a fault that holds mmu_lock for read accounts its
+ * split before the worker gets the lock: the count can miss the splits
+ * accounted after the worker woke.  The worker wakes a period after its
+ * previous batch returned (counted in jiffies: up to one early, 10 ms
+ * at HZ=100); with the period or a previous batch unknown, none.
+ */
+#define NX_WAKE_SLACK_NS 10000000
+
+static int64_t nx_count_late(const struct engine *e,
+			     const struct nx_splits *l)
+{
+	int64_t period = e->opts->nx_period_ms * 1000000;
+
+	if (!engine_rule(e, RULE_NX_SNAPSHOT) || !e->batches_seen ||
+	    period <= 0)
+		return 0;
+	return nx_split_count_since(l, e->last_batch.batch_last_ts + period -
+				    NX_WAKE_SLACK_NS);
+}
+
+static int64_t ceil_div(int64_t n, int64_t d)
+{
+	return n > 0 ? (n + d - 1) / d : 0;
+}
+
 void nx_batch_touch(struct engine *e, const struct model_event *ev)
 {
 	struct batch *b = &e->batch;
@@ -113,6 +190,9 @@ void nx_batch_touch(struct engine *e, const struct model_event *ev)
 	    ev->ts - b->batch_last_ts > BATCH_GAP_NS)
 		nx_batch_close(e);
 	if (!b->batch_active) {
+		int64_t late = nx_count_late(e, &e->nx_traced);
+		int64_t missed = 0;
+
 		b->batch_active = 1;
 		b->batch_start_ts = ev->ts;
 		b->batch_first_seq = ev->seq;
@@ -121,10 +201,20 @@ void nx_batch_touch(struct engine *e, const struct model_event *ev)
 		if (ratio > 0) {
 			int64_t pr = e->opts->policy->nx_ratio ?
 				e->opts->policy->nx_ratio : ratio;
+			int64_t n = e->nx_traced.nsplit;
 
-			b->sps_predicted = (e->nx_traced.nsplit + ratio - 1) /
-				ratio;
-			b->policy_quota = (e->nx_policy.nsplit + pr - 1) / pr;
+			b->sps_predicted = ceil_div(n, ratio);
+			b->sps_min = ceil_div(n - late, ratio);
+			/* The patched begin event gives the count read: the
+			 * policy's worker misses as many of its own. */
+			if (ev->kind == MEV_NX_RECOVERY &&
+			    ev->u.nx.phase == MEV_NX_BEGIN &&
+			    n - ev->u.nx.pages > 0 && n - ev->u.nx.pages <= late)
+				missed = n - ev->u.nx.pages;
+			late = nx_count_late(e, &e->nx_policy);
+			b->policy_quota = ceil_div(e->nx_policy.nsplit -
+						   (missed < late ? missed : late),
+						   pr);
 		}
 	}
 	b->batch_last_ts = ev->ts;
@@ -154,7 +244,7 @@ static int recovery_keep(struct engine *e, const struct replay_recovery *rec,
 	if (e->opts->nx_ratio > 0 && b->policy_taken >= b->policy_quota)
 		return 1;
 	b->policy_taken++;
-	nx_set(e, &e->nx_policy, rec->gfn, 0);
+	nx_split_drop(e, &e->nx_policy, rec->gfn);
 	return skip;
 }
 
@@ -217,8 +307,8 @@ void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 			engine_mismatch(e, MISMATCH_POLICY_DECISION, ev->seq,
 					ev->ts, ev->u.nx.gfn, 0, 1);
 		e->batch.sps_observed++;
-		nx_set(e, &e->nx_traced, ev->u.nx.gfn, 0);
-		nx_set(e, &e->nx_policy, ev->u.nx.gfn, 0);
+		nx_split_drop(e, &e->nx_traced, ev->u.nx.gfn);
+		nx_split_drop(e, &e->nx_policy, ev->u.nx.gfn);
 	}
 	if (ev->u.nx.phase == MEV_NX_END)
 		nx_batch_close(e);

@@ -54,8 +54,8 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	    gfn - t->ctx_gfn < tdp_level_pages(t->sp_level + 1) &&
 	    engine_rule(e, RULE_NESTED_TEARDOWN)) {
 		if (level == TDP_LEVEL_4K) {
-			nx_set(e, &e->nx_policy, gfn, 0);
-			nx_set(e, &e->nx_traced, gfn, 0);
+			nx_split_drop(e, &e->nx_policy, gfn);
+			nx_split_drop(e, &e->nx_traced, gfn);
 		}
 		return;
 	}
@@ -68,9 +68,9 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	if (kind == CTX_RECOVERY)
 		nx_recovery_ctx_open(e, t, ev, level);
 	else if (level == TDP_LEVEL_4K)
-		nx_set(e, &e->nx_policy, gfn, 0);
+		nx_split_drop(e, &e->nx_policy, gfn);
 	if (level == TDP_LEVEL_4K)
-		nx_set(e, &e->nx_traced, gfn, 0);
+		nx_split_drop(e, &e->nx_traced, gfn);
 	/* A teardown zaps every leaf below the table (nested tables with
 	 * it, above); a recovery the leaves of its one table. */
 	t->ctx_predicted =

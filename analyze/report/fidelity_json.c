@@ -97,6 +97,8 @@ void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
 	o = cJSON_AddObjectToObject(root, "settled_by_trace");
 	cJSON_AddNumberToObject(o, "race_windows", (double)r->race_windows);
 	cJSON_AddNumberToObject(o, "leaf_zaps", (double)r->zaps_race_settled);
+	cJSON_AddNumberToObject(o, "recovery_batches",
+				(double)r->nx_batches_settled);
 	cJSON_AddNumberToObject(root, "mismatches_total",
 				(double)r->mismatches_total);
 	a = cJSON_AddArrayToObject(root, "mismatches");

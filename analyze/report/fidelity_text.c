@@ -92,6 +92,11 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 			"settled by the trace (not checked): %" PRId64
 			", %" PRId64 " leaf zaps\n", r->race_windows,
 			r->zaps_race_settled);
+	if (r->nx_batches_settled)
+		fprintf(out, "  NX recovery batches sized from a count read "
+			"before splits accounted while\n  the worker waited for "
+			"mmu_lock, settled by the trace (not checked): %"
+			PRId64 "\n", r->nx_batches_settled);
 	fprintf(out, "  mismatches: %" PRId64 "\n", r->mismatches_total);
 	for (i = 0; i < r->nmismatches && i < 10; i++) {
 		const struct mismatch *m = &r->mismatches[i];
