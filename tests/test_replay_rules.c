@@ -16,11 +16,16 @@
  *                  and the lock wait inside it goes; the recorded period
  *                  is baseline; a period that is not a multiple of the
  *                  recorded one is refused;
+ *   combined       two knob policies at once: each decision point takes
+ *                  the change of the part that makes one;
  *   nx_snapshot    a batch one short of the model's count is settled by
  *                  the trace when a split was accounted after the
  *                  worker woke, and a mismatch when none was;
  *   nx_off         with the mitigation off the worker's table frees are
  *                  a teardown, not a recovery batch;
+ *   nx_count       a write-locked batch's end count against the model's
+ *                  list (not a read-locked one's); two tables at one
+ *                  entry for a while (read-locked recovery) both listed;
  *   self-check     a fault that a present leaf permits, and an
  *                  invalidation that zaps fewer leaves than the model
  *                  holds, are reported as mismatches;
@@ -401,6 +406,54 @@ static void test_nx_skip_dirty(void)
 	replay_result_free(&c);
 }
 
+/*
+ * Knob policies combined: a recovery in a dirty-logged slot and a pure
+ * upgrade, each followed by a refault.  Each knob alone avoids its own
+ * refault, the combination both; the name is canonical whatever order
+ * it is given in, and only knob policies combine.
+ */
+static void test_policy_combined(void)
+{
+	const struct policy *c = policy_find("nx-skip-dirty+perm-upgrade");
+	struct replay_result b, p, s, r;
+
+	CHECK(c && strcmp(c->name, "perm-upgrade+nx-skip-dirty") == 0 &&
+	      c == policy_find("perm-upgrade+nx-skip-dirty") &&
+	      c->nparts == 2 && !c->recovery_read_lock && c->limits);
+	CHECK(policy_find("nx-skip-dirty+nx-readlock") &&
+	      policy_find("nx-skip-dirty+nx-readlock")->recovery_read_lock);
+	CHECK(!policy_find("perm-upgrade+perm-upgrade") &&
+	      !policy_find("baseline+perm-upgrade") &&
+	      !policy_find("perm-upgrade+") && !policy_find("+") &&
+	      !policy_find("perm-upgrade+nx-ratio=2") &&
+	      !policy_find("perm-upgrade+no-such-policy"));
+	nx_scenario(1, 0);                      /* recovery, dirty-logged */
+	fault(5, MEV_PFERR_USER);               /* then a pure upgrade */
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();
+	notifier(5, 1);
+	spte(VMM, 1, 5, RO_4K, 0);
+	syscall_exit(VMM);
+	fault(5, MEV_PFERR_USER);
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 0 && b.faults == 4);
+	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
+	CHECK(run(&policy_nx_skip_dirty, &s) == REPLAY_OK);
+	CHECK(run(c, &r) == REPLAY_OK);
+	CHECK(p.faults_avoided == 1 && p.zaps_kept == 1 &&
+	      p.zaps[ZAP_NOTIFIER] == 0 && p.zaps[ZAP_NX_RECOVERY] == 1);
+	CHECK(s.faults_avoided == 1 && s.zaps_kept == 1 &&
+	      s.zaps[ZAP_NOTIFIER] == 1 && s.zaps[ZAP_NX_RECOVERY] == 0);
+	CHECK(r.faults_avoided == 2 && r.zaps_kept == 2 && r.faults == 2 &&
+	      r.zaps[ZAP_NOTIFIER] == 0 && r.zaps[ZAP_NX_RECOVERY] == 0);
+	replay_result_free(&b);
+	replay_result_free(&p);
+	replay_result_free(&s);
+	replay_result_free(&r);
+}
+
 static void test_nx_readlock(void)
 {
 	struct replay_result b, r;
@@ -579,6 +632,101 @@ static void test_nx_snapshot(void)
 	CHECK(r.mismatches_total == 1 && r.nx_batches_settled == 0);
 	replay_result_free(&r);
 	nx_ratio = 0;
+}
+
+static void nx_phase(int phase, int lock_mode, int64_t pages)
+{
+	struct model_event *e = ev(MEV_NX_RECOVERY, WORKER);
+
+	e->u.nx.phase = phase;
+	e->u.nx.lock_mode = lock_mode;
+	e->u.nx.pages = pages;
+}
+
+/*
+ * The patched end event's count, read under the write lock, must be
+ * the model's: two splits, one recovered, 1 left (2 traced: a
+ * mismatch); under the read lock faults account concurrently, so it is
+ * not held against the model.
+ */
+static void test_nx_count(void)
+{
+	struct replay_result r;
+	int lock, pages;
+
+	for (lock = MEV_LOCK_WRITE; lock <= MEV_LOCK_READ; lock++) {
+		for (pages = 1; pages <= 2; pages++) {
+			nev = 0;
+			memslot(0);
+			nx_split(0x200);
+			nx_split(0x400);
+			nx_phase(MEV_NX_BEGIN, lock, 2);
+			nx_recover(0x200);
+			nx_phase(MEV_NX_END, lock, pages);
+			recorded = lock == MEV_LOCK_READ ? &policy_nx_readlock :
+				&policy_baseline;
+			CHECK(run(recorded, &r) == REPLAY_OK);
+			if (pages == 1 || lock == MEV_LOCK_READ)
+				CHECK(r.mismatches_total == 0);
+			else
+				CHECK(r.mismatches_total == 1 &&
+				      r.mismatches[0].kind == MISMATCH_NX_COUNT &&
+				      r.mismatches[0].predicted == 1 &&
+				      r.mismatches[0].observed == 2);
+			replay_result_free(&r);
+		}
+	}
+	recorded = &policy_baseline;
+}
+
+/*
+ * 6.12's read-locked recovery unlinks a table and frees it (traced)
+ * after a vCPU's exec refault linked and accounted a new one at the
+ * same entry: for a while two tables map the 2M page.  The old one's
+ * free must not take the new one off the model's list: the next
+ * (write-locked) batch finds it (ratio 1: one page).
+ */
+static void test_nx_two_tables(void)
+{
+	struct replay_result r;
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	nx_split(0x200);
+	nx_phase(MEV_NX_BEGIN, MEV_LOCK_READ, 1);
+	spte(WORKER, 2, 0x200, TABLE, 0);               /* old unlinked */
+	fault(0x200, MEV_PFERR_USER | MEV_PFERR_FETCH); /* exec refault */
+	spte(VCPU, 2, 0x200, 0, TABLE + 0x1000);        /* new linked */
+	e = ev(MEV_SP_ALLOC, VCPU);
+	e->u.sp.gfn = 0x200;
+	e->u.sp.role = 0x3781;
+	spte(VCPU, 1, 0x200, 0, RW_4K + 0x1000);
+	entry();
+	e = ev(MEV_SP_FREE, WORKER);                    /* old freed */
+	e->u.sp.gfn = 0x200;
+	e->u.sp.role = 0x3781;
+	spte(WORKER, 1, 0x200, RW_4K, REMOVED);
+	nx_phase(MEV_NX_END, MEV_LOCK_READ, 1);
+	ts_shift = 1000000000;
+	nx_phase(MEV_NX_BEGIN, MEV_LOCK_WRITE, 1);
+	spte(WORKER, 2, 0x200, TABLE + 0x1000, 0);
+	e = ev(MEV_SP_FREE, WORKER);
+	e->u.sp.gfn = 0x200;
+	e->u.sp.role = 0x3781;
+	spte(WORKER, 1, 0x200, RW_4K + 0x1000, REMOVED);
+	nx_phase(MEV_NX_END, MEV_LOCK_WRITE, 0);
+	ts_shift = 0;
+	nx_ratio = 1;
+	nx_period_ms = 1000;
+	recorded = &policy_nx_readlock;
+	CHECK(run(&policy_nx_readlock, &r) == REPLAY_OK);
+	CHECK(r.recovery_batches == 2 && r.nx_recovered_observed == 2 &&
+	      r.nx_recovered_predicted == 2);
+	replay_result_free(&r);
+	recorded = &policy_baseline;
+	nx_ratio = 0;
+	nx_period_ms = 0;
 }
 
 /*
@@ -1432,9 +1580,12 @@ int main(void)
 	test_recorded_with_knob();
 	test_nx_skip_dirty();
 	test_nx_readlock();
+	test_policy_combined();
 	test_nx_period();
 	test_nx_snapshot();
 	test_nx_off();
+	test_nx_count();
+	test_nx_two_tables();
 	test_fault_racing_recovery();
 	test_measured_batch_pause();
 	test_exemption_bounded();

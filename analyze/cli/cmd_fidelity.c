@@ -85,9 +85,9 @@ int cli_recorded_policy(sqlite3 *db, const char *path,
 		return rc;
 	if (capture_info_read(db, ci) < 0)
 		return CLI_EXIT_INPUT;
-	if (ci->knobs_on > 1) {
-		log_error("%s: several policy knobs were on while recording; "
-			  "no single policy reproduces it (give "
+	if (!ci->recorded) {
+		log_error("%s: several policy knobs were on while recording "
+			  "and their combination cannot be made (give "
 			  "--recorded-policy)", path);
 		return CLI_EXIT_INPUT;
 	}

@@ -64,7 +64,9 @@ const struct cli_command cli_cmd_replay = {
 	"planning; needs the recorded ratio; ratios below it undercount),\n"
 	"nx-period=MS (baseline with the NX recovery worker waking every MS\n"
 	"ms; MS must be a multiple of the recorded period: the worker runs\n"
-	"every k-th recorded batch, the others' pages stay split).\n",
+	"every k-th recorded batch, the others' pages stay split).  Knob\n"
+	"policies combine: perm-upgrade+nx-skip-dirty (a capture recorded\n"
+	"with several knobs on is checked under their combination).\n",
 	.options = options,
 	.run = run,
 };

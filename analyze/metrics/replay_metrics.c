@@ -60,6 +60,7 @@ void replay_metrics_compute(const struct replay_result *r,
 	 * compares as flush contexts under the recorded one. */
 	put(out, "flush_contexts", (double)r->flushes_predicted);
 	put(out, "lock_wait_ms", (double)r->lock_wait_ns / 1e6);
+	put(out, "lock_wait_min_ms", (double)r->lock_wait_min_ns / 1e6);
 	put(out, "lock_waits", (double)r->lock_waits);
 	put(out, "lock_wait_removed_ms", (double)r->lock_wait_removed_ns / 1e6);
 	put(out, "upgrade_invalidations", (double)r->upgrade_windows);

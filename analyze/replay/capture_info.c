@@ -26,6 +26,7 @@ static void manifest_read(sqlite3 *db, struct capture_info *ci)
 {
 	char *text = db_meta_get_text(db, "manifest");
 	const cJSON *params, *v, *vendor;
+	const struct policy *on[sizeof(knobs) / sizeof(knobs[0])];
 	cJSON *doc = text ? cJSON_Parse(text) : NULL;
 	size_t i;
 
@@ -67,11 +68,14 @@ static void manifest_read(sqlite3 *db, struct capture_info *ci)
 	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
 		v = cJSON_GetObjectItemCaseSensitive(params, knobs[i].param);
 		if (cJSON_IsString(v) && (v->valuestring[0] == 'Y' ||
-					  v->valuestring[0] == '1')) {
-			ci->recorded = knobs[i].policy;
-			ci->knobs_on++;
-		}
+					  v->valuestring[0] == '1'))
+			on[ci->knobs_on++] = knobs[i].policy;
 	}
+	/* Several knobs on: their combination (policy.h). */
+	if (ci->knobs_on == 1)
+		ci->recorded = on[0];
+	else if (ci->knobs_on > 1)
+		ci->recorded = policy_combine(on, ci->knobs_on);
 end:
 	cJSON_Delete(doc);
 	free(text);

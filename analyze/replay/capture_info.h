@@ -25,9 +25,11 @@ struct capture_info {
 	/* The NX recovery worker can be told: its events were traced, or
 	 * the source names threads (perf's CTF without --all names none). */
 	int workers_known;
-	const struct policy *recorded;  /* baseline unless a knob was on */
+	/* Baseline unless a knob was on; several knobs: their combination
+	 * (NULL only if it could not be made). */
+	const struct policy *recorded;
 	int recorded_from_manifest;
-	int knobs_on;                   /* > 1: no single policy matches */
+	int knobs_on;
 	int64_t nx_ratio;               /* kvm.nx_huge_pages_recovery_ratio */
 	/* ..._recovery_period_ms, or the kernel's default from the ratio
 	 * when that is 0; 0: unknown */

@@ -55,7 +55,9 @@
 	/* batch size != ceil(split/ratio) */ \
 	X(MISMATCH_RECOVERY_BATCH, "recovery_batch") \
 	/* the kernel decided as another policy does (lock mode, skip) */ \
-	X(MISMATCH_POLICY_DECISION, "policy_decision")
+	X(MISMATCH_POLICY_DECISION, "policy_decision") \
+	/* NX-split pages at a write-locked batch's end != model's list */ \
+	X(MISMATCH_NX_COUNT, "nx_count")
 
 /*
  * Why a fault on a leaf that permitted the access was not failed at
@@ -124,7 +126,11 @@
 	X(RULE_NX_SNAPSHOT, "nx_snapshot") \
 	/* with the NX mitigation off (manifest) exec faults split
 	 * nothing and the worker's thread recovers nothing */ \
-	X(RULE_NX_OFF, "nx_off")
+	X(RULE_NX_OFF, "nx_off") \
+	/* a vCPU sees a memslot's new flags from the swap early in
+	 * KVM_SET_USER_MEMORY_REGION, not from the event traced at its
+	 * commit (scan.h struct scan_flip) */ \
+	X(RULE_SLOT_SWAP, "slot_swap")
 
 #define REPLAY_ENUM_ENTRY(e, name) e,
 
@@ -234,7 +240,9 @@ struct replay_result {
 	int64_t zaps_kept;              /* traced zaps the policy skips */
 	int64_t refaults[ZAP_CAUSES];   /* faults on a gfn zapped by cause */
 	int64_t flushes;                /* TLB flushes under the policy */
-	int64_t lock_wait_ns, lock_waits;
+	/* Lock waits left: held to each invalidation's last traced zap or
+	 * flush (lock_wait_ns), to its thread's next event (_min_ns). */
+	int64_t lock_wait_ns, lock_waits, lock_wait_min_ns;
 	int64_t lock_wait_removed_ns;
 
 	/* How the facts were known. */

@@ -165,7 +165,10 @@ struct pending_fault {
  * the lock waits traced when the waiter got the lock.
  */
 struct lock_holder {
-	int64_t hold_from, hold_to;
+	/* hold_to: its last traced zap or flush; hold_to_max: the next
+	 * event of its thread (the lock is released in between, after the
+	 * flush's IPIs, which no event dates). */
+	int64_t hold_from, hold_to, hold_to_max;
 	int hold_page;                  /* a recovery page, not a window */
 	int hold_removed;
 };
@@ -183,7 +186,7 @@ struct lock_holder {
  * mmu_lock, so the splits accounted while it waited are not in it.
  */
 struct nx_splits {
-	struct u64map split_map;        /* 2M-aligned gfn -> accounted ts + 1 */
+	struct u64map split_map;        /* 2M-aligned gfn -> tables, ts */
 	int64_t nsplit;
 	struct nx_recent {
 		uint64_t key;
@@ -206,6 +209,7 @@ struct engine {
 	struct ptrmap threads;          /* tid -> struct thread_ctx */
 	struct thread_ctx *last_thread; /* thread_get()'s last answer */
 	int32_t last_tid;
+	const struct model_event *ev;   /* the event being handled */
 	struct thread_ctx **open_windows;
 	size_t nopen_windows, capopen_windows;
 	size_t capseries;               /* of res->series (util/alloc.h) */
@@ -247,6 +251,9 @@ void engine_on_syscall(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev);
 void engine_on_memslot(struct engine *e, const struct model_event *ev);
 int engine_dirty_logged_at(struct engine *e, uint64_t gfn, uint64_t seq);
+/* ... as a vCPU's fault sees it (the memslot swap, scan.h). */
+int engine_dirty_logged_for_fault(struct engine *e, uint64_t gfn,
+				  uint64_t seq);
 
 /* engine_overlay.c */
 void engine_on_spte(struct engine *e, struct thread_ctx *t,

@@ -6,6 +6,13 @@
  * overlapped: a recovery batch recovered under the read lock or not run
  * at all, an invalidation whose zaps the policy keeps; a wait that also
  * overlapped work the policy still does stays whole.
+ *
+ * When an invalidation releases mmu_lock no event says: after its last
+ * zap and the flush that follows (the flush event fires before its
+ * IPIs), before the next event of its thread.  Each wait is judged
+ * with both ends, giving the waits the policy leaves as a range:
+ * lock_wait_ns (held to the last traced zap or flush: the most left)
+ * and lock_wait_min_ns (held to the thread's next event: the least).
  */
 #include "replay/engine_int.h"
 
@@ -40,6 +47,10 @@ void lock_holder_push(struct engine *e, const struct thread_ctx *t)
 
 	h->hold_from = t->ctx_ts;
 	h->hold_to = t->ctx_last_ts;
+	/* Closed by its own thread's next event: held at most until it. */
+	h->hold_to_max = e->ev && e->ev->tid == e->last_tid &&
+		e->last_thread == t && e->ev->ts > h->hold_to ?
+		e->ev->ts : h->hold_to;
 	h->hold_page = t->ctx_kind == CTX_RECOVERY;
 	h->hold_removed = t->ctx_keep && t->ctx_observed > 0;
 }
@@ -53,10 +64,11 @@ struct wait_overlap {
 /*
  * Time [from, to) spends inside write-locked invalidations and
  * recovered pages (the open windows and the last LOCK_HOLDERS that
- * ended), apart as the policy removes that work or not.
+ * ended), apart as the policy removes that work or not; longest: each
+ * held as long as it may have (an open window until now).
  */
 static void holders_overlap(struct engine *e, int64_t from, int64_t to,
-			    struct wait_overlap *w)
+			    int longest, struct wait_overlap *w)
 {
 	unsigned i, n = e->nholders < LOCK_HOLDERS ? e->nholders :
 		LOCK_HOLDERS;
@@ -68,7 +80,8 @@ static void holders_overlap(struct engine *e, int64_t from, int64_t to,
 	memset(w, 0, sizeof(*w));
 	for (i = 0; i < n; i++) {
 		h = &e->holders[i];
-		o = overlap(from, to, h->hold_from, h->hold_to);
+		o = overlap(from, to, h->hold_from,
+			    longest ? h->hold_to_max : h->hold_to);
 		if (h->hold_page)
 			*(h->hold_removed ? &w->page_removed :
 			  &w->page_kept) += o;
@@ -78,7 +91,7 @@ static void holders_overlap(struct engine *e, int64_t from, int64_t to,
 	}
 	for (j = 0; j < e->nopen_windows; j++) {
 		t = e->open_windows[j];
-		o = overlap(from, to, t->ctx_ts, t->ctx_last_ts);
+		o = overlap(from, to, t->ctx_ts, longest ? to : t->ctx_last_ts);
 		*(t->ctx_keep && t->ctx_observed > 0 ? &w->win_removed :
 		  &w->win_kept) += o;
 	}
@@ -95,27 +108,37 @@ static void holders_overlap(struct engine *e, int64_t from, int64_t to,
  * under the lock).  A wait that also overlapped an invalidation the
  * policy still does stays whole.
  */
+static int64_t wait_removed(struct engine *e, int64_t wait_ns,
+			    int64_t from, int64_t to, int longest)
+{
+	struct wait_overlap w;
+	int64_t in_batch, in_run_batch;
+
+	in_batch = recovery_overlap(e, from, to, 0);
+	in_run_batch = e->opts->policy->recovery_read_lock ? 0 :
+		recovery_overlap(e, from, to, 1);
+	holders_overlap(e, from, to, longest, &w);
+	if (w.win_kept)
+		return 0;
+	if (!in_run_batch && (in_batch > 0 || w.win_removed > 0))
+		return wait_ns;
+	if (in_run_batch && w.page_removed)
+		return (int64_t)((double)wait_ns * (double)w.page_removed /
+				 (double)(w.page_removed + w.page_kept));
+	return 0;
+}
+
 static void lock_wait(struct engine *e, int64_t ts, int64_t wait_ns,
 		      int64_t from, int64_t to)
 {
 	struct replay_second *s;
-	struct wait_overlap w;
-	int64_t in_batch, in_run_batch, removed = 0;
+	int64_t removed;
 
 	if (wait_ns <= 0)
 		return;
-	in_batch = recovery_overlap(e, from, to, 0);
-	in_run_batch = e->opts->policy->recovery_read_lock ? 0 :
-		recovery_overlap(e, from, to, 1);
-	holders_overlap(e, from, to, &w);
-	if (w.win_kept)
-		removed = 0;
-	else if (!in_run_batch && (in_batch > 0 || w.win_removed > 0))
-		removed = wait_ns;
-	else if (in_run_batch && w.page_removed)
-		removed = (int64_t)((double)wait_ns *
-				    (double)w.page_removed /
-				    (double)(w.page_removed + w.page_kept));
+	e->res->lock_wait_min_ns += wait_ns -
+		wait_removed(e, wait_ns, from, to, 1);
+	removed = wait_removed(e, wait_ns, from, to, 0);
 	e->res->lock_wait_removed_ns += removed;
 	wait_ns -= removed;
 	if (!wait_ns)

@@ -15,18 +15,43 @@
 
 #include <string.h>
 
-/* The list is keyed by the 2M page the split L1 table maps; its value
- * is when the split was accounted, plus one (0: not split). */
+/*
+ * The list is keyed by the 2M page the split L1 table maps.  A value
+ * holds how many listed tables map it (NX_COUNT_BITS) and when the last
+ * one was accounted.  Usually one: but a table unlinked under the read
+ * lock is freed (and traced) after a vCPU may have linked and accounted
+ * a new one at the same entry (6.12's read-locked recovery, a fault
+ * retrying on the frozen entry), so for a while there are two.
+ */
+#define NX_COUNT_BITS 2
+#define NX_COUNT_MASK ((1u << NX_COUNT_BITS) - 1)
+
+static uint64_t nx_value(unsigned count, int64_t ts)
+{
+	return count ? (uint64_t)ts << NX_COUNT_BITS | count : 0;
+}
+
+static unsigned nx_value_count(uint64_t v)
+{
+	return (unsigned)(v & NX_COUNT_MASK);
+}
+
+static int64_t nx_value_ts(uint64_t v)
+{
+	return (int64_t)(v >> NX_COUNT_BITS);
+}
+
 void nx_split_add(struct engine *e, struct nx_splits *l, uint64_t gfn,
 		  int64_t ts)
 {
 	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1);
+	unsigned n = nx_value_count(u64map_get(&l->split_map, key));
 	struct nx_recent *r;
 
-	MR_ASSERT_DBG(ts >= 0);
-	if (u64map_get(&l->split_map, key))
-		return;
-	if (u64map_put(&l->split_map, key, (uint64_t)ts + 1) < 0) {
+	MR_ASSERT_DBG(ts >= 0 && ts < INT64_MAX >> NX_COUNT_BITS);
+	if (n == NX_COUNT_MASK)
+		return;         /* never seen: more than three tables */
+	if (u64map_put(&l->split_map, key, nx_value(n + 1, ts)) < 0) {
 		e->nomem = 1;
 		return;
 	}
@@ -39,10 +64,12 @@ void nx_split_add(struct engine *e, struct nx_splits *l, uint64_t gfn,
 void nx_split_drop(struct engine *e, struct nx_splits *l, uint64_t gfn)
 {
 	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1);
+	uint64_t v = u64map_get(&l->split_map, key);
+	unsigned n = nx_value_count(v);
 
-	if (!u64map_get(&l->split_map, key))
+	if (!n)
 		return;
-	if (u64map_put(&l->split_map, key, 0) < 0)
+	if (u64map_put(&l->split_map, key, nx_value(n - 1, nx_value_ts(v))) < 0)
 		e->nomem = 1;
 	l->nsplit--;
 	MR_ASSERT_DBG(l->nsplit >= 0);
@@ -59,12 +86,14 @@ static int64_t nx_split_count_since(const struct nx_splits *l, int64_t since)
 {
 	unsigned i, n = l->nrecent < NX_RECENT ? l->nrecent : NX_RECENT;
 	int64_t late = 0;
+	uint64_t v;
 
 	for (i = 0; i < n; i++) {
 		const struct nx_recent *r = &l->recent[i];
 
-		if (r->ts >= since &&
-		    u64map_get(&l->split_map, r->key) == (uint64_t)r->ts + 1)
+		v = u64map_get(&l->split_map, r->key);
+		if (r->ts >= since && nx_value_count(v) &&
+		    nx_value_ts(v) == r->ts)
 			late++;
 	}
 	return late;
@@ -79,7 +108,7 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 	    t->ctx_kind != CTX_FAULT || !t->fault_fetch ||
 	    (e->opts->nx_off && engine_rule(e, RULE_NX_OFF)) ||
 	    (engine_rule(e, RULE_NX_DIRTY_UNTRACKED) &&
-	     engine_dirty_logged_at(e, ev->u.sp.gfn, ev->seq)))
+	     engine_dirty_logged_for_fault(e, ev->u.sp.gfn, t->ctx_seq)))
 		return;
 	nx_split_add(e, &e->nx_traced, ev->u.sp.gfn, ev->ts);
 	/* A fault the policy avoided splits nothing under it. */
@@ -233,7 +262,7 @@ static int recovery_keep(struct engine *e, const struct replay_recovery *rec,
 			 int level)
 {
 	struct batch *b = &e->batch;
-	int skip = e->opts->policy->skip_recovery(rec);
+	int skip = policy_skips_recovery(e->opts->policy, rec);
 
 	/* A batch the policy's (slower) worker does not run keeps all. */
 	if (b->batch_skipped)
@@ -303,13 +332,22 @@ void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 		};
 
 		/* A policy that recovers it would not have skipped it. */
-		if (!e->opts->policy->skip_recovery(&rec))
+		if (!policy_skips_recovery(e->opts->policy, &rec))
 			engine_mismatch(e, MISMATCH_POLICY_DECISION, ev->seq,
 					ev->ts, ev->u.nx.gfn, 0, 1);
 		e->batch.sps_observed++;
 		nx_split_drop(e, &e->nx_traced, ev->u.nx.gfn);
 		nx_split_drop(e, &e->nx_policy, ev->u.nx.gfn);
 	}
+	/* The patched end event gives the kernel's count, read under the
+	 * lock: under the write lock no fault is between its table's link
+	 * and its accounting, so the model's list must hold as many.
+	 * (Under the read lock faults account concurrently: not checked.) */
+	if (ev->u.nx.phase == MEV_NX_END &&
+	    ev->u.nx.lock_mode == MEV_LOCK_WRITE &&
+	    e->nx_traced.nsplit != ev->u.nx.pages)
+		engine_mismatch(e, MISMATCH_NX_COUNT, ev->seq, ev->ts, 0,
+				e->nx_traced.nsplit, ev->u.nx.pages);
 	if (ev->u.nx.phase == MEV_NX_END)
 		nx_batch_close(e);
 }

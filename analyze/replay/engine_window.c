@@ -83,7 +83,7 @@ void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 	inv.is_upgrade = scan_is_upgrade(e->scan, ev->seq);
 	inv.upgrade_src = e->scan->upgrade_src;
 	e->res->upgrade_windows += inv.is_upgrade;
-	t->ctx_keep = e->opts->policy->keep_invalidation(&inv);
+	t->ctx_keep = policy_keeps_invalidation(e->opts->policy, &inv);
 	for (i = 0; i < t->win_nranges; i++)
 		t->ctx_predicted +=
 			overlay_context_range(e, t, t->win_ranges[i].as_id,

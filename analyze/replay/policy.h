@@ -15,6 +15,14 @@
  *   nx_period_ms        kvm.nx_huge_pages_recovery_period_ms ("nx-period=
  *                       MS", a multiple of the recorded period: the
  *                       worker wakes every k-th recorded wake-up).
+ *
+ * Knob policies combine ("perm-upgrade+nx-skip-dirty"): each decision
+ * point takes the change of whichever part changes it (the knobs touch
+ * disjoint points, except the two recovery ones, which compose).  A
+ * capture recorded with several knobs on is replayed under their
+ * combination (6.12 turns nx_huge_pages_recovery_skip_dirty on by
+ * default, so any other knob there makes one).  The engine asks
+ * through policy_keeps_invalidation() and policy_skips_recovery().
  */
 #ifndef MMUREPLAY_REPLAY_POLICY_H
 #define MMUREPLAY_REPLAY_POLICY_H
@@ -54,6 +62,9 @@ struct replay_recovery {
 	enum replay_source dirty_src;
 };
 
+/* Knob policies a combination holds, at most (there are three). */
+#define POLICY_MAX_PARTS 3
+
 struct policy {
 	const char *name;
 	const char *summary;
@@ -67,6 +78,9 @@ struct policy {
 	/* What its replay does not model ("Not modelled: ..."), said with
 	 * every result; NULL when nothing is known to be missing. */
 	const char *limits;
+	/* A combination: its knob policies, in registry order; else 0. */
+	const struct policy *parts[POLICY_MAX_PARTS];
+	int nparts;
 };
 
 extern const struct policy policy_baseline;
@@ -74,15 +88,26 @@ extern const struct policy policy_perm_upgrade;
 extern const struct policy policy_nx_skip_dirty;
 extern const struct policy policy_nx_readlock;
 
+/* The policy's decisions (a combination's: any part's change). */
+int policy_keeps_invalidation(const struct policy *p,
+			      const struct replay_invalidation *inv);
+int policy_skips_recovery(const struct policy *p,
+			  const struct replay_recovery *rec);
+
 /* The baseline decisions, for policies that leave a point alone. */
 int policy_keep_none(const struct replay_invalidation *inv);
 int policy_skip_none(const struct replay_recovery *rec);
 
 /* NULL-terminated list of every policy, for the CLI. */
 extern const struct policy *const policy_registry[];
-/* A registered policy, or "nx-ratio=N" / "nx-period=MS" (baseline rules,
- * another recovery ratio or period); NULL when unknown. */
+/* A registered policy, "nx-ratio=N" / "nx-period=MS" (baseline rules,
+ * another recovery ratio or period), or knob policies joined by '+' in
+ * any order (named in registry order); NULL when unknown. */
 const struct policy *policy_find(const char *name);
+/* The combination of knob policies parts[0..n-1] (n >= 2, each a knob
+ * policy of the registry, none twice); NULL when that is not so. */
+const struct policy *policy_combine(const struct policy *const *parts,
+				    int n);
 
 /*
  * How many recorded recovery wake-ups make one of the policy's: 1 when

@@ -1,6 +1,9 @@
 /*
- * The list of policies the CLI offers, and the "no change" decisions
- * that policies share for the points they leave alone.
+ * The list of policies the CLI offers, the "no change" decisions that
+ * policies share for the points they leave alone, and the policies made
+ * on demand: sweeps of the recovery ratio or period, and combinations
+ * of knob policies.  Made ones live for the life of the process, one
+ * per distinct name (the CLI asks for a handful).
  */
 #include "replay/policy.h"
 
@@ -18,6 +21,32 @@ int policy_keep_none(const struct replay_invalidation *inv)
 int policy_skip_none(const struct replay_recovery *rec)
 {
 	(void)rec;
+	return 0;
+}
+
+int policy_keeps_invalidation(const struct policy *p,
+			      const struct replay_invalidation *inv)
+{
+	int i;
+
+	if (!p->nparts)
+		return p->keep_invalidation(inv);
+	for (i = 0; i < p->nparts; i++)
+		if (p->parts[i]->keep_invalidation(inv))
+			return 1;
+	return 0;
+}
+
+int policy_skips_recovery(const struct policy *p,
+			  const struct replay_recovery *rec)
+{
+	int i;
+
+	if (!p->nparts)
+		return p->skip_recovery(rec);
+	for (i = 0; i < p->nparts; i++)
+		if (p->parts[i]->skip_recovery(rec))
+			return 1;
 	return 0;
 }
 
@@ -93,6 +122,113 @@ static const struct policy *sweep_find(const char *name)
 	return &sweep[nsweep++];
 }
 
+/* The knob policies of the registry, in its order (all but baseline). */
+static int knob_index(const struct policy *p)
+{
+	int i;
+
+	for (i = 1; policy_registry[i]; i++)
+		if (policy_registry[i] == p)
+			return i;
+	return -1;
+}
+
+#define MAX_COMBO 8
+#define COMBO_TEXT 1024
+
+static struct policy combo[MAX_COMBO];
+static char combo_names[MAX_COMBO][64];
+static char combo_summaries[MAX_COMBO][COMBO_TEXT];
+static char combo_limits[MAX_COMBO][COMBO_TEXT];
+static int ncombo;
+
+/* Appends "sep text" to buf (size COMBO_TEXT), cut if it must be. */
+static void text_append(char *buf, const char *sep, const char *text)
+{
+	size_t len = strlen(buf);
+
+	snprintf(buf + len, COMBO_TEXT - len, "%s%s", len ? sep : "", text);
+}
+
+const struct policy *policy_combine(const struct policy *const *parts,
+				    int n)
+{
+	const struct policy *sorted[POLICY_MAX_PARTS] = { NULL };
+	struct policy *c;
+	int i, k;
+
+	if (n < 2 || n > POLICY_MAX_PARTS)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		k = knob_index(parts[i]);
+		if (k < 1 || k > POLICY_MAX_PARTS || sorted[k - 1])
+			return NULL;
+		sorted[k - 1] = parts[i];
+	}
+	/* One policy per combination, whatever order it was named in. */
+	c = NULL;
+	for (k = 0; k < ncombo && !c; k++) {
+		int j = 0, same = 1;
+
+		for (i = 0; i < POLICY_MAX_PARTS; i++) {
+			if (!sorted[i])
+				continue;
+			if (j >= combo[k].nparts || combo[k].parts[j++] !=
+			    sorted[i])
+				same = 0;
+		}
+		if (same && j == combo[k].nparts)
+			c = &combo[k];
+	}
+	if (c)
+		return c;
+	if (ncombo == MAX_COMBO)
+		return NULL;
+	c = &combo[ncombo];
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < POLICY_MAX_PARTS; i++) {
+		const struct policy *p = sorted[i];
+
+		if (!p)
+			continue;
+		c->parts[c->nparts++] = p;
+		text_append(combo_names[ncombo], "+", p->name);
+		text_append(combo_summaries[ncombo], "; ", p->summary);
+		if (p->limits)
+			text_append(combo_limits[ncombo], "; ", p->limits);
+		c->recovery_read_lock |= p->recovery_read_lock;
+	}
+	c->name = combo_names[ncombo];
+	c->summary = combo_summaries[ncombo];
+	c->limits = combo_limits[ncombo][0] ? combo_limits[ncombo] : NULL;
+	c->keep_invalidation = policy_keep_none;
+	c->skip_recovery = policy_skip_none;
+	ncombo++;
+	return c;
+}
+
+/* "a+b[+c]": each a knob policy of the registry. */
+static const struct policy *combo_find(const char *name)
+{
+	const struct policy *parts[POLICY_MAX_PARTS];
+	char buf[128], *tok, *save = NULL;
+	int n = 0, i;
+
+	if (!strchr(name, '+') || strlen(name) >= sizeof(buf))
+		return NULL;
+	snprintf(buf, sizeof(buf), "%s", name);
+	for (tok = strtok_r(buf, "+", &save); tok;
+	     tok = strtok_r(NULL, "+", &save)) {
+		for (i = 1; policy_registry[i] &&
+		     strcmp(policy_registry[i]->name, tok); i++)
+			;
+		if (!policy_registry[i] || n == POLICY_MAX_PARTS)
+			return NULL;
+		parts[n++] = policy_registry[i];
+	}
+	return policy_combine(parts, n);
+}
+
 int64_t policy_period_factor(const struct policy *p, int64_t recorded_ms)
 {
 	if (!p->nx_period_ms)
@@ -109,5 +245,5 @@ const struct policy *policy_find(const char *name)
 	for (i = 0; policy_registry[i]; i++)
 		if (strcmp(policy_registry[i]->name, name) == 0)
 			return policy_registry[i];
-	return sweep_find(name);
+	return strchr(name, '+') ? combo_find(name) : sweep_find(name);
 }

@@ -273,6 +273,33 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 	}
 }
 
+/* A measured memslot event: a dirty-logging flip inside the thread's
+ * KVM_SET_USER_MEMORY_REGION is seen by vCPUs from its entry on. */
+static int on_memslot(struct scan_pass *p, const struct scan_thread *t,
+		      const struct model_event *e)
+{
+	struct scan *sc = p->out;
+	int was, now = (e->u.memslot.new_flags & KVM_MEM_LOG_DIRTY_PAGES) != 0;
+
+	was = slots_dirty_logged(&sc->slots, e->u.memslot.as_id,
+				 e->u.memslot.base_gfn);
+	if (t->in_setregion && was != now) {
+		if (ALLOC_GROW(sc->flips, sc->nflips + 1, sc->capflips))
+			return -1;
+		sc->flips[sc->nflips++] = (struct scan_flip){
+			.from_seq = t->setregion_seq, .to_seq = e->seq,
+			.as_id = e->u.memslot.as_id, .dirty = now,
+			.base_gfn = e->u.memslot.base_gfn,
+			.npages = e->u.memslot.npages,
+		};
+	}
+	slots_apply_event(&sc->slots, e->u.memslot.as_id, e->u.memslot.slot,
+			  e->u.memslot.change, e->u.memslot.base_gfn,
+			  e->u.memslot.npages, e->u.memslot.hva,
+			  e->u.memslot.new_flags);
+	return 0;
+}
+
 static void close_each(void *arg, void *t)
 {
 	window_close(arg, t);
@@ -365,11 +392,8 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 			on_syscall(&p, t, &e);
 			break;
 		case MEV_MEMSLOT:
-			slots_apply_event(&out->slots, e.u.memslot.as_id,
-					  e.u.memslot.slot, e.u.memslot.change,
-					  e.u.memslot.base_gfn,
-					  e.u.memslot.npages, e.u.memslot.hva,
-					  e.u.memslot.new_flags);
+			if (on_memslot(&p, t, &e) < 0)
+				goto end;
 			break;
 		case MEV_FAULT:
 		case MEV_VCPU_EXIT:
@@ -403,6 +427,7 @@ void scan_free(struct scan *sc)
 {
 	free(sc->upgrade_seqs);
 	free(sc->dirty);
+	free(sc->flips);
 	memset(sc, 0, sizeof(*sc));
 }
 
@@ -419,6 +444,24 @@ int scan_is_upgrade(const struct scan *sc, uint64_t seq)
 			lo = mid + 1;
 		else
 			hi = mid;
+	}
+	return 0;
+}
+
+int scan_flip_at(const struct scan *sc, int as_id, uint64_t gfn,
+		 uint64_t seq, int *dirty)
+{
+	size_t i;
+
+	for (i = 0; i < sc->nflips; i++) {
+		const struct scan_flip *f = &sc->flips[i];
+
+		if (seq >= f->from_seq && seq < f->to_seq &&
+		    f->as_id == as_id && gfn >= f->base_gfn &&
+		    (!f->npages || gfn < f->base_gfn + f->npages)) {
+			*dirty = f->dirty;
+			return 1;
+		}
 	}
 	return 0;
 }

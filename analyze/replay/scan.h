@@ -41,6 +41,21 @@ struct scan_interval {
 	uint64_t from_seq, to_seq;      /* [from, to) */
 };
 
+/*
+ * A memslot's dirty logging flipped by KVM_SET_USER_MEMORY_REGION (a
+ * traced memslot event inside that ioctl).  vCPUs see the new flags
+ * from the memslot swap, early in the ioctl (kvm_swap_active_memslots());
+ * the event is traced at the commit, after an SRCU grace period that a
+ * reader such as the NX recovery worker, holding SRCU through a batch,
+ * can stretch to seconds.  [from_seq, to_seq): the ioctl's entry, the
+ * event.
+ */
+struct scan_flip {
+	uint64_t from_seq, to_seq;
+	int as_id, dirty;               /* the new setting */
+	uint64_t base_gfn, npages;      /* npages 0: to the end */
+};
+
 struct scan {
 	struct slots slots;             /* at the end of the trace */
 	uint64_t *upgrade_seqs;         /* sorted notifier seqs */
@@ -53,6 +68,8 @@ struct scan {
 	int64_t upgrade_infer[2][2];
 	struct scan_interval *dirty;    /* dirty logging on (stock) */
 	size_t ndirty, capdirty;
+	struct scan_flip *flips;        /* measured memslot flag flips */
+	size_t nflips, capflips;
 	enum replay_source dirty_src;
 	int64_t fault_splits_in_place;  /* huge leaves faults split */
 	int seen[MEV_KINDS];            /* event kinds present */
@@ -71,5 +88,9 @@ void scan_free(struct scan *sc);
 int scan_is_upgrade(const struct scan *sc, uint64_t seq);
 /* Was dirty logging on at seq (stock inference)? */
 int scan_dirty_at(const struct scan *sc, uint64_t seq);
+/* Whether (as_id, gfn) at seq lies in a flip's span; if so *dirty is
+ * the setting vCPUs already see. */
+int scan_flip_at(const struct scan *sc, int as_id, uint64_t gfn,
+		 uint64_t seq, int *dirty);
 
 #endif

@@ -20,6 +20,9 @@ static const struct {
 };
 
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
+/* Dashes under a header, cut to the column's width. */
+static const char RULE[] =
+	"------------------------------------------------------------";
 
 /* "Not modelled by POLICY: TEXT." wrapped at 72 columns, as in a mail. */
 static void limits_print(FILE *out, const char *policy, const char *text,
@@ -49,7 +52,7 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 {
 	char buf[32];
 	size_t c;
-	int i;
+	int i, w = 16;
 
 	fprintf(out, "Replay of %s (%.3f s of trace)\n", db_path,
 		n ? m[0].duration_s : 0.0);
@@ -66,15 +69,19 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 			"(see 'mmureplay fidelity');\n  these figures were "
 			"forced (--force) and rest on a model that does\n  "
 			"not reproduce this trace.\n\n", f->policy);
-	fprintf(out, "  %-16s", "policy");
+	/* The name column fits the longest name (a combination's). */
+	for (i = 0; i < n; i++)
+		if ((int)strlen(m[i].policy) > w)
+			w = (int)strlen(m[i].policy);
+	fprintf(out, "  %-*s", w, "policy");
 	for (c = 0; c < NCOLS; c++)
 		fprintf(out, " %11s", cols[c].head);
-	fprintf(out, "\n  %-16s", "----------------");
+	fprintf(out, "\n  %.*s", w, RULE);
 	for (c = 0; c < NCOLS; c++)
 		fprintf(out, " %11s", "-----------");
 	fputc('\n', out);
 	for (i = 0; i < n; i++) {
-		fprintf(out, "  %-16s", m[i].policy);
+		fprintf(out, "  %-*s", w, m[i].policy);
 		for (c = 0; c < NCOLS; c++) {
 			double v = replay_metrics_get(&m[i], cols[c].metric);
 
@@ -86,9 +93,9 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 		}
 		fputc('\n', out);
 	}
-	fprintf(out, "\n  %-16s %11s %11s %11s %11s\n", "leaf zaps by",
+	fprintf(out, "\n  %-*s %11s %11s %11s %11s\n", w, "leaf zaps by",
 		"notifier", "nx_recovery", "fault_path", "teardown");
-	fprintf(out, "  %-16s %11s %11s %11s %11s\n", "----------------",
+	fprintf(out, "  %.*s %11s %11s %11s %11s\n", w, RULE,
 		"-----------", "-----------", "-----------", "-----------");
 	for (i = 0; i < n; i++) {
 		static const char *const k[] = {
@@ -96,12 +103,26 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 			"leaf_zaps.fault_path", "leaf_zaps.teardown",
 		};
 
-		fprintf(out, "  %-16s", m[i].policy);
+		fprintf(out, "  %-*s", w, m[i].policy);
 		for (c = 0; c < 4; c++)
 			fprintf(out, " %11s", report_fmt_count(
 				buf, sizeof(buf),
 				(int64_t)replay_metrics_get(&m[i], k[c])));
 		fputc('\n', out);
+	}
+	/* When an invalidation let mmu_lock go no event says: the waits a
+	 * policy leaves are a range (engine_lock.c). */
+	for (c = 0, i = 0; i < n; i++) {
+		double lo = replay_metrics_get(&m[i], "lock_wait_min_ms");
+		double hi = replay_metrics_get(&m[i], "lock_wait_ms");
+
+		if (hi - lo < 0.05)
+			continue;
+		if (!c++)
+			fprintf(out, "\n  wait ms is the most a policy leaves; "
+				"the least (each invalidation holding\n  "
+				"mmu_lock until its thread's next event):\n");
+		fprintf(out, "    %-*s %.1f-%.1f ms\n", w, m[i].policy, lo, hi);
 	}
 	for (i = 0; i < n; i++)
 		if (m[i].limits)

@@ -8,6 +8,13 @@
 #   PAIR                  nx-skip-dirty | perm-upgrade | nx-readlock (below)
 #   -n N                  runs per side (default 3); the runs alternate
 #                         A-1, B-1, A-2, B-2, ...
+#   --kernel KERNEL       the patched kernel (run.sh --kernel): patched
+#                         (default, 6.1) or VER-patched, e.g. 6.12-patched.
+#                         On a kernel other than 6.1 the pairs other than
+#                         nx-skip-dirty also set
+#                         nx_huge_pages_recovery_skip_dirty=N (6.12 has it
+#                         on by default), so that only the pair's knob
+#                         departs from the baseline, as in the fixtures
 #   --out OUTDIR          output directory (default ./lab-out/ab-PAIR);
 #                         each run in OUTDIR/{A,B}-{i}/ (run.sh output +
 #                         capture.db, fidelity.json, replay.json)
@@ -22,7 +29,7 @@
 #   --analyze-only        no lab runs: ingest (if no capture.db yet) and
 #                         summarize the run directories already in OUTDIR
 #   --fixtures DATA_DIR   also show the pair's recorded fixtures (DATA_DIR/
-#                         lttng-kernel-6.1.192-patched-...-{off,on}, e.g.
+#                         lttng-kernel-VER.*-patched-...-{off,on}, e.g.
 #                         tests/data) as rows fixture-A / fixture-B, and
 #                         the prediction from fixture-A; not in the
 #                         statistics
@@ -75,9 +82,11 @@ case $1 in -h|--help) usage; exit 0 ;; esac
 PAIR=$1
 shift
 N=3 OUT= MMR=${MMUREPLAY:-$TOP/build/analyze/mmureplay} HANGS= RETRY=1 ANALYZE_ONLY=0 FIXTURES=
+KERNEL=patched
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n) N=${2:?}; shift 2 ;;
+	--kernel) KERNEL=${2:?}; shift 2 ;;
 	--out) OUT=${2:?}; shift 2 ;;
 	--mmureplay) MMR=${2:?}; shift 2 ;;
 	--hangs) HANGS=${2:?}; shift 2 ;;
@@ -94,23 +103,34 @@ nx-skip-dirty)
 	WORKLOAD=nxrecovery
 	WARGS=(--mem 128 --exec 47 --plain 8 --dirty 8)
 	KNOB=nx_huge_pages_recovery_skip_dirty
-	FIXTURE=lttng-kernel-6.1.192-patched-nxrecovery-skip-dirty
+	FIXTURE=nxrecovery-skip-dirty
 	POLICY=nx-skip-dirty ;;
 perm-upgrade)
 	WORKLOAD=bgsnapshot
 	WARGS=(--access read --mode perpage)
 	KNOB=perm_upgrade_skip_zap
-	FIXTURE=lttng-kernel-6.1.192-patched-bgsnapshot-perm-upgrade
+	FIXTURE=bgsnapshot-perm-upgrade
 	POLICY=perm-upgrade ;;
 nx-readlock)
 	WORKLOAD=nxrecovery
 	WARGS=(--mem 128 --exec 47 --plain 8 --dirty 8)
 	KNOB=nx_huge_pages_recovery_read_lock
-	FIXTURE=lttng-kernel-6.1.192-patched-nxrecovery-readlock
+	FIXTURE=nxrecovery-readlock
 	POLICY=nx-readlock ;;
 *) echo "ab-repeat.sh: unknown pair '$PAIR' (nx-skip-dirty, perm-upgrade, nx-readlock)" >&2; exit 2 ;;
 esac
 [[ $N =~ ^[1-9][0-9]*$ ]] || { echo "ab-repeat.sh: -n wants a positive integer" >&2; exit 2; }
+case $KERNEL in
+patched|6.1-patched) KSERIES=6.1 ;;
+*-patched) KSERIES=${KERNEL%-patched} ;;
+*) echo "ab-repeat.sh: --kernel wants a patched kernel (patched, VER-patched)" >&2; exit 2 ;;
+esac
+[[ $KSERIES =~ ^[0-9]+\.[0-9]+$ ]] && [ -d "$TOP/kernel-series/linux-$KSERIES" ] ||
+	{ echo "ab-repeat.sh: no kernel-series/linux-$KSERIES" >&2; exit 2; }
+# Every knob but the pair's at the 6.1 stock setting (off).
+OTHER_KNOBS=()
+[ "$KSERIES" = 6.1 ] || [ "$KNOB" = nx_huge_pages_recovery_skip_dirty ] ||
+	OTHER_KNOBS=(--knob nx_huge_pages_recovery_skip_dirty=N)
 [[ $RETRY =~ ^[0-9]+$ ]] || { echo "ab-repeat.sh: --retry wants an integer >= 0" >&2; exit 2; }
 [ -x "$MMR" ] || { echo "ab-repeat.sh: no mmureplay at $MMR (build it, or --mmureplay BIN)" >&2; exit 2; }
 OUT=${OUT:-./lab-out/ab-$PAIR}
@@ -154,7 +174,8 @@ lab_run() {
 	val=N
 	[ "$side" = A ] || val=Y
 	t0=$(date +%s.%N)
-	nice -n 10 "$HERE/run.sh" "$WORKLOAD" --kernel patched --knob "$KNOB=$val" \
+	nice -n 10 "$HERE/run.sh" "$WORKLOAD" --kernel "$KERNEL" --knob "$KNOB=$val" \
+		"${OTHER_KNOBS[@]}" \
 		--out "$dir" -- "${WARGS[@]}" >"$dir.run.log" 2>&1 &
 	boot_watchdog $! "$dir"
 	wait $! || rc=$?
@@ -203,8 +224,8 @@ fi
 # The recorded fixtures of the pair, for comparison.
 if [ -n "$FIXTURES" ]; then
 	for side in A B; do
-		fx=$FIXTURES/$FIXTURE-$([ "$side" = A ] && echo off || echo on)
-		[ -f "$fx/trace.tar.xz" ] || { echo "ab-repeat.sh: no fixture $fx" >&2; exit 2; }
+		fx=$(ls -d "$FIXTURES"/lttng-kernel-"$KSERIES".*-patched-"$FIXTURE"-$([ "$side" = A ] && echo off || echo on) 2>/dev/null | head -n 1)
+		[ -f "$fx/trace.tar.xz" ] || { echo "ab-repeat.sh: no $KSERIES fixture of $FIXTURE in $FIXTURES" >&2; exit 2; }
 		dir=$OUT/fixture-$side
 		[ ! -f "$dir/capture.db" ] || continue
 		rm -rf "$dir"
