@@ -23,6 +23,8 @@
  *                  worker woke, and a mismatch when none was;
  *   nx_off         with the mitigation off the worker's table frees are
  *                  a teardown, not a recovery batch;
+ *   free after link a removed table freed after a new one took its
+ *                  place: its free predicts the removed table's leaves;
  *   nx_count       a write-locked batch's end count against the model's
  *                  list (not a read-locked one's); two tables at one
  *                  entry for a while (read-locked recovery) both listed;
@@ -1534,6 +1536,39 @@ static void test_unlink_after_new_table(void)
 	rules_off = 0;
 }
 /*
+ * A fresh 6.12 read-lock lab run: the collapse when dirty logging stops
+ * unlinks a table (VMM thread), a vCPU's fault links a new one at the
+ * entry, and only then is the old table's free traced, then its leaf
+ * (frozen).  The free's prediction is the removed table's leaf, which
+ * the model no longer holds there: one zap predicted, one traced.
+ */
+static void test_free_after_new_table(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0x200, 0, TABLE);
+	spte(VCPU, 1, 0x201, 0, RW_4K);
+	entry();
+	spte(VMM, 2, 0x200, TABLE, NONPRESENT_612);     /* unlinked */
+	fault(0x201, MEV_PFERR_USER | MEV_PFERR_WRITE);
+	spte(VCPU, 2, 0x200, NONPRESENT_612, TABLE + 0x1000);
+	entry();
+	e = ev(MEV_SP_FREE, VMM);                       /* then freed */
+	e->u.sp.role = 0x3781;
+	e->u.sp.gfn = 0x200;
+	spte(VMM, 1, 0x201, RW_4K, FROZEN_612);
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.zaps_observed == 1 && b.zaps_predicted == 1);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+
+/*
  * bgsnapshot on 6.12: the uffd unprotect zaps the read-only leaf (a
  * measured upgrade); the vCPU's read retries while the invalidation is
  * in progress, then refaults after it, and KVM maps the writable host
@@ -1605,6 +1640,7 @@ int main(void)
 	test_removed_table_replaced();
 	test_frozen_entry();
 	test_unlink_after_new_table();
+	test_free_after_new_table();
 	test_upgrade_read_refault_612();
 	return check_finish();
 }

@@ -174,6 +174,24 @@ struct lock_holder {
 };
 
 #define LOCK_HOLDERS 256
+
+/*
+ * A table unlinked (its parent entry (as_id, level, gfn) cleared by
+ * thread tid) whose free is not traced yet.  Under the read lock a
+ * vCPU may link a new table there first; the removed table's present
+ * leaves are then kept here (leaves), for the free's prediction: the
+ * model holds the new, empty table's entries by then.  The last
+ * REPLACED_TABLES unlinks are kept; a free takes its own.
+ */
+struct replaced_table {
+	int as_id, level;
+	uint64_t gfn;
+	int32_t tid;
+	int active;
+	int64_t leaves;
+};
+
+#define REPLACED_TABLES 8
 /* Threads between a ranged flush and their next event, at most. */
 #define FROZEN_THREADS 8
 
@@ -226,6 +244,8 @@ struct engine {
 	int nfrozen;
 	struct lock_holder holders[LOCK_HOLDERS];       /* a ring */
 	unsigned nholders;              /* pushed so far */
+	struct replaced_table replaced[REPLACED_TABLES];        /* a ring */
+	unsigned nreplaced;
 	struct pending_fault *pending;  /* faults not judged yet */
 	size_t npending, cappending;
 	int nomem;
@@ -330,6 +350,12 @@ void nx_recovery_ctx_close(struct engine *e, struct thread_ctx *t);
 void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev);
 void teardown_ctx_close(struct engine *e, struct thread_ctx *t);
+/* A table's unlink by thread tid, and the leaves a new table linked
+ * at the entry before its free hides (engine_teardown.c). */
+void teardown_unlinked(struct engine *e, int32_t tid, int as_id, int level,
+		       uint64_t gfn);
+void teardown_replaced(struct engine *e, int as_id, int level, uint64_t gfn,
+		       int64_t leaves);
 int teardown_entry_replaced(struct engine *e, const struct thread_ctx *t,
 			    int as, int level, uint64_t gfn, uint64_t old);
 int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,

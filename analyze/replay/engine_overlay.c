@@ -286,15 +286,16 @@ struct stale_walk {
 	int sw_level;                   /* of the linked table's entry */
 	struct stale_leaf *sw_leaf;
 	size_t sw_n, sw_cap;
+	int64_t sw_present;             /* of them, present leaves */
 };
 
 static void stale_leaf_add(void *arg, int level, uint64_t gfn, uint64_t spte)
 {
 	struct stale_walk *w = arg;
 
-	(void)spte;
 	if (level >= w->sw_level)
 		return;
+	w->sw_present += spte_present_leaf(w->sw_engine->fmt, spte, level);
 	if (ALLOC_GROW(w->sw_leaf, w->sw_n + 1, w->sw_cap)) {
 		w->sw_engine->nomem = 1;
 		return;
@@ -307,7 +308,8 @@ static void stale_leaf_add(void *arg, int level, uint64_t gfn, uint64_t spte)
  * (tdp_mmu_link_sp() links a zeroed page table).  Leaves the model still
  * holds below it are the removed table's, whose entries a teardown
  * under the read lock traces after a fault linked the new one
- * (engine_teardown.c): they no longer map.
+ * (engine_teardown.c): they no longer map.  Their number is kept for
+ * that teardown's prediction (teardown_replaced()).
  */
 static void overlay_table_linked(struct engine *e, int as_id, int level,
 				 uint64_t gfn)
@@ -317,6 +319,8 @@ static void overlay_table_linked(struct engine *e, int as_id, int level,
 
 	tdp_for_each_leaf(&e->tdp_obs, as_id, gfn,
 			  gfn + tdp_level_pages(level), stale_leaf_add, &w);
+	if (w.sw_present)
+		teardown_replaced(e, as_id, level, gfn, w.sw_present);
 	for (i = 0; i < w.sw_n && !e->nomem; i++)
 		if (tdp_set(&e->tdp_obs, as_id, w.sw_leaf[i].level,
 			    w.sw_leaf[i].gfn, 0) < 0)
@@ -420,6 +424,9 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		   spte_present(f, new) && !spte_leaf(f, new, level) &&
 		   engine_rule(e, RULE_REMOVED_TABLE)) {
 		overlay_table_linked(e, as, level, gfn);
+	} else if (level > TDP_LEVEL_4K && spte_present(f, old) &&
+		   !spte_leaf(f, old, level) && !spte_present(f, new)) {
+		teardown_unlinked(e, ev->tid, as, level, gfn);
 	}
 	overlay_kvm_dirty(e, t, as, level, gfn, old, new);
 	/* A removed table's entry whose place a new table took: the

@@ -34,12 +34,16 @@
  */
 #include "replay/engine_int.h"
 
+static int64_t replaced_take(struct engine *e, int32_t tid, int as_id,
+			     int level, uint64_t gfn);
+
 void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev)
 {
 	int level = mev_role_level(ev->u.sp.role);
 	uint64_t gfn = ev->u.sp.gfn;
 	enum ctx_kind kind;
+	int64_t leaves;
 
 	if (level < 1 || level > SP_MAX_LEVEL)
 		return;
@@ -81,6 +85,61 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 				      level : 0,
 				      kind == CTX_RECOVERY ? ZAP_NX_RECOVERY :
 				      ZAP_TEARDOWN);
+	/* A new table took its place before this free was traced: the
+	 * model holds the new one's entries there, the free zaps the
+	 * removed one's. */
+	leaves = replaced_take(e, ev->tid, 0, level + 1,
+			       tdp_align(gfn, level + 1));
+	if (!t->ctx_keep)
+		t->ctx_predicted += leaves;
+}
+
+void teardown_unlinked(struct engine *e, int32_t tid, int as_id, int level,
+		       uint64_t gfn)
+{
+	e->replaced[e->nreplaced++ % REPLACED_TABLES] = (struct replaced_table){
+		.as_id = as_id, .level = level, .gfn = gfn, .tid = tid,
+		.active = 1,
+	};
+}
+
+static struct replaced_table *replaced_find(struct engine *e, int as_id,
+					    int level, uint64_t gfn,
+					    int32_t tid, int any_tid)
+{
+	unsigned i, n = e->nreplaced < REPLACED_TABLES ? e->nreplaced :
+		REPLACED_TABLES;
+
+	for (i = 0; i < n; i++) {
+		struct replaced_table *r = &e->replaced[i];
+
+		if (r->active && r->as_id == as_id && r->level == level &&
+		    r->gfn == gfn && (any_tid || r->tid == tid))
+			return r;
+	}
+	return NULL;
+}
+
+void teardown_replaced(struct engine *e, int as_id, int level, uint64_t gfn,
+		       int64_t leaves)
+{
+	struct replaced_table *r = replaced_find(e, as_id, level, gfn, 0, 1);
+
+	if (r)
+		r->leaves += leaves;
+}
+
+/* The leaves of the table thread tid unlinked at the entry (as_id,
+ * level, gfn) that a new table hid from the model; its record ends. */
+static int64_t replaced_take(struct engine *e, int32_t tid, int as_id,
+			     int level, uint64_t gfn)
+{
+	struct replaced_table *r = replaced_find(e, as_id, level, gfn, tid, 0);
+
+	if (!r)
+		return 0;
+	r->active = 0;
+	return engine_rule(e, RULE_REMOVED_TABLE) ? r->leaves : 0;
 }
 
 /* Physical address bits of an SPTE (which table or page it points to). */
