@@ -130,6 +130,26 @@ static void spte(int tid, int level, uint64_t gfn, uint64_t o, uint64_t n)
 	e->u.spte.new_spte = n;
 }
 
+/* A shadow page's alloc or free event: an L1 (level 1) or L2 table. */
+static void sp_event(enum model_event_kind k, int tid, int level,
+		     uint64_t gfn)
+{
+	struct model_event *e = ev(k, tid);
+
+	e->u.sp.gfn = gfn;
+	e->u.sp.role = 0x3780 | (uint64_t)level;
+}
+
+/* A patched NX recovery event (phase: begin, page, end). */
+static void nx_phase(int phase, int lock_mode, int64_t pages)
+{
+	struct model_event *e = ev(MEV_NX_RECOVERY, WORKER);
+
+	e->u.nx.phase = phase;
+	e->u.nx.lock_mode = lock_mode;
+	e->u.nx.pages = pages;
+}
+
 static void fault(uint64_t gfn, uint64_t err)
 {
 	struct model_event *e = ev(MEV_FAULT, VCPU);
@@ -301,15 +321,11 @@ static void test_stock_mprotect_restriction(void)
 /* An exec fault splits the NX huge page at gfn: an L1 table of 4K leaves. */
 static void nx_split(uint64_t gfn)
 {
-	struct model_event *e;
-
 	spte(VCPU, 2, gfn, 0, NX_2M);
 	fault(gfn, MEV_PFERR_USER | MEV_PFERR_FETCH);
 	spte(VCPU, 2, gfn, NX_2M, REMOVED);
 	spte(VCPU, 2, gfn, 0, TABLE);
-	e = ev(MEV_SP_ALLOC, VCPU);
-	e->u.sp.gfn = gfn;
-	e->u.sp.role = 0x3781;
+	sp_event(MEV_SP_ALLOC, VCPU, 1, gfn);
 	spte(VCPU, 1, gfn, 0, RW_4K);
 	entry();
 }
@@ -317,12 +333,8 @@ static void nx_split(uint64_t gfn)
 /* The worker recovers the page split at gfn. */
 static void nx_recover(uint64_t gfn)
 {
-	struct model_event *e;
-
 	spte(WORKER, 2, gfn, TABLE, 0);
-	e = ev(MEV_SP_FREE, WORKER);
-	e->u.sp.gfn = gfn;
-	e->u.sp.role = 0x3781;
+	sp_event(MEV_SP_FREE, WORKER, 1, gfn);
 	spte(WORKER, 1, gfn, RW_4K, REMOVED);
 }
 
@@ -636,15 +648,6 @@ static void test_nx_snapshot(void)
 	nx_ratio = 0;
 }
 
-static void nx_phase(int phase, int lock_mode, int64_t pages)
-{
-	struct model_event *e = ev(MEV_NX_RECOVERY, WORKER);
-
-	e->u.nx.phase = phase;
-	e->u.nx.lock_mode = lock_mode;
-	e->u.nx.pages = pages;
-}
-
 /*
  * The patched end event's count, read under the write lock, must be
  * the model's: two splits, one recovered, 1 left (2 traced: a
@@ -691,7 +694,6 @@ static void test_nx_count(void)
 static void test_nx_two_tables(void)
 {
 	struct replay_result r;
-	struct model_event *e;
 
 	nev = 0;
 	memslot(0);
@@ -700,22 +702,16 @@ static void test_nx_two_tables(void)
 	spte(WORKER, 2, 0x200, TABLE, 0);               /* old unlinked */
 	fault(0x200, MEV_PFERR_USER | MEV_PFERR_FETCH); /* exec refault */
 	spte(VCPU, 2, 0x200, 0, TABLE + 0x1000);        /* new linked */
-	e = ev(MEV_SP_ALLOC, VCPU);
-	e->u.sp.gfn = 0x200;
-	e->u.sp.role = 0x3781;
+	sp_event(MEV_SP_ALLOC, VCPU, 1, 0x200);
 	spte(VCPU, 1, 0x200, 0, RW_4K + 0x1000);
 	entry();
-	e = ev(MEV_SP_FREE, WORKER);                    /* old freed */
-	e->u.sp.gfn = 0x200;
-	e->u.sp.role = 0x3781;
+	sp_event(MEV_SP_FREE, WORKER, 1, 0x200);        /* old freed */
 	spte(WORKER, 1, 0x200, RW_4K, REMOVED);
 	nx_phase(MEV_NX_END, MEV_LOCK_READ, 1);
 	ts_shift = 1000000000;
 	nx_phase(MEV_NX_BEGIN, MEV_LOCK_WRITE, 1);
 	spte(WORKER, 2, 0x200, TABLE + 0x1000, 0);
-	e = ev(MEV_SP_FREE, WORKER);
-	e->u.sp.gfn = 0x200;
-	e->u.sp.role = 0x3781;
+	sp_event(MEV_SP_FREE, WORKER, 1, 0x200);
 	spte(WORKER, 1, 0x200, RW_4K + 0x1000, REMOVED);
 	nx_phase(MEV_NX_END, MEV_LOCK_WRITE, 0);
 	ts_shift = 0;
@@ -769,22 +765,18 @@ static void test_nx_off(void)
  */
 static void racing_scenario(int with_begin, int vcpu_first)
 {
-	struct model_event *e;
-
 	nev = 0;
 	memslot(0);
 	nx_split(0x200);
 	if (with_begin) {
-		e = ev(MEV_NX_RECOVERY, WORKER);        /* write lock */
-		e->u.nx.phase = 0;
+		nx_phase(0, MEV_LOCK_WRITE, 0);        /* write lock */
 	}
 	fault(0x200, MEV_PFERR_USER);           /* traced before the zap */
 	if (vcpu_first)
 		entry();
 	nx_recover(0x200);
 	if (with_begin) {
-		e = ev(MEV_NX_RECOVERY, WORKER);
-		e->u.nx.phase = 1;
+		nx_phase(1, MEV_LOCK_WRITE, 0);
 	}
 	spte(VCPU, 1, 0x200, 0, RW_4K);
 	entry();
@@ -819,20 +811,16 @@ static void test_fault_racing_recovery(void)
 static void test_measured_batch_pause(void)
 {
 	struct replay_result b;
-	struct model_event *e;
 
 	nev = 0;
 	memslot(0);
 	nx_split(0x200);
 	nx_split(0x400);
-	e = ev(MEV_NX_RECOVERY, WORKER);
-	e->u.nx.phase = 0;
-	e->u.nx.lock_mode = 1;
+	nx_phase(0, MEV_LOCK_READ, 0);
 	nx_recover(0x200);
 	ts_shift = 200000000;
 	nx_recover(0x400);
-	e = ev(MEV_NX_RECOVERY, WORKER);
-	e->u.nx.phase = 1;
+	nx_phase(1, MEV_LOCK_WRITE, 0);
 	ts_shift = 0;
 	nx_ratio = 1;                           /* ceil(2 / 1): both pages */
 	recorded = &policy_nx_readlock;         /* the read lock: knob on */
@@ -867,19 +855,16 @@ static void mapped(uint64_t gfn, uint64_t leaf)
 static void test_exemption_bounded(void)
 {
 	struct replay_result b;
-	struct model_event *e;
 
 	nev = 0;
 	memslot(0);
 	nx_split(0x200);
 	mapped(0x400, RW_4K);
-	e = ev(MEV_NX_RECOVERY, WORKER);
-	e->u.nx.phase = 0;
+	nx_phase(0, MEV_LOCK_WRITE, 0);
 	fault(0x400, MEV_PFERR_USER);           /* its leaf permits reading */
 	entry();
 	nx_recover(0x200);                      /* another page */
-	e = ev(MEV_NX_RECOVERY, WORKER);
-	e->u.nx.phase = 1;
+	nx_phase(1, MEV_LOCK_WRITE, 0);
 	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
 	CHECK(b.mismatches_total == 1 &&
 	      b.mismatches[0].kind == MISMATCH_FAULT_NOT_REQUIRED &&
@@ -1276,7 +1261,6 @@ static void test_inferred_slot_huge_leaf(void)
 static void test_nested_teardown(void)
 {
 	struct replay_result b;
-	struct model_event *e;
 
 	nev = 0;
 	memslot(0);
@@ -1289,11 +1273,9 @@ static void test_nested_teardown(void)
 	entry();
 	syscall_exit(VMM);
 	spte(VMM, 3, 0, TABLE, 0);                      /* vm_destroy */
-	e = ev(MEV_SP_FREE, VMM);                       /* the L2 table */
-	e->u.sp.role = 0x3782;
+	sp_event(MEV_SP_FREE, VMM, 2, 0);                       /* the L2 table */
 	spte(VMM, 2, 0, TABLE, REMOVED);
-	e = ev(MEV_SP_FREE, VMM);                       /* its L1 child */
-	e->u.sp.role = 0x3781;
+	sp_event(MEV_SP_FREE, VMM, 1, 0);                       /* its L1 child */
 	spte(VMM, 1, 0x1, RW_4K, REMOVED);
 	spte(VMM, 1, 0x100, RW_4K, REMOVED);
 	spte(VMM, 2, 0x200, RW_2M, REMOVED);
@@ -1316,7 +1298,6 @@ static void test_nested_teardown(void)
 static void test_zap_all_leaves_first(void)
 {
 	struct replay_result b;
-	struct model_event *e;
 
 	nev = 0;
 	nx_ratio = 4;
@@ -1332,11 +1313,9 @@ static void test_zap_all_leaves_first(void)
 	spte(WORKER, 1, 0x100, RW_4K, NONPRESENT_612);
 	spte(WORKER, 2, 0x200, RW_2M, NONPRESENT_612);         /* 2M pass */
 	spte(WORKER, 2, 0, TABLE, NONPRESENT_612);
-	e = ev(MEV_SP_FREE, WORKER);                            /* its L1 */
-	e->u.sp.role = 0x3781;
+	sp_event(MEV_SP_FREE, WORKER, 1, 0);                            /* its L1 */
 	spte(WORKER, 3, 0, TABLE, NONPRESENT_612);             /* 1G pass */
-	e = ev(MEV_SP_FREE, WORKER);                            /* the L2 */
-	e->u.sp.role = 0x3782;
+	sp_event(MEV_SP_FREE, WORKER, 2, 0);                            /* the L2 */
 	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
 	CHECK(b.zaps_observed == 3 && b.zaps_predicted == 3);
 	CHECK(b.recovery_batches == 0 && b.nx_recovered_observed == 0);
@@ -1392,7 +1371,6 @@ static void test_fault_split_in_place(void)
 static void test_removed_table_replaced(void)
 {
 	struct replay_result b;
-	struct model_event *e;
 	int off;
 
 	for (off = 0; off <= 1; off++) {
@@ -1406,9 +1384,7 @@ static void test_removed_table_replaced(void)
 		spte(VCPU, 1, 0x202, 0, RW_4K + 0x2000);
 		entry();
 		spte(VMM, 2, 0x200, TABLE, NONPRESENT_612);    /* unlinked */
-		e = ev(MEV_SP_FREE, VMM);
-		e->u.sp.role = 0x3781;
-		e->u.sp.gfn = 0x200;
+		sp_event(MEV_SP_FREE, VMM, 1, 0x200);
 		spte(VMM, 1, 0x200, RW_4K, FROZEN_612);
 		fault(0x201, MEV_PFERR_USER | MEV_PFERR_WRITE);
 		request(0x201, 1);
@@ -1452,7 +1428,6 @@ static void ranged_flush(int tid, uint64_t gfn, uint64_t pages)
 static void test_frozen_entry(void)
 {
 	struct replay_result b;
-	struct model_event *e;
 	int off, i;
 
 	for (off = 0; off <= 1; off++) {
@@ -1469,9 +1444,7 @@ static void test_frozen_entry(void)
 		fault(0x201, MEV_PFERR_USER);
 		entry();
 		spte(VMM, 2, 0x200, TABLE, NONPRESENT_612);
-		e = ev(MEV_SP_FREE, VMM);
-		e->u.sp.role = 0x3781;
-		e->u.sp.gfn = 0x200;
+		sp_event(MEV_SP_FREE, VMM, 1, 0x200);
 		spte(VMM, 1, 0x201, RW_4K, FROZEN_612);
 		syscall_exit(VMM);
 		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
@@ -1491,6 +1464,18 @@ static void test_frozen_entry(void)
 	rules_off = 0;
 }
 
+/* A fresh sequence: one L1 table at gfn 0x200 mapping a written leaf
+ * at 0x201 (6.12 values). */
+static void leaf_in_table(void)
+{
+	nev = 0;
+	memslot(0);
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0x200, 0, TABLE);
+	spte(VCPU, 1, 0x201, 0, RW_4K);
+	entry();
+}
+
 /*
  * The same zap, and the vCPU's fault links a new table at the cleared
  * entry and installs 0x201 before the zap's tracepoint fires: the unlink
@@ -1500,14 +1485,8 @@ static void test_frozen_entry(void)
 static void test_unlink_after_new_table(void)
 {
 	struct replay_result b;
-	struct model_event *e;
 
-	nev = 0;
-	memslot(0);
-	spte(VCPU, 3, 0, 0, TABLE);
-	spte(VCPU, 2, 0x200, 0, TABLE);
-	spte(VCPU, 1, 0x201, 0, RW_4K);
-	entry();
+	leaf_in_table();
 	ranged_flush(VMM, 0x200, 512);
 	fault(0x201, MEV_PFERR_USER | MEV_PFERR_WRITE);
 	request(0x201, 1);
@@ -1515,9 +1494,7 @@ static void test_unlink_after_new_table(void)
 	spte(VCPU, 1, 0x201, NONPRESENT_612, RW_4K + 0x1000);
 	entry();
 	spte(VMM, 2, 0x200, TABLE, NONPRESENT_612);     /* the old table */
-	e = ev(MEV_SP_FREE, VMM);
-	e->u.sp.role = 0x3781;
-	e->u.sp.gfn = 0x200;
+	sp_event(MEV_SP_FREE, VMM, 1, 0x200);
 	spte(VMM, 1, 0x201, RW_4K, FROZEN_612);
 	syscall_exit(VMM);
 	stock_notifier(0x200, 4);
@@ -1535,6 +1512,7 @@ static void test_unlink_after_new_table(void)
 	replay_result_free(&b);
 	rules_off = 0;
 }
+
 /*
  * A fresh 6.12 read-lock lab run: the collapse when dirty logging stops
  * unlinks a table (VMM thread), a vCPU's fault links a new one at the
@@ -1545,21 +1523,13 @@ static void test_unlink_after_new_table(void)
 static void test_free_after_new_table(void)
 {
 	struct replay_result b;
-	struct model_event *e;
 
-	nev = 0;
-	memslot(0);
-	spte(VCPU, 3, 0, 0, TABLE);
-	spte(VCPU, 2, 0x200, 0, TABLE);
-	spte(VCPU, 1, 0x201, 0, RW_4K);
-	entry();
+	leaf_in_table();
 	spte(VMM, 2, 0x200, TABLE, NONPRESENT_612);     /* unlinked */
 	fault(0x201, MEV_PFERR_USER | MEV_PFERR_WRITE);
 	spte(VCPU, 2, 0x200, NONPRESENT_612, TABLE + 0x1000);
 	entry();
-	e = ev(MEV_SP_FREE, VMM);                       /* then freed */
-	e->u.sp.role = 0x3781;
-	e->u.sp.gfn = 0x200;
+	sp_event(MEV_SP_FREE, VMM, 1, 0x200);   /* then freed */
 	spte(VMM, 1, 0x201, RW_4K, FROZEN_612);
 	syscall_exit(VMM);
 	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
