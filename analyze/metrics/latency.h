@@ -5,8 +5,9 @@
  * (a vCPU's NPF exit to its next entry).
  *
  * Percentiles are nearest-rank (the value at rank ceil(p * n) of the
- * sorted samples), exact: SQLite sorts, so memory stays bounded however
- * many samples there are.
+ * sorted samples), exact: the samples are counted per distinct value, so
+ * memory grows with the distinct values (bounded by the range of the
+ * latencies), not with the number of samples.
  */
 #ifndef MMUREPLAY_METRICS_LATENCY_H
 #define MMUREPLAY_METRICS_LATENCY_H
@@ -51,7 +52,9 @@ struct latency {
 };
 
 /* 0, or -1 after an SQL error (logged).  npf_exit_reason: the NPF exit
- * code of the trace's hardware (SVM 0x400, VMX 48). */
+ * code of the trace's hardware (SVM 0x400, VMX 48), or LATENCY_NPF_NONE:
+ * the probes only (out->npf left empty). */
+#define LATENCY_NPF_NONE INT64_MIN
 int latency_compute(sqlite3 *db, int64_t npf_exit_reason,
 		    struct latency *out);
 

@@ -191,7 +191,7 @@ int spikes_compute(sqlite3 *db, const struct spte_format *fmt,
 	out->threshold_ns = threshold_ns;
 	if (top > SPIKES_TOP_MAX)
 		top = SPIKES_TOP_MAX;
-	if (latency_compute(db, 0, &lat) < 0)
+	if (latency_compute(db, LATENCY_NPF_NONE, &lat) < 0)
 		return -1;
 	for (i = 0; i < lat.nprobes; i++)
 		out->samples += lat.probe[i].n;
