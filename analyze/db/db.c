@@ -398,3 +398,18 @@ int64_t db_table_count(sqlite3 *db, const char *table)
 	sqlite3_finalize(stmt);
 	return n;
 }
+
+int64_t db_table_rows_hint(sqlite3 *db, const char *table)
+{
+	sqlite3_stmt *stmt = NULL;
+	int64_t n = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT coalesce(sum(count), 0) FROM "
+			       "raw_event WHERE canonical = ?1", -1, &stmt,
+			       NULL) == SQLITE_OK &&
+	    sqlite3_bind_text(stmt, 1, table, -1, SQLITE_STATIC) == SQLITE_OK &&
+	    sqlite3_step(stmt) == SQLITE_ROW)
+		n = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return n;
+}

@@ -64,5 +64,11 @@ char *db_meta_get_text(sqlite3 *db, const char *key);
 
 /* Rows in table (or -1 on error). */
 int64_t db_table_count(sqlite3 *db, const char *table);
+/*
+ * About how many rows a canonical table holds, for a progress line's
+ * total: the raw events ingest mapped to it (table raw_event), read
+ * without touching the table.  0 when unknown.  Not a count to report.
+ */
+int64_t db_table_rows_hint(sqlite3 *db, const char *table);
 
 #endif

@@ -9,6 +9,7 @@
  */
 #include "metrics/latency.h"
 
+#include "db/db.h"
 #include "util/alloc.h"
 #include "util/log.h"
 #include "util/u64map.h"
@@ -155,7 +156,8 @@ static int npf_scan(sqlite3 *db, int64_t npf_exit_reason,
 	struct u64map idx;      /* tid -> index in thr + 1 */
 	size_t nthr = 0, capthr = 0;
 	int rx, rn, is_exit, rc = -1;
-	uint64_t done = 0;
+	uint64_t done = 0, total = (uint64_t)(db_table_rows_hint(db,
+		"vcpu_exit") + db_table_rows_hint(db, "vcpu_entry"));
 
 	u64map_init(&idx);
 	if (sqlite3_prepare_v2(db, "SELECT seq, ts, tid, exit_reason FROM "
@@ -198,7 +200,8 @@ static int npf_scan(sqlite3 *db, int64_t npf_exit_reason,
 			rn = sqlite3_step(en);
 		}
 		if (!(++done & 0xffff))
-			log_progress("latency: exits and entries", done);
+			log_progress_of("latency: NPF exits and entries", done,
+					total);
 	}
 	if (rx != SQLITE_DONE || rn != SQLITE_DONE)
 		goto sql_error;

@@ -185,6 +185,7 @@ int spikes_compute(sqlite3 *db, const struct spte_format *fmt,
 	struct spike sp;
 	char sql[128];
 	int64_t thr, stride, others = 0;
+	uint64_t n = 0;
 	int t, i, rc = -1;
 
 	memset(out, 0, sizeof(*out));
@@ -219,6 +220,9 @@ int spikes_compute(sqlite3 *db, const struct spte_format *fmt,
 	    SQLITE_OK)
 		goto sql_error;
 	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (!(++n & 0x3ff))
+			log_progress_of("spikes: probe samples", n,
+					(uint64_t)out->samples);
 		sp.seq = sqlite3_column_int64(st, 0);
 		sp.ts = sqlite3_column_int64(st, 1);
 		sp.probe = sqlite3_column_int64(st, 2);
@@ -250,6 +254,7 @@ int spikes_compute(sqlite3 *db, const struct spte_format *fmt,
 sql_error:
 	sql_fail(db);
 end:
+	log_progress_end();
 	sqlite3_finalize(st);
 	for (t = 0; t < T_N; t++) {
 		sqlite3_finalize(c.seek[t]);

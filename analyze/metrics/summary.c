@@ -36,25 +36,39 @@ static int64_t col_int_or(sqlite3_stmt *st, int i, int64_t dflt)
 		sqlite3_column_int64(st, i);
 }
 
-/* Run sql and call row() per result row; -1 on error. */
-static int query_each(sqlite3 *db, const char *sql,
-		      int (*row)(sqlite3_stmt *, void *), void *arg)
+/* Run sql and call row() per result row; -1 on error.  A scan of a
+ * table shows its progress under what (rows of total); NULL: none. */
+static int scan_each(sqlite3 *db, const char *sql, const char *what,
+		     int64_t total, int (*row)(sqlite3_stmt *, void *),
+		     void *arg)
 {
 	sqlite3_stmt *st = NULL;
+	uint64_t n = 0;
 	int rc = -1, r;
 
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		goto end;
-	while ((r = sqlite3_step(st)) == SQLITE_ROW)
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 		if (row(st, arg) < 0)
 			goto end;
+		if (what && !(++n & 0xffff))
+			log_progress_of(what, n, (uint64_t)total);
+	}
 	rc = r == SQLITE_DONE ? 0 : -1;
 end:
+	if (what)
+		log_progress_end();
 	if (rc < 0)
 		log_error("%s: query failed: %s", sqlite3_db_filename(db,
 			  "main"), sqlite3_errmsg(db));
 	sqlite3_finalize(st);
 	return rc;
+}
+
+static int query_each(sqlite3 *db, const char *sql,
+		      int (*row)(sqlite3_stmt *, void *), void *arg)
+{
+	return scan_each(db, sql, NULL, 0, row, arg);
 }
 
 static int64_t query_int(sqlite3 *db, const char *sql, int64_t dflt)
@@ -243,6 +257,17 @@ end:
 	return rc;
 }
 
+/* The count of a canonical table, as s->canon has it (0: not there). */
+static int64_t summary_count(const struct summary *s, const char *table)
+{
+	int i;
+
+	for (i = 0; i < s->ncanon; i++)
+		if (strcmp(s->canon[i].name, table) == 0)
+			return s->canon[i].count;
+	return 0;
+}
+
 static double per_s(int64_t n, double secs)
 {
 	return secs > 0 ? (double)n / secs : 0.0;
@@ -314,8 +339,9 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 	zs.fmt = spte_format_get(isa == MEV_ISA_VMX ? SPTE_FORMAT_EPT :
 				 SPTE_FORMAT_NPT);
 	s->spte_format = zs.fmt->name;
-	if (query_each(db, "SELECT old_spte, new_spte, level FROM spte_change",
-		       zap_row, &zs) < 0)
+	if (scan_each(db, "SELECT old_spte, new_spte, level FROM spte_change",
+		      "summary: leaf zaps", summary_count(s, "spte_change"),
+		      zap_row, &zs) < 0)
 		goto end;
 	s->leaf_zaps = zs.zaps;
 	s->faults = db_table_count(db, "fault");

@@ -55,6 +55,7 @@ int timeline_compute(sqlite3 *db, const struct spte_format *fmt,
 	struct coverage cov;
 	sqlite3_stmt *st = NULL;
 	int rc = -1, i, s, w;
+	uint64_t n = 0, total;
 	int64_t tid;
 
 	memset(out, 0, sizeof(*out));
@@ -92,10 +93,13 @@ int timeline_compute(sqlite3 *db, const struct spte_format *fmt,
 	if (sqlite3_prepare_v2(db, "SELECT ts, old_spte, new_spte, level, tid "
 			       "FROM spte_change", -1, &st, NULL) != SQLITE_OK)
 		goto sql_error;
+	total = (uint64_t)db_table_rows_hint(db, "spte_change");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t old = (uint64_t)sqlite3_column_int64(st, 1);
 		uint64_t new = (uint64_t)sqlite3_column_int64(st, 2);
 
+		if (!(++n & 0xffff))
+			log_progress_of("timeline: leaf zaps", n, total);
 		if (!spte_leaf_zapped(fmt, old, new, sqlite3_column_int(st, 3)))
 			continue;
 		i = bin_of(out, sqlite3_column_int64(st, 0));
@@ -107,6 +111,7 @@ int timeline_compute(sqlite3 *db, const struct spte_format *fmt,
 			if (workers[w] == tid)
 				out->count[TL_NX_PAGES][i]++;
 	}
+	log_progress_end();
 	if (rc != SQLITE_DONE)
 		goto sql_error;
 	for (s = 0; s < TIMELINE_SERIES; s++)

@@ -9,6 +9,7 @@
 #include "util/assert.h"
 #include "util/log.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -308,6 +309,7 @@ enum replay_status replay_run_scanned(struct source *src,
 	struct engine e;
 	struct model_event ev;
 	enum source_status ss;
+	char what[64];
 
 	memset(res, 0, sizeof(*res));
 	memset(&e, 0, sizeof(e));
@@ -349,16 +351,15 @@ enum replay_status replay_run_scanned(struct source *src,
 		st = REPLAY_ERR_SOURCE;
 		goto end;
 	}
+	snprintf(what, sizeof(what), "replay %s", opts->policy->name);
+	source_progress(src, what);
 	while ((ss = source_next(src, &ev)) == SOURCE_OK && !e.nomem) {
 		handle(&e, &ev);
-		if (!(res->events & 0xfffff))
-			log_progress("replay: events", (uint64_t)res->events);
 		if (tdp_size(&e.tdp_obs) + tdp_size(&e.tdp_ovl) >
 		    (size_t)res->peak_tdp_entries)
 			res->peak_tdp_entries = (int64_t)(tdp_size(&e.tdp_obs) +
 							  tdp_size(&e.tdp_ovl));
 	}
-	log_progress_end();
 	if (e.nomem)
 		goto end;
 	if (ss != SOURCE_END) {

@@ -366,6 +366,7 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 		st = SCAN_ERR_SOURCE;
 		goto end;
 	}
+	source_progress(src, "replay: first pass");
 	while ((ss = source_next(src, &e)) == SOURCE_OK) {
 		last_seq = e.seq;
 		out->seen[e.kind] = 1;

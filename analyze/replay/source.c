@@ -11,6 +11,7 @@
 #include "replay/stream.h"
 #include "util/log.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,6 +102,11 @@ struct source {
 	/* The capture's last timestamp (meta last_ts): an event after it,
 	 * or before the time base, is corrupt.  -1: no bound (arrays). */
 	int64_t ts_max;
+	/* Progress of the pass (source_progress): its name ("": none),
+	 * events returned since the rewind, and how many the source holds
+	 * (0: not counted yet). */
+	char what[64];
+	uint64_t done, total;
 };
 
 static uint64_t u(sqlite3_stmt *st, int i)
@@ -128,6 +134,7 @@ enum source_status source_rewind(struct source *s)
 {
 	size_t i;
 
+	s->done = 0;
 	if (s->kind == SOURCE_ARRAY) {
 		s->pos = 0;
 		return SOURCE_OK;
@@ -206,7 +213,6 @@ int source_stream_ensure(sqlite3 *db)
 	struct source *src = NULL;
 	struct model_event ev;
 	enum source_status ss;
-	uint64_t n;
 	size_t i;
 	int rc = -1;
 
@@ -218,13 +224,10 @@ int source_stream_ensure(sqlite3 *db)
 	for (i = 0; i < NREADERS; i++)
 		if (stream_writer_guard(w, tables[i].tables) != STREAM_OK)
 			goto end;
-	for (n = 1; (ss = source_next(src, &ev)) == SOURCE_OK; n++) {
+	source_progress(src, "replay stream: writing");
+	while ((ss = source_next(src, &ev)) == SOURCE_OK)
 		if (stream_writer_add(w, &ev) != STREAM_OK)
 			goto end;
-		if (!(n & 0xffff))
-			log_progress("replay stream: events", n);
-	}
-	log_progress_end();
 	if (ss != SOURCE_END)
 		goto end;
 	rc = stream_writer_commit(w) == STREAM_OK ? 0 : -1;
@@ -444,13 +447,51 @@ static const char *kind_table(enum model_event_kind kind)
 	return "event";
 }
 
+/* Events in the source: the stream's count, or about the tables' rows
+ * (a progress line's total). */
+static uint64_t source_total(struct source *s)
+{
+	int64_t n = 0, c;
+	size_t i;
+
+	if (s->kind == SOURCE_ARRAY)
+		return s->n;
+	if (s->kind == SOURCE_STREAM)
+		return (uint64_t)db_meta_get_int(s->db, "replay_stream_events",
+						 0);
+	for (i = 0; i < NREADERS; i++) {
+		char name[32];
+
+		/* The first table named is the one the rows come from. */
+		if (sscanf(tables[i].tables, "%31s", name) != 1)
+			continue;
+		c = db_table_rows_hint(s->db, name);
+		n += c > 0 ? c : 0;
+	}
+	return (uint64_t)n;
+}
+
+void source_progress(struct source *s, const char *what)
+{
+	snprintf(s->what, sizeof(s->what), "%s", what);
+	if (!s->total)
+		s->total = source_total(s);
+}
+
 enum source_status source_next(struct source *s, struct model_event *ev)
 {
 	enum source_status st = next_event(s, ev);
 	const char *why;
 
-	if (st != SOURCE_OK)
+	if (st != SOURCE_OK) {
+		if (s->what[0]) {
+			log_progress_end();
+			s->what[0] = '\0';
+		}
 		return st;
+	}
+	if (s->what[0] && !(++s->done & 0xffff))
+		log_progress_of(s->what, s->done, s->total);
 	/* Values the model indexes by are checked before it sees them:
 	 * a damaged trace or an edited DB stops here, in one line. */
 	why = model_event_implausible(ev);

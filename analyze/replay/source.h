@@ -36,6 +36,12 @@ int source_is_stream(const struct source *s);
  * (logged).
  */
 int source_stream_ensure(sqlite3 *db);
+/*
+ * Show the pass's progress on a terminal (log_progress_of: events
+ * returned of the source's count, rate, ETA) under what, until
+ * source_next() says the source is done.
+ */
+void source_progress(struct source *s, const char *what);
 /* The next event in seq order. */
 enum source_status source_next(struct source *s, struct model_event *ev);
 /* Start again from the first event. */

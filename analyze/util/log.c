@@ -5,10 +5,16 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+/* The progress line on the terminal, and its step: its name and when
+ * (and at what count) it was first reported. */
 static int progress_shown;
+static char progress_what[64];       /* "": no step */
+static struct timespec progress_start;
+static uint64_t progress_start_done;
 
 __attribute__((format(printf, 2, 0)))
 static void vlog(const char *prefix, const char *fmt, va_list ap)
@@ -38,24 +44,74 @@ void log_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
-void log_progress(const char *what, uint64_t done)
+/* 12345678 -> "12,345,678" into buf (at least 27 bytes). */
+static const char *thousands(char *buf, uint64_t v)
+{
+	char tmp[24];
+	int n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v);
+	int i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = tmp[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+static double seconds_between(const struct timespec *a,
+			      const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) +
+		(double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+void log_progress_of(const char *what, uint64_t done, uint64_t total)
 {
 	static int tty = -1;
 	static struct timespec last;
 	struct timespec now;
+	char d[32], t[32], r[32] = "", eta[32] = "";
+	double secs, rate;
 
 	if (tty < 0)
 		tty = isatty(STDERR_FILENO);
 	if (!tty)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
+	/* A new step starts its clock: the rate is the step's own. */
+	if (strncmp(progress_what, what, sizeof(progress_what) - 1) != 0) {
+		snprintf(progress_what, sizeof(progress_what), "%s", what);
+		progress_start = now;
+		progress_start_done = done;
+	}
 	/* Four updates a second are enough and cost nothing. */
-	if (progress_shown && (now.tv_sec - last.tv_sec) * 1000000000L +
-	    (now.tv_nsec - last.tv_nsec) < 250000000L)
+	if (progress_shown && seconds_between(&last, &now) < 0.25)
 		return;
 	last = now;
-	fprintf(stderr, "\r%s: %llu", what, (unsigned long long)done);
+	secs = seconds_between(&progress_start, &now);
+	rate = secs > 0 && done > progress_start_done ?
+		(double)(done - progress_start_done) / secs : 0;
+	if (total > done && rate > 0)
+		snprintf(eta, sizeof(eta), ", ETA %.0f s",
+			 (double)(total - done) / rate);
+	if (rate > 0)
+		snprintf(r, sizeof(r), ", %.2f M/s", rate / 1e6);
+	if (total)
+		fprintf(stderr, "\r%s: %s of %s (%.0f%%)%s%s\033[K", what,
+			thousands(d, done), thousands(t, total),
+			100.0 * (double)(done < total ? done : total) /
+			(double)total, r, eta);
+	else
+		fprintf(stderr, "\r%s: %s%s\033[K", what, thousands(d, done),
+			r);
 	progress_shown = 1;
+}
+
+void log_progress(const char *what, uint64_t done)
+{
+	log_progress_of(what, done, 0);
 }
 
 void log_progress_end(void)
@@ -64,4 +120,5 @@ void log_progress_end(void)
 		fputs("\r\033[K", stderr);
 		progress_shown = 0;
 	}
+	progress_what[0] = '\0';
 }

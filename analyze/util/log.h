@@ -15,7 +15,15 @@
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Progress line; a no-op unless stderr is a terminal.  Rate-limited. */
+/*
+ * Progress line: "WHAT: DONE of TOTAL (P%), R M/s, ETA S s" (without
+ * total: "WHAT: DONE, R M/s"), the rate over the step so far: a step
+ * starts at the first call with a new WHAT (the string, compared) and
+ * ends at log_progress_end().  A no-op unless stderr is a terminal;
+ * redrawn four times a second at most, so callers may call it often
+ * (every 64 Ki events is the custom).
+ */
+void log_progress_of(const char *what, uint64_t done, uint64_t total);
 void log_progress(const char *what, uint64_t done);
 void log_progress_end(void);
 
