@@ -77,10 +77,10 @@ cases = [
     (["replay", db, "-o", os.devnull],
      ["replay stream: writing", "replay: first pass", "replay baseline",
       "replay nx-readlock"]),
-    (["summary", db], ["summary: leaf zaps",
+    (["summary", db], ["summary: faults per vCPU", "summary: leaf zaps",
                        "latency: NPF exits and entries"]),
     (["report", db, "-o", os.path.join(work, "r.html")],
-     ["summary: leaf zaps", "timeline: leaf zaps"]),
+     ["summary: leaf zaps", "timeline: notifier", "timeline: leaf zaps"]),
     (["fidelity", db], ["replay: first pass", "replay baseline"]),
 ]
 for args, want in cases:

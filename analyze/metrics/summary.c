@@ -10,6 +10,7 @@
 #include "model/spte.h"
 #include "util/alloc.h"
 #include "util/log.h"
+#include "util/u64map.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,16 +145,71 @@ static int lost_row(sqlite3_stmt *st, void *arg)
 	return 0;
 }
 
+/* Faults per vCPU by one scan of fault (a GROUP BY sorts every row):
+ * vcpu -> index in s->vcpus + 1, the NULL vCPU's count aside. */
+struct vcpu_scan {
+	struct summary *s;
+	struct u64map idx;
+	int64_t null_faults;
+};
+
 static int vcpu_row(sqlite3_stmt *st, void *arg)
 {
-	struct summary *s = arg;
-	struct summary_vcpu *v = PUSH(s->vcpus, s->nvcpus, s->capvcpus);
+	struct vcpu_scan *vs = arg;
+	struct summary *s = vs->s;
+	struct summary_vcpu *v;
+	uint64_t vcpu, i;
 
-	if (!v)
-		return -1;
-	v->vcpu = col_int_or(st, 0, -1);
-	v->faults = sqlite3_column_int64(st, 1);
+	if (sqlite3_column_type(st, 0) == SQLITE_NULL) {
+		vs->null_faults++;
+		return 0;
+	}
+	vcpu = (uint64_t)sqlite3_column_int64(st, 0);
+	i = u64map_get(&vs->idx, vcpu);
+	if (!i) {
+		if (!(v = PUSH(s->vcpus, s->nvcpus, s->capvcpus)) ||
+		    u64map_put(&vs->idx, vcpu, (uint64_t)s->nvcpus) < 0)
+			return -1;
+		v->vcpu = (int64_t)vcpu;
+		i = (uint64_t)s->nvcpus;
+	}
+	s->vcpus[i - 1].faults++;
 	return 0;
+}
+
+static int vcpu_cmp(const void *a, const void *b)
+{
+	int64_t x = ((const struct summary_vcpu *)a)->vcpu;
+	int64_t y = ((const struct summary_vcpu *)b)->vcpu;
+
+	return (x > y) - (x < y);
+}
+
+/* The vCPUs in SQL's order: the NULL one (shown as -1) first. */
+static int vcpu_faults(sqlite3 *db, struct summary *s, int64_t faults)
+{
+	struct vcpu_scan vs = { s, { 0 }, 0 };
+	struct summary_vcpu *v;
+	int rc = -1;
+
+	u64map_init(&vs.idx);
+	if (scan_each(db, "SELECT vcpu FROM fault", "summary: faults per vCPU",
+		      faults, vcpu_row, &vs) < 0)
+		goto end;
+	if (s->nvcpus > 1)     /* no array without faults */
+		qsort(s->vcpus, (size_t)s->nvcpus, sizeof(*s->vcpus), vcpu_cmp);
+	if (vs.null_faults) {
+		if (!(v = PUSH(s->vcpus, s->nvcpus, s->capvcpus)))
+			goto end;
+		memmove(s->vcpus + 1, s->vcpus,
+			(size_t)(s->nvcpus - 1) * sizeof(*s->vcpus));
+		s->vcpus[0].vcpu = -1;
+		s->vcpus[0].faults = vs.null_faults;
+	}
+	rc = 0;
+end:
+	u64map_free(&vs.idx);
+	return rc;
 }
 
 struct zap_scan {
@@ -328,8 +384,7 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 		       "l.end_ts, l.count FROM lost l JOIN stream s ON "
 		       "s.id = l.stream_id ORDER BY l.begin_ts, l.id",
 		       lost_row, s) < 0 ||
-	    query_each(db, "SELECT vcpu, count(*) FROM fault GROUP BY vcpu "
-		       "ORDER BY vcpu", vcpu_row, s) < 0)
+	    vcpu_faults(db, s, summary_count(s, "fault")) < 0)
 		goto end;
 
 	/* The exit's ISA says which hardware (and SPTE format) recorded. */
@@ -344,7 +399,7 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 		      zap_row, &zs) < 0)
 		goto end;
 	s->leaf_zaps = zs.zaps;
-	s->faults = db_table_count(db, "fault");
+	s->faults = summary_count(s, "fault");
 	s->invalidations = query_int(db, "SELECT count(*) FROM notifier "
 				     "WHERE phase = 0", 0);
 	s->faults_per_s = per_s(s->faults, s->duration_s);
