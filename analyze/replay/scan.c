@@ -27,19 +27,29 @@ struct scan_thread {
 	uint64_t setregion_seq;         /* its entry */
 };
 
-struct scan_window {
-	uint64_t seq;
-	int measured, measured_upgrade;
-	int by_syscall, syscall_upgrade;
-	int64_t same, differ;           /* refaults as upgraded / not */
-	int64_t zapped;                 /* leaves it zapped */
-};
+/*
+ * An invalidation window, one 64-bit word: the seq of its start event
+ * above the low 8 bits, flags in them.  A window lives until the pass
+ * ends (a refault long after it closes still decides it), so they are
+ * as many as the capture's invalidations: 6.5 M on a 100 M-event capture,
+ * 400 MB as a struct of counters, 50 MB as words.  Only whether a
+ * refault came back as upgraded or not was ever asked, not how many.
+ */
+#define W_MEASURED      0x01u   /* the kernel said (patched events) */
+#define W_MEASURED_UP   0x02u   /* ... that it was a permission upgrade */
+#define W_BY_SYSCALL    0x04u   /* its syscall said (mprotect, madvise) */
+#define W_SYSCALL_UP    0x08u   /* ... an upgrade */
+#define W_SAME          0x10u   /* a refault as upgraded */
+#define W_DIFFER        0x20u   /* a refault not */
+#define W_ZAPPED        0x40u   /* it zapped a leaf */
+#define W_SEQ_SHIFT     8
+#define W_SEQ(w)        ((w) >> W_SEQ_SHIFT)
 
 struct scan_pass {
 	const struct spte_format *fmt;
 	struct scan *out;
 	struct ptrmap threads;
-	struct scan_window *windows;
+	uint64_t *windows;              /* W_* words */
 	size_t nwindows, capwindows;
 	struct tdp pending;             /* gfn -> zapped SPTE (masked) */
 	struct tdp pending_win;         /* gfn -> window index + 1 */
@@ -145,7 +155,7 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 		if (!t->w_zaps || gfn < t->gfirst)
 			t->gfirst = gfn;
 		t->w_zaps++;
-		p->windows[t->w_idx].zapped++;
+		p->windows[t->w_idx] |= W_ZAPPED;
 		if (tdp_set(&p->pending, as, level, gfn,
 			    spte_identity(f, old)) < 0 ||
 		    tdp_set(&p->pending_win, as, level, gfn, t->w_idx + 1) < 0)
@@ -159,18 +169,25 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 			return 0;
 		if (refault_upgraded(f, tdp_get(&p->pending, as, level, gfn),
 				     new))
-			p->windows[w - 1].same++;
+			p->windows[w - 1] |= W_SAME;
 		else
-			p->windows[w - 1].differ++;
+			p->windows[w - 1] |= W_DIFFER;
 		tdp_set(&p->pending_win, as, level, gfn, 0);
 	}
 	return 0;
 }
 
+/* The kernel's word on window w: an upgrade or not (the last said). */
+static void window_measured(uint64_t *w, int upgrade)
+{
+	*w = (*w & ~(uint64_t)W_MEASURED_UP) | W_MEASURED |
+		(upgrade ? W_MEASURED_UP : 0);
+}
+
 static int on_notifier(struct scan_pass *p, struct scan_thread *t,
 		       const struct model_event *e)
 {
-	struct scan_window *w;
+	uint64_t *w;
 
 	/*
 	 * Patched kernels trace the stock kvm_unmap_hva_range and their
@@ -181,21 +198,21 @@ static int on_notifier(struct scan_pass *p, struct scan_thread *t,
 	    t->hs == e->u.notifier.hva_start &&
 	    t->he == e->u.notifier.hva_end) {
 		w = &p->windows[t->w_idx];
-		if (e->u.notifier.has_event) {
-			w->measured = 1;
-			w->measured_upgrade = e->u.notifier.event ==
-				MEV_MMU_NOTIFY_PROTECTION_VMA &&
-				e->u.notifier.perm_upgrade;
-		}
+		if (e->u.notifier.has_event)
+			window_measured(w, e->u.notifier.event ==
+					MEV_MMU_NOTIFY_PROTECTION_VMA &&
+					e->u.notifier.perm_upgrade);
 		return 0;
 	}
 	window_close(p, t);
 	if (e->u.notifier.phase != MEV_PHASE_START)
 		return 0;
-	if (ALLOC_GROW(p->windows, p->nwindows + 1, p->capwindows))
+	/* seq counts events: 2^56 of them is beyond any capture. */
+	if (W_SEQ(e->seq << W_SEQ_SHIFT) != e->seq ||
+	    ALLOC_GROW(p->windows, p->nwindows + 1, p->capwindows))
 		return -1;
 	w = &p->windows[p->nwindows];
-	w->seq = e->seq;
+	*w = e->seq << W_SEQ_SHIFT;
 	if (t->in_mprotect) {
 		/*
 		 * mprotect tells the direction itself: keeping PROT_WRITE
@@ -204,23 +221,20 @@ static int on_notifier(struct scan_pass *p, struct scan_thread *t,
 		 * before any access refaults identical SPTEs, so the SPTE
 		 * evidence alone would call it an upgrade.
 		 */
-		w->by_syscall = 1;
-		w->syscall_upgrade = (t->mprotect_prot & PROT_WRITE) != 0;
+		*w |= W_BY_SYSCALL |
+			((t->mprotect_prot & PROT_WRITE) ? W_SYSCALL_UP : 0);
 	} else if (t->in_madvise) {
 		/*
 		 * madvise(2) invalidates to unmap (MADV_DONTNEED, a THP split
 		 * or collapse: MMU_NOTIFY_CLEAR), never to loosen; a freed
 		 * huge page is often refaulted at the same pfn, identical.
 		 */
-		w->by_syscall = 1;
-		w->syscall_upgrade = 0;
+		*w |= W_BY_SYSCALL;
 	}
-	if (e->u.notifier.has_event) {
-		w->measured = 1;
-		w->measured_upgrade =
-			e->u.notifier.event == MEV_MMU_NOTIFY_PROTECTION_VMA &&
-			e->u.notifier.perm_upgrade;
-	}
+	if (e->u.notifier.has_event)
+		window_measured(w, e->u.notifier.event ==
+				MEV_MMU_NOTIFY_PROTECTION_VMA &&
+				e->u.notifier.perm_upgrade);
 	t->in_window = 1;
 	t->w_seq = e->seq;
 	t->w_idx = p->nwindows++;
@@ -318,21 +332,22 @@ static int finish(struct scan_pass *p, uint64_t last_seq)
 		sc->dirty[sc->ndirty++].to_seq = last_seq + 1;
 	}
 	for (i = 0; i < p->nwindows; i++) {
-		const struct scan_window *w = &p->windows[i];
-		int inferred = w->by_syscall ? w->syscall_upgrade :
-			(w->same > 0 && w->differ == 0);
-		int up = w->measured ? w->measured_upgrade : inferred;
+		uint64_t w = p->windows[i];
+		int inferred = (w & W_BY_SYSCALL) ? (w & W_SYSCALL_UP) != 0 :
+			(w & (W_SAME | W_DIFFER)) == W_SAME;
+		int m_up = (w & W_MEASURED_UP) != 0;
+		int up = (w & W_MEASURED) ? m_up : inferred;
 
-		measured |= w->measured;
+		measured |= (w & W_MEASURED) != 0;
 		/* Only where the decision changes a figure: it zapped. */
-		if (w->measured && w->zapped)
-			sc->upgrade_infer[inferred][w->measured_upgrade != 0]++;
+		if ((w & W_MEASURED) && (w & W_ZAPPED))
+			sc->upgrade_infer[inferred][m_up]++;
 		if (!up)
 			continue;
 		if (ALLOC_GROW(sc->upgrade_seqs, sc->nupgrades + 1,
 			       sc->capupgrades))
 			return -1;
-		sc->upgrade_seqs[sc->nupgrades++] = w->seq;
+		sc->upgrade_seqs[sc->nupgrades++] = W_SEQ(w);
 	}
 	sc->upgrade_src = measured ? REPLAY_SRC_MEASURED :
 		p->nwindows ? REPLAY_SRC_INFERRED : REPLAY_SRC_NONE;
@@ -383,11 +398,10 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 				goto end;
 			break;
 		case MEV_UNMAP_DECISION:
-			if (t->in_window) {
-				p.windows[t->w_idx].measured = 1;
-				p.windows[t->w_idx].measured_upgrade |=
-					e.u.unmap.perm_upgrade;
-			}
+			if (t->in_window)
+				p.windows[t->w_idx] |= W_MEASURED |
+					(e.u.unmap.perm_upgrade ?
+					 W_MEASURED_UP : 0);
 			break;
 		case MEV_SYSCALL:
 			on_syscall(&p, t, &e);
