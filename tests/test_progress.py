@@ -7,7 +7,8 @@ commands run with stderr on a pseudo-terminal and then on a pipe.
 
 What this can catch: a step that shows no progress on a terminal (the
 replay stream, the replay's passes, summary's scans, the timeline), a
-line without its total and percentage, a total that is not the
+line without its total and percentage (the table pass of a read-only
+DB's fidelity too), a total that is not the
 events the step reads (the percentage of a complete step's last line
 over 100), progress written to a pipe, a line left on the terminal after
 the command (every line is erased: the last write ends with the erase).
@@ -19,6 +20,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import subprocess
 import sys
 
@@ -73,7 +75,11 @@ def steps(text):
     return seen
 
 
+fresh = os.path.join(work, "fresh.db")     # no replay stream in it
+shutil.copy(db, fresh)
 cases = [
+    (["fidelity", fresh], ["replay: reading the tables",
+                           "replay: first pass", "replay baseline"]),
     (["replay", db, "-o", os.devnull],
      ["replay stream: writing", "replay: first pass", "replay baseline",
       "replay nx-readlock"]),

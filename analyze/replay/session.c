@@ -17,7 +17,7 @@ enum replay_status replay_session_open(struct replay_session *s,
 
 	memset(s, 0, sizeof(*s));
 	s->src = input == REPLAY_INPUT_TABLES ? source_open_tables(db) :
-		source_open(db);
+		source_open_spooled(db);
 	if (!s->src)
 		goto end;
 	s->opts.fmt = ci->fmt;

@@ -23,7 +23,8 @@
 
 enum replay_session_input {
 	REPLAY_INPUT_ANY,       /* the replay stream when current, else
-				 * the canonical tables (source_open()) */
+				 * a temporary one made from the canonical
+				 * tables (source_open_spooled()) */
 	REPLAY_INPUT_TABLES,    /* always the tables (bench, tests) */
 };
 

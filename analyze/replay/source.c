@@ -96,6 +96,7 @@ struct source {
 	sqlite3 *db;
 	struct table_reader r[NREADERS];
 	struct stream_reader *stream;
+	sqlite3 *spool;                 /* the stream's own temporary DB */
 	/* Array source. */
 	const struct model_event *arr;
 	size_t n, pos;
@@ -207,34 +208,104 @@ int source_is_stream(const struct source *s)
 	return s->kind == SOURCE_STREAM;
 }
 
+/*
+ * Copy the tables' events into a stream in out (open, in a transaction
+ * of the stream writer).  The caller's choice of what to guard against.
+ * 0; -1 after a corrupt event or a failed write (logged), *corrupt set
+ * for the first.
+ */
+static int stream_copy(sqlite3 *db, struct stream_writer *w, const char *what,
+		       int *corrupt)
+{
+	struct source *src = source_open_tables(db);
+	struct model_event ev;
+	enum source_status ss;
+	int rc = -1;
+
+	*corrupt = 0;
+	if (!src) {
+		*corrupt = 1;
+		return -1;
+	}
+	source_progress(src, what);
+	while ((ss = source_next(src, &ev)) == SOURCE_OK)
+		if (stream_writer_add(w, &ev) != STREAM_OK)
+			goto end;
+	*corrupt = ss != SOURCE_END;
+	rc = *corrupt ? -1 : 0;
+end:
+	source_close(src);
+	return rc;
+}
+
+struct source *source_open_spooled(sqlite3 *db)
+{
+	struct stream_writer *w = NULL;
+	struct stream_reader *r = NULL;
+	struct source *s = NULL;
+	sqlite3 *tmp = NULL;
+	int corrupt = 0;
+
+	if (stream_current(db))
+		return source_open(db);
+	/* "": SQLite's private temporary file, deleted at close; its pages
+	 * past a small cache live in the file, not in memory. */
+	if (sqlite3_open_v2("", &tmp, SQLITE_OPEN_READWRITE |
+			    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK ||
+	    db_exec(tmp, "CREATE TABLE meta (key TEXT PRIMARY KEY, value) "
+		    "WITHOUT ROWID") != DB_OK ||
+	    db_meta_set_int(tmp, "events", db_meta_get_int(db, "events", -2)) !=
+	    DB_OK ||
+	    stream_writer_begin(tmp, &w) != STREAM_OK)
+		goto fallback;
+	if (stream_copy(db, w, "replay: reading the tables", &corrupt) < 0) {
+		stream_writer_abort(w);
+		if (corrupt)
+			goto end;
+		goto fallback;
+	}
+	if (stream_writer_commit(w) != STREAM_OK ||
+	    stream_reader_open(tmp, &r) != STREAM_OK ||
+	    !(s = calloc(1, sizeof(*s))))
+		goto fallback;
+	s->kind = SOURCE_STREAM;
+	s->db = db;
+	s->ts_max = db_meta_get_int(db, "last_ts", -1);
+	s->stream = r;
+	s->spool = tmp;
+	return s;
+fallback:
+	log_warn("%s: no room for a temporary copy of the events: the replay "
+		 "reads the tables in each pass", sqlite3_db_filename(db,
+								      "main"));
+	stream_reader_close(r);
+	sqlite3_close(tmp);
+	return source_open_tables(db);
+end:
+	sqlite3_close(tmp);
+	return NULL;
+}
+
 int source_stream_ensure(sqlite3 *db)
 {
 	struct stream_writer *w = NULL;
-	struct source *src = NULL;
-	struct model_event ev;
-	enum source_status ss;
 	size_t i;
-	int rc = -1;
+	int rc = -1, corrupt;
 
 	if (stream_current(db))
 		return 0;
-	if (!(src = source_open_tables(db)) ||
-	    stream_writer_begin(db, &w) != STREAM_OK)
+	if (stream_writer_begin(db, &w) != STREAM_OK)
 		goto end;
 	for (i = 0; i < NREADERS; i++)
 		if (stream_writer_guard(w, tables[i].tables) != STREAM_OK)
 			goto end;
-	source_progress(src, "replay stream: writing");
-	while ((ss = source_next(src, &ev)) == SOURCE_OK)
-		if (stream_writer_add(w, &ev) != STREAM_OK)
-			goto end;
-	if (ss != SOURCE_END)
+	if (stream_copy(db, w, "replay stream: writing", &corrupt) < 0)
 		goto end;
 	rc = stream_writer_commit(w) == STREAM_OK ? 0 : -1;
 	w = NULL;       /* committed or rolled back */
 end:
 	stream_writer_abort(w);
-	source_close(src);
 	return rc;
 }
 
@@ -260,6 +331,8 @@ void source_close(struct source *s)
 	stream_reader_close(s->stream);
 	for (i = 0; i < NREADERS; i++)
 		sqlite3_finalize(s->r[i].st);
+	if (s->spool)
+		sqlite3_close(s->spool);
 	free(s);
 }
 
@@ -457,8 +530,8 @@ static uint64_t source_total(struct source *s)
 	if (s->kind == SOURCE_ARRAY)
 		return s->n;
 	if (s->kind == SOURCE_STREAM)
-		return (uint64_t)db_meta_get_int(s->db, "replay_stream_events",
-						 0);
+		return (uint64_t)db_meta_get_int(s->spool ? s->spool : s->db,
+						 "replay_stream_events", 0);
 	for (i = 0; i < NREADERS; i++) {
 		char name[32];
 

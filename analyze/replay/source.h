@@ -25,6 +25,16 @@ enum source_status {
 
 /* The replay stream when current, else the canonical tables. */
 struct source *source_open(sqlite3 *db);
+/*
+ * The replay stream when current; else the tables read once into a
+ * stream in a temporary file (SQLite's, deleted at close) and that read
+ * in every pass: a replay makes two passes or more, and a pass over the
+ * tables costs several over the stream.  For a DB opened read-only
+ * (fidelity, compare, report), which cannot keep the stream.  When the
+ * temporary file cannot be made, a warning and the tables.  NULL after a
+ * corrupt event (logged).
+ */
+struct source *source_open_spooled(sqlite3 *db);
 /* Always the canonical tables (deriving the stream, tests). */
 struct source *source_open_tables(sqlite3 *db);
 /* Is the source reading the replay stream? */
