@@ -6,7 +6,7 @@ short for a step to reach the first report, every 64 Ki events), the
 commands run with stderr on a pseudo-terminal and then on a pipe.
 
 What this can catch: a step that shows no progress on a terminal (the
-replay stream, the replay's passes, summary's scans, the timeline), a
+replay stream, the replay's passes, summary's and the report's scans), a
 line without its total and percentage (the table pass of a read-only
 DB's fidelity too), a total that is not the
 events the step reads (the percentage of a complete step's last line
@@ -86,7 +86,7 @@ cases = [
     (["summary", db], ["summary: faults per vCPU", "summary: leaf zaps",
                        "latency: NPF exits and entries"]),
     (["report", db, "-o", os.path.join(work, "r.html")],
-     ["summary: leaf zaps", "timeline: notifier", "timeline: leaf zaps"]),
+     ["summary: leaf zaps", "summary: invalidations"]),
     (["fidelity", db], ["replay: first pass", "replay baseline"]),
 ]
 for args, want in cases:

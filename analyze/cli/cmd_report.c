@@ -116,7 +116,9 @@ static int run(struct cli_args *a)
 	struct capture_info ci;
 	int rc;
 
-	rc = cli_exit_summary(summary_compute(a->db, &r.s));
+	/* The summary's scans bin the timeline's series on the way. */
+	timeline_init(a->db, &r.tl);
+	rc = cli_exit_summary(summary_compute_binned(a->db, &r.s, &r.tl));
 	if (rc != CLI_EXIT_OK)
 		goto end;
 	rc = CLI_EXIT_INPUT;
@@ -124,8 +126,7 @@ static int run(struct cli_args *a)
 	    capture_info_read(a->db, &ci) < 0 ||
 	    spikes_compute(a->db, ci.fmt, 0, 10, ci.workers, ci.nworkers,
 			   &r.sp) < 0 ||
-	    timeline_compute(a->db, ci.fmt, ci.workers, ci.nworkers,
-			     &r.tl) < 0)
+	    timeline_fill(a->db, ci.fmt, ci.workers, ci.nworkers, &r.tl) < 0)
 		goto end;
 	if (r.n == 0 && coverage_gap(&r.s.cov, COVERAGE_REPLAY)) {
 		snprintf(r.note_buf, sizeof(r.note_buf), "No replay: %s.",

@@ -145,12 +145,24 @@ static int lost_row(sqlite3_stmt *st, void *arg)
 	return 0;
 }
 
+/* The count of a canonical table, as s->canon has it (0: not there). */
+static int64_t summary_count(const struct summary *s, const char *table)
+{
+	int i;
+
+	for (i = 0; i < s->ncanon; i++)
+		if (strcmp(s->canon[i].name, table) == 0)
+			return s->canon[i].count;
+	return 0;
+}
+
 /* Faults per vCPU by one scan of fault (a GROUP BY sorts every row):
  * vcpu -> index in s->vcpus + 1, the NULL vCPU's count aside. */
 struct vcpu_scan {
 	struct summary *s;
 	struct u64map idx;
 	int64_t null_faults;
+	struct timeline *tl;            /* column 1 ts, binned; or NULL */
 };
 
 static int vcpu_row(sqlite3_stmt *st, void *arg)
@@ -160,6 +172,9 @@ static int vcpu_row(sqlite3_stmt *st, void *arg)
 	struct summary_vcpu *v;
 	uint64_t vcpu, i;
 
+	if (vs->tl)
+		vs->tl->count[TL_FAULTS][timeline_bin(vs->tl,
+				sqlite3_column_int64(st, 1))]++;
 	if (sqlite3_column_type(st, 0) == SQLITE_NULL) {
 		vs->null_faults++;
 		return 0;
@@ -186,16 +201,20 @@ static int vcpu_cmp(const void *a, const void *b)
 }
 
 /* The vCPUs in SQL's order: the NULL one (shown as -1) first. */
-static int vcpu_faults(sqlite3 *db, struct summary *s, int64_t faults)
+static int vcpu_faults(sqlite3 *db, struct summary *s, int64_t faults,
+		       struct timeline *tl)
 {
-	struct vcpu_scan vs = { s, { 0 }, 0 };
+	struct vcpu_scan vs = { s, { 0 }, 0, tl };
 	struct summary_vcpu *v;
 	int rc = -1;
 
 	u64map_init(&vs.idx);
-	if (scan_each(db, "SELECT vcpu FROM fault", "summary: faults per vCPU",
-		      faults, vcpu_row, &vs) < 0)
+	if (scan_each(db, tl ? "SELECT vcpu, ts FROM fault" : "SELECT vcpu "
+		      "FROM fault", "summary: faults per vCPU", faults,
+		      vcpu_row, &vs) < 0)
 		goto end;
+	if (tl)
+		tl->filled[TL_FAULTS] = 1;
 	if (s->nvcpus > 1)     /* no array without faults */
 		qsort(s->vcpus, (size_t)s->nvcpus, sizeof(*s->vcpus), vcpu_cmp);
 	if (vs.null_faults) {
@@ -215,6 +234,7 @@ end:
 struct zap_scan {
 	const struct spte_format *fmt;
 	int64_t zaps;
+	struct timeline *tl;            /* column 3 ts, binned; or NULL */
 };
 
 static int zap_row(sqlite3_stmt *st, void *arg)
@@ -224,8 +244,45 @@ static int zap_row(sqlite3_stmt *st, void *arg)
 	uint64_t new = (uint64_t)sqlite3_column_int64(st, 1);
 	int level = sqlite3_column_int(st, 2);
 
-	z->zaps += spte_leaf_zapped(z->fmt, old, new, level);
+	if (!spte_leaf_zapped(z->fmt, old, new, level))
+		return 0;
+	z->zaps++;
+	if (z->tl)
+		z->tl->count[TL_LEAF_ZAPS][timeline_bin(z->tl,
+				sqlite3_column_int64(st, 3))]++;
 	return 0;
+}
+
+/* Invalidation starts, binned on the way (the report's timeline). */
+static int notifier_row(sqlite3_stmt *st, void *arg)
+{
+	struct timeline *tl = arg;
+
+	/* phase is NOT NULL in the schema. */
+	if (sqlite3_column_int64(st, 1) == 0)
+		tl->count[TL_INVALIDATIONS][timeline_bin(tl,
+				sqlite3_column_int64(st, 0))]++;
+	return 0;
+}
+
+/* Invalidation starts: a count, or a scan that bins them into tl. */
+static int64_t invalidations(sqlite3 *db, const struct summary *s,
+			     struct timeline *tl)
+{
+	int64_t n = 0;
+	int i;
+
+	if (!tl)
+		return query_int(db, "SELECT count(*) FROM notifier WHERE "
+				 "phase = 0", 0);
+	if (scan_each(db, "SELECT ts, phase FROM notifier", "summary: "
+		      "invalidations", summary_count(s, "notifier"),
+		      notifier_row, tl) < 0)
+		return -1;
+	tl->filled[TL_INVALIDATIONS] = 1;
+	for (i = 0; i < tl->nbins; i++)
+		n += tl->count[TL_INVALIDATIONS][i];
+	return n;
 }
 
 /* Counter increase per second of a KVM statistic, summed over VMs. */
@@ -313,23 +370,18 @@ end:
 	return rc;
 }
 
-/* The count of a canonical table, as s->canon has it (0: not there). */
-static int64_t summary_count(const struct summary *s, const char *table)
-{
-	int i;
-
-	for (i = 0; i < s->ncanon; i++)
-		if (strcmp(s->canon[i].name, table) == 0)
-			return s->canon[i].count;
-	return 0;
-}
-
 static double per_s(int64_t n, double secs)
 {
 	return secs > 0 ? (double)n / secs : 0.0;
 }
 
 enum summary_status summary_compute(sqlite3 *db, struct summary *s)
+{
+	return summary_compute_binned(db, s, NULL);
+}
+
+enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
+					   struct timeline *tl)
 {
 	enum summary_status st = SUMMARY_ERR_SQL;
 	struct zap_scan zs = { 0 };
@@ -384,7 +436,7 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 		       "l.end_ts, l.count FROM lost l JOIN stream s ON "
 		       "s.id = l.stream_id ORDER BY l.begin_ts, l.id",
 		       lost_row, s) < 0 ||
-	    vcpu_faults(db, s, summary_count(s, "fault")) < 0)
+	    vcpu_faults(db, s, summary_count(s, "fault"), tl) < 0)
 		goto end;
 
 	/* The exit's ISA says which hardware (and SPTE format) recorded. */
@@ -394,14 +446,21 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 	zs.fmt = spte_format_get(isa == MEV_ISA_VMX ? SPTE_FORMAT_EPT :
 				 SPTE_FORMAT_NPT);
 	s->spte_format = zs.fmt->name;
-	if (scan_each(db, "SELECT old_spte, new_spte, level FROM spte_change",
-		      "summary: leaf zaps", summary_count(s, "spte_change"),
-		      zap_row, &zs) < 0)
+	zs.tl = tl;
+	if (scan_each(db, tl ? "SELECT old_spte, new_spte, level, ts FROM "
+		      "spte_change" : "SELECT old_spte, new_spte, level FROM "
+		      "spte_change", "summary: leaf zaps",
+		      summary_count(s, "spte_change"), zap_row, &zs) < 0)
 		goto end;
+	if (tl) {
+		tl->filled[TL_LEAF_ZAPS] = 1;
+		tl->zaps_fmt = zs.fmt;
+	}
 	s->leaf_zaps = zs.zaps;
 	s->faults = summary_count(s, "fault");
-	s->invalidations = query_int(db, "SELECT count(*) FROM notifier "
-				     "WHERE phase = 0", 0);
+	s->invalidations = invalidations(db, s, tl);
+	if (s->invalidations < 0)
+		goto end;
 	s->faults_per_s = per_s(s->faults, s->duration_s);
 	s->leaf_zaps_per_s = per_s(s->leaf_zaps, s->duration_s);
 	s->invalidations_per_s = per_s(s->invalidations, s->duration_s);

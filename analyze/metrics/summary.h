@@ -10,6 +10,7 @@
 
 #include "metrics/coverage.h"
 #include "metrics/latency.h"
+#include "metrics/timeline.h"
 
 #include <sqlite3.h>
 #include <stddef.h>
@@ -109,6 +110,13 @@ enum summary_status {
 };
 
 enum summary_status summary_compute(sqlite3 *db, struct summary *out);
+/*
+ * The same, binning on the way what a timeline (timeline_init()) counts
+ * from the tables summary reads anyway (faults, invalidations, leaf
+ * zaps): the report's timeline_fill() then skips those scans.
+ */
+enum summary_status summary_compute_binned(sqlite3 *db, struct summary *out,
+					   struct timeline *tl);
 void summary_free(struct summary *s);
 
 /* The canonical tables, in report order (NULL-terminated). */

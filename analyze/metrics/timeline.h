@@ -49,12 +49,29 @@ struct timeline {
 	int present[TIMELINE_SERIES];   /* the source has the events */
 	int64_t count[TIMELINE_SERIES][TIMELINE_BINS];
 	int64_t max[TIMELINE_SERIES];
+	/*
+	 * Series a caller binned in its own scans between timeline_init()
+	 * and timeline_fill() (the report's summary reads the same tables):
+	 * their scans are not made again.  Leaf zaps count only when
+	 * decoded with the fill's format (zaps_fmt) and when the NX series
+	 * does not need the recovery worker's zaps.
+	 */
+	int filled[TIMELINE_SERIES];
+	const struct spte_format *zaps_fmt;
 };
 
 /* 0, or -1 after an SQL error (logged).  fmt decodes the SPTEs; workers:
- * the NX recovery threads (capture_info). */
+ * the NX recovery threads (capture_info).  timeline_init() then
+ * timeline_fill(). */
 int timeline_compute(sqlite3 *db, const struct spte_format *fmt,
 		     const int32_t *workers, int nworkers,
 		     struct timeline *out);
+/* The bins (from meta last_ts), every count 0, nothing filled. */
+void timeline_init(sqlite3 *db, struct timeline *out);
+/* The bin of an event at ts. */
+int timeline_bin(const struct timeline *t, int64_t ts);
+/* The series not filled yet, and the maxima.  0, or -1 (logged). */
+int timeline_fill(sqlite3 *db, const struct spte_format *fmt,
+		  const int32_t *workers, int nworkers, struct timeline *out);
 
 #endif
