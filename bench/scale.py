@@ -8,8 +8,11 @@ usage: bench/scale.py [--events N] [--seed S] [--vcpus V] [--work DIR]
 Generates N events (default 10,000,000) with bench/synth, then runs, one
 after the other on the same capture: `babeltrace2 -c sink.utils.counter`
 (the reference), `mmureplay ingest`, `fidelity`, `replay` (its four
-policies in one process), `summary` and `report`.  Prints a table of
-each step's wall time, events/s (trace events over the step's time),
+policies in one process) twice (the first stores the replay stream, the
+second reads it: the replay's own rate), `summary` and `report`.
+Prints a table of
+each step's wall time and CPU time (user + sys), events/s (trace events
+over the step's wall time),
 peak RSS (GNU time, the command alone) and bytes on disk, the
 ingest/counter ratio, and the machine's load average before and after;
 writes it to bench/results/scale-<N>-<date>.txt unless --no-write.
@@ -39,17 +42,19 @@ BYTES_PER_EVENT = 90
 
 
 def timed(args, stdout=subprocess.DEVNULL):
-    """Wall seconds, peak RSS (KiB) and stdout of one command."""
+    """Wall seconds, CPU seconds (user + sys), peak RSS (KiB) and stdout
+    of one command."""
     with tempfile.NamedTemporaryFile("r") as tf:
         t0 = time.perf_counter()
-        r = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", tf.name] +
-                           args, stdout=stdout, stderr=subprocess.PIPE,
-                           text=True)
+        r = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o",
+                            tf.name] + args, stdout=stdout,
+                           stderr=subprocess.PIPE, text=True)
         dt = time.perf_counter() - t0
         if r.returncode != 0:
             sys.exit("failed (exit %d): %s\n%s" % (r.returncode,
                                                    " ".join(args), r.stderr))
-        return dt, int(tf.read().split()[-1]), r.stdout
+        user, system, rss = tf.read().split()[-3:]
+        return dt, float(user) + float(system), int(rss), r.stdout
 
 
 def du(path):
@@ -128,31 +133,34 @@ def main():
     started = datetime.datetime.now(datetime.timezone.utc)
     rows = []
     try:
-        dt, rss, out = timed([SYNTH, "--events", str(a.events), "--seed",
-                              str(a.seed), "--vcpus", str(a.vcpus), "--out",
-                              cap], stdout=subprocess.PIPE)
+        dt, cpu, rss, out = timed([SYNTH, "--events", str(a.events),
+                                   "--seed", str(a.seed), "--vcpus",
+                                   str(a.vcpus), "--out", cap],
+                                  stdout=subprocess.PIPE)
         events = int(out.strip())
-        rows.append(("generate (synth)", dt, rss, du(trace)))
-        dt, rss, out = timed(COUNTER + [trace], stdout=subprocess.PIPE)
+        rows.append(("generate (synth)", dt, cpu, rss, du(trace)))
+        dt, cpu, rss, out = timed(COUNTER + [trace], stdout=subprocess.PIPE)
         counted = [int(ln.split()[0]) for ln in out.splitlines()
                    if ln.split()[1:] == ["Event", "messages"]]
         if counted != [events]:
             sys.exit("scale: the counter saw %s events, synth wrote %d"
                      % (counted, events))
-        rows.append(("babeltrace2 counter", dt, rss, du(trace)))
+        rows.append(("babeltrace2 counter", dt, cpu, rss, du(trace)))
         steps = (("ingest", [MMR, "ingest", cap, "-o", db, "-q"], db),
                  ("fidelity", [MMR, "fidelity", db], db),
                  ("replay (4 policies)", [MMR, "replay", db], db),
+                 ("replay again", [MMR, "replay", db], db),
                  ("summary", [MMR, "summary", db], db),
                  ("report", [MMR, "report", db, "-o", html], html))
         for name, args, out_path in steps:
-            dt, rss, _ = timed(args)
-            rows.append((name, dt, rss, du(out_path)))
+            dt, cpu, rss, _ = timed(args)
+            rows.append((name, dt, cpu, rss, du(out_path)))
     finally:
         load1 = os.getloadavg()
         if not a.work:
             shutil.rmtree(work, ignore_errors=True)
     secs = dict((r[0], r[1]) for r in rows)
+    cpus = dict((r[0], r[2]) for r in rows)
     lines = []
     lines.append("Scale benchmark, SYNTHETIC capture (bench/synth --events "
                  "%d --seed %d --vcpus %d): %s events"
@@ -162,13 +170,14 @@ def main():
                     platform.platform(terse=True)))
     lines.append("build: %s" % build_config())
     lines.append("")
-    lines.append("  %-22s %9s %12s %10s %12s"
-                 % ("step", "seconds", "events/s", "peak RSS", "on disk"))
-    lines.append("  %-22s %9s %12s %10s %12s"
-                 % ("-" * 22, "-" * 9, "-" * 12, "-" * 10, "-" * 12))
-    for name, dt, rss, size in rows:
-        lines.append("  %-22s %9.2f %12s %10s %12s"
-                     % (name, dt, "{:,}".format(int(events / dt)),
+    lines.append("  %-20s %8s %8s %12s %10s %10s"
+                 % ("step", "seconds", "CPU s", "events/s", "peak RSS",
+                    "on disk"))
+    lines.append("  %-20s %8s %8s %12s %10s %10s"
+                 % ("-" * 20, "-" * 8, "-" * 8, "-" * 12, "-" * 10, "-" * 10))
+    for name, dt, cpu, rss, size in rows:
+        lines.append("  %-20s %8.2f %8.2f %12s %10s %10s"
+                     % (name, dt, cpu, "{:,}".format(int(events / dt)),
                         human(rss * 1024), human(size)))
     total = sum(secs[k] for k in ("ingest", "fidelity", "replay (4 policies)",
                                   "report"))
@@ -176,9 +185,33 @@ def main():
     lines.append("  ingest / counter: %.2fx (counter time / ingest time; "
                  ">= 1: ingest is faster)"
                  % (secs["babeltrace2 counter"] / secs["ingest"]))
+    peak = max(r[3] for r in rows if r[0] in ("ingest", "fidelity",
+                                               "replay (4 policies)",
+                                               "report"))
+    lines.append("  summary / ingest: %.1f%%, report / ingest: %.1f%% "
+                 "(budget: each < 10%%); replay: %s events/s a policy "
+                 "(four policies in %.2f s, the replay stream stored by "
+                 "the first replay; budget >= 10,000,000)"
+                 % (100 * secs["summary"] / secs["ingest"],
+                    100 * secs["report"] / secs["ingest"],
+                    "{:,}".format(int(4 * events / secs["replay again"])),
+                    secs["replay again"]))
+    cpu_total = sum(cpus[k] for k in ("ingest", "fidelity",
+                                      "replay (4 policies)", "report"))
+    lines.append("  end to end (ingest + fidelity + replay + report): "
+                 "%.1f s, %.1f s CPU, peak RSS %s (budget at 100 M events: "
+                 "< 240 s, < 512 MiB)" % (total, cpu_total,
+                                          human(peak * 1024)))
+    lines.append("  the same in CPU time (user + sys, what load does not "
+                 "inflate; ingest's is its two threads'): summary / ingest "
+                 "%.1f%%, report / ingest %.1f%%, "
+                 "replay %s events/s a policy"
+                 % (100 * cpus["summary"] / cpus["ingest"],
+                    100 * cpus["report"] / cpus["ingest"],
+                    "{:,}".format(int(4 * events / cpus["replay again"]))))
     lines.append("  ingest + fidelity + replay + report: %.1f s; DB %.1f "
                  "B/event after ingest and replay, trace %.1f B/event"
-                 % (total, rows[-2][3] / events, rows[0][3] / events))
+                 % (total, rows[-2][4] / events, rows[0][4] / events))
     lines.append("  load average (1, 5, 15 min) before: %.2f %.2f %.2f, "
                  "after: %.2f %.2f %.2f (the machine is shared)"
                  % (load0 + load1))
@@ -189,7 +222,10 @@ def main():
                  "array, so the counter's events/s here is not a lab "
                  "trace's")
     lines.append("  events/s: trace events over the step's wall time "
-                 "(replay: four policies in one process); on disk: the "
+                 "(replay: four policies in one process, the first replay "
+                 "deriving the replay stream, the second reading it); "
+                 "fidelity reads a read-only DB's tables once into a "
+                 "temporary stream; on disk: the "
                  "trace (generate, counter), the DB (ingest..summary: "
                  "replay adds its packed stream), the HTML (report)")
     text = "\n".join(textwrap.fill(ln, 78, subsequent_indent="    ")
