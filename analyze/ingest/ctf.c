@@ -1,8 +1,11 @@
 /*
  * CTF traces through a babeltrace2 graph (see reader.h):
  *
- *   TRACE... --(src.ctf.fs per dir with a 'metadata' file)--> muxer
- *            --> sink (ingest/sink.c) --> capture tables
+ *   TRACE... --(src.ctf.fs per dir with a 'metadata' file)--> merge
+ *            (ingest/merge.h) --> sink (ingest/sink.c) --> capture tables
+ *
+ * MMUREPLAY_TEST_MUXER=1 puts utils.muxer and a simple sink in place of
+ * the merge: the reference the tests hold the merge's order against.
  *
  * A trace refused because a stream file is cut short is retried from a
  * salvaged view (ingest/salvage.h), once per trace directory.  Each
@@ -13,10 +16,12 @@
 #define _GNU_SOURCE
 #include "ingest/reader.h"
 
+#include "ingest/merge.h"
 #include "ingest/metaguard.h"
 #include "ingest/salvage.h"
 #include "ingest/sink.h"
 #include "ingest/tracedirs.h"
+#include "util/alloc.h"
 #include "util/log.h"
 #include "util/watchdog.h"
 
@@ -33,8 +38,10 @@
 struct ingest_graph {
 	bt_graph *graph;
 	const bt_plugin *ctf, *utils;
-	const bt_component_filter *muxer;
-	uint64_t muxer_ports;
+	const bt_component_filter *muxer;       /* reference mode only */
+	/* Every source output port, in source then port order. */
+	const bt_port_output **ports;
+	uint64_t nports, capports;
 };
 
 /*
@@ -133,16 +140,12 @@ static enum ingest_status graph_add_sources(struct ingest_graph *g,
 		}
 		BT_VALUE_PUT_REF_AND_RESET(params);
 		np = bt_component_source_get_output_port_count(src);
-		for (p = 0; p < np; p++) {
-			if (bt_graph_connect_ports(g->graph,
+		if (ALLOC_GROW(g->ports, g->nports + np, g->capports))
+			goto end;
+		for (p = 0; p < np; p++)
+			g->ports[g->nports++] =
 				bt_component_source_borrow_output_port_by_index_const(
-					src, p),
-				bt_component_filter_borrow_input_port_by_index_const(
-					g->muxer, g->muxer_ports), NULL) !=
-			    BT_GRAPH_CONNECT_PORTS_STATUS_OK)
-				goto end;
-			g->muxer_ports++;
-		}
+					src, p);
 	}
 	*bad_dir = NULL;
 	st = INGEST_OK;
@@ -151,14 +154,57 @@ end:
 	return st;
 }
 
+static int muxer_wanted(void)
+{
+	const char *v = getenv("MMUREPLAY_TEST_MUXER");
+
+	return v && strcmp(v, "1") == 0;
+}
+
+/* The reference graph's tail: every port into utils.muxer, the muxer
+ * into a simple sink. */
+static enum ingest_status graph_sink_muxer(struct ingest_graph *g,
+					   struct ingest_sink *sink)
+{
+	const bt_component_class_filter *mux_cls =
+		bt_plugin_borrow_filter_component_class_by_name_const(
+			g->utils, "muxer");
+	const bt_component_sink *snk;
+	uint64_t p;
+
+	if (!mux_cls ||
+	    bt_graph_add_filter_component(g->graph, mux_cls, "muxer", NULL,
+					  BT_LOGGING_LEVEL_NONE, &g->muxer) !=
+	    BT_GRAPH_ADD_COMPONENT_STATUS_OK)
+		return INGEST_ERR_INTERNAL;
+	for (p = 0; p < g->nports; p++)
+		if (bt_graph_connect_ports(g->graph, g->ports[p],
+			bt_component_filter_borrow_input_port_by_index_const(
+				g->muxer, p), NULL) !=
+		    BT_GRAPH_CONNECT_PORTS_STATUS_OK)
+			return INGEST_ERR_INTERNAL;
+	if (bt_graph_add_simple_sink_component(g->graph, "mmureplay",
+					       sink_bt_initialize,
+					       sink_bt_consume,
+					       sink_bt_finalize, sink, &snk) !=
+	    BT_GRAPH_ADD_COMPONENT_STATUS_OK ||
+	    bt_graph_connect_ports(g->graph,
+		bt_component_filter_borrow_output_port_by_index_const(
+			g->muxer, 0),
+		bt_component_sink_borrow_input_port_by_index_const(snk, 0),
+		NULL) != BT_GRAPH_CONNECT_PORTS_STATUS_OK)
+		return INGEST_ERR_INTERNAL;
+	return INGEST_OK;
+}
+
 static enum ingest_status graph_build(struct ingest_graph *g,
 				      const struct tracedirs *td,
 				      struct ingest_sink *sink,
 				      const char **bad_dir)
 {
-	const bt_component_class_filter *mux_cls;
 	const bt_component_sink *snk;
 	enum ingest_status st = INGEST_ERR_INTERNAL;
+	uint64_t p;
 
 	*bad_dir = NULL;
 	if (bt_plugin_find("ctf", BT_TRUE, BT_TRUE, BT_TRUE, BT_TRUE, BT_TRUE,
@@ -170,27 +216,25 @@ static enum ingest_status graph_build(struct ingest_graph *g,
 		goto end;
 	}
 	g->graph = bt_graph_create(0);
-	mux_cls = bt_plugin_borrow_filter_component_class_by_name_const(
-		g->utils, "muxer");
-	if (!g->graph || !mux_cls ||
-	    bt_graph_add_filter_component(g->graph, mux_cls, "muxer", NULL,
-					  BT_LOGGING_LEVEL_NONE, &g->muxer) !=
-	    BT_GRAPH_ADD_COMPONENT_STATUS_OK)
+	if (!g->graph)
 		goto end;
 	st = graph_add_sources(g, td, bad_dir);
 	if (st != INGEST_OK)
 		goto end;
 	st = INGEST_ERR_INTERNAL;
-	if (bt_graph_add_simple_sink_component(g->graph, "mmureplay",
-					       sink_bt_initialize,
-					       sink_bt_consume,
-					       sink_bt_finalize, sink, &snk) !=
-	    BT_GRAPH_ADD_COMPONENT_STATUS_OK ||
-	    bt_graph_connect_ports(g->graph,
-		bt_component_filter_borrow_output_port_by_index_const(
-			g->muxer, 0),
-		bt_component_sink_borrow_input_port_by_index_const(snk, 0),
-		NULL) != BT_GRAPH_CONNECT_PORTS_STATUS_OK)
+	if (muxer_wanted())
+		st = graph_sink_muxer(g, sink);
+	else if (merge_sink_add(g->graph, "mmureplay", sink, g->nports,
+				&snk) == MERGE_OK) {
+		for (p = 0; p < g->nports; p++)
+			if (bt_graph_connect_ports(g->graph, g->ports[p],
+				bt_component_sink_borrow_input_port_by_index_const(
+					snk, p), NULL) !=
+			    BT_GRAPH_CONNECT_PORTS_STATUS_OK)
+				goto end;
+		st = INGEST_OK;
+	}
+	if (st != INGEST_OK)
 		goto end;
 	st = INGEST_OK;
 end:
@@ -202,6 +246,7 @@ static void graph_destroy(struct ingest_graph *g)
 	bt_graph_put_ref(g->graph);
 	bt_plugin_put_ref(g->ctf);
 	bt_plugin_put_ref(g->utils);
+	free(g->ports);
 	memset(g, 0, sizeof(*g));
 }
 

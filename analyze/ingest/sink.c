@@ -629,6 +629,23 @@ sink_bt_initialize(bt_message_iterator *it, void *user_data)
 	return BT_GRAPH_SIMPLE_SINK_COMPONENT_INITIALIZE_FUNC_STATUS_OK;
 }
 
+int sink_message(struct ingest_sink *s, const bt_message *msg)
+{
+	if (!s->failed && handle_message(s, msg) < 0)
+		s->failed = 1;
+	return s->failed ? -1 : 0;
+}
+
+int sink_batch_end(struct ingest_sink *s, uint64_t count)
+{
+	if (!s->failed && tables_writer_failed(s->t))
+		s->failed = 1;
+	watchdog_kick();
+	if ((tables_event_count(s->t) & 0xffff) < count)
+		log_progress("ingest: events", tables_event_count(s->t));
+	return s->failed ? -1 : 0;
+}
+
 bt_graph_simple_sink_component_consume_func_status
 sink_bt_consume(bt_message_iterator *it, void *user_data)
 {
@@ -651,19 +668,13 @@ sink_bt_consume(bt_message_iterator *it, void *user_data)
 		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
 	}
 	for (i = 0; i < count; i++) {
-		if (!s->failed && handle_message(s, msgs[i]) < 0) {
-			s->failed = 1;
+		if (!s->failed && sink_message(s, msgs[i]) < 0)
 			st = BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_MEMORY_ERROR;
-		}
 		bt_message_put_ref(msgs[i]);
 	}
-	if (!s->failed && tables_writer_failed(s->t)) {
-		s->failed = 1;
+	if (sink_batch_end(s, count) < 0 &&
+	    st == BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_OK)
 		st = BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
-	}
-	watchdog_kick();
-	if ((tables_event_count(s->t) & 0xffff) < count)
-		log_progress("ingest: events", tables_event_count(s->t));
 	return st;
 }
 
