@@ -8,13 +8,15 @@
 # KVM_PARAMS, KVM_AMD_PARAMS, KERNEL_FLAVOR, KERNEL_SERIES, BUF_MB,
 # SUBBUF_MB, EVENTS, SYSCALLS, TIMEOUT, FTRACE_EVENTS, FTRACE_KB,
 # WORKLOAD_BIN, UST, UST_EVENTS, UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS,
-# STATS, SIMULATE_HANG.  Loads kvm/kvm_amd with the parameters, records the workload with
-# an LTTng kernel session, and writes to the raw output disk /dev/vdc a tar
-# of /out: trace/ (CTF), manifest.json (workload_rc 124 = timeout, 125 =
-# stuck after its RESULT line), console.log, workload.log.  Then powers
-# off.  While the workload runs it prints a heartbeat line every 10 s:
-# the host (run.sh) takes a guest whose console stays silent for long
-# for hung.
+# STATS, SIMULATE_HANG.  Loads kvm/kvm_amd with the parameters, records
+# the workload with an LTTng kernel session, and writes to the raw output
+# disk /dev/vdc a tar of /out: trace/ (CTF), manifest.json (workload_rc
+# 124 = timeout, 125 = stuck after its RESULT line), console.log,
+# workload.log.  Then powers off.  From start to power-off a background
+# loop prints "LAB: [T] alive" on /dev/console every 10 s (not in
+# console.log): the host (run.sh) takes a guest whose console stays
+# silent for long for hung, and a slow step (an LTTng setup of 90 s on
+# a loaded host) is not silent.
 #
 # FTRACE_EVENTS (SYSTEM/EVENT ...; run.sh --ftrace): the same tracepoints
 # are also enabled in tracefs (trace_clock mono, the clock of LTTng's kernel
@@ -367,7 +369,7 @@ lab_session() {
 
 # Run the workload (in /out) and wait for it; sets rc.
 run_workload() {
-	local wpid tpid spid deadline done_at beat up
+	local wpid tpid spid deadline done_at
 
 	log "workload start: $WORKLOAD $WORKLOAD_ARGS"
 	cd "$OUT" || return 1
@@ -394,22 +396,15 @@ run_workload() {
 	tpid=$!
 	# Wait for it, but do not hang forever on a process stuck in the
 	# kernel: give up 60 s after its RESULT line, or after TIMEOUT.
-	deadline=$((SECONDS + TIMEOUT)) done_at= rc= beat=$((SECONDS + 10))
+	deadline=$((SECONDS + TIMEOUT)) done_at= rc=
 	# SIMULATE_HANG=1 (run.sh's MMUREPLAY_LAB_SIMULATE_HANG, for testing
-	# the host's hang watch): stop the workload and this loop, silently.
+	# the host's hang watch): stop the workload, the heartbeat and this
+	# loop, silently.
 	if [ "${SIMULATE_HANG:-0}" = 1 ]; then
-		kill -STOP "$wpid"
-		kill -STOP "$tpid"
+		kill -STOP "$wpid" "$tpid" "$HEARTBEAT_PID"
 		sleep 100000
 	fi
 	while kill -0 "$wpid" 2>/dev/null; do
-		# A heartbeat on the console: run.sh takes a guest silent for
-		# longer than its --hang-after for hung.  Builtins only.
-		if [ "$SECONDS" -ge "$beat" ]; then
-			read -r up _ </proc/uptime
-			echo "LAB: [$up] workload running ($((SECONDS - deadline + TIMEOUT)) s)"
-			beat=$((SECONDS + 10))
-		fi
 		if [ "$SECONDS" -ge "$deadline" ]; then
 			log "workload timeout (${TIMEOUT}s): killing it"
 			kill -9 "$wpid"
@@ -506,9 +501,20 @@ $params
 EOF
 }
 
+# The heartbeat for the host's hang watch: it stops only when the guest
+# stops scheduling it.  Builtins but sleep; outside main's pipe, so that
+# tee sees its end when main ends.
+(
+	while sleep 10; do
+		read -r up _ </proc/uptime
+		echo "LAB: [$up] alive"
+	done
+) >/dev/console 2>&1 &
+HEARTBEAT_PID=$!
 main 2>&1 | tee /tmp/console.log
 cp /tmp/console.log "$OUT/console.log"
 tar -cf /dev/vdc -C "$OUT" . && sync &&
 	echo "LAB: [$(cut -d' ' -f1 /proc/uptime)] results written to /dev/vdc ($(du -sh "$OUT" | cut -f1))"
+kill "$HEARTBEAT_PID" 2>/dev/null
 echo "LAB: DONE"
 poweroff_now

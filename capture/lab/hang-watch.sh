@@ -20,8 +20,8 @@
 #   --hang-after S      the guest is hung once its console (the serial
 #                       log) has not grown for S seconds after its init's
 #                       first "LAB: " line (default 120; guest-init.sh
-#                       prints a heartbeat every 10 s while the workload
-#                       runs, and no other step of it is silent that long)
+#                       prints "LAB: [T] alive" every 10 s until it
+#                       powers the guest off)
 #   --boot-limit S      ... or when no "LAB: " line came S seconds after
 #                       the start (default 150: an early-boot hang)
 #   --limit S           ... or when it has not powered off after S seconds
@@ -40,9 +40,9 @@
 # later).  DIR/hang.txt: why it was taken for hung, the last console lines
 # before, the tasks sysrq-w reported blocked, the RIPs, and everything the
 # console printed after the keys.  What it cannot catch: a guest that
-# keeps printing while making no progress (a console flood, a heartbeat
-# from a loop that no longer waits on the workload) is not hung here; the
-# guest's own timeouts cover that.  The guest's trace lives in its memory
+# keeps printing while making no progress (a console flood, the heartbeat
+# of a kernel that schedules while the workload is stuck) is not hung
+# here; the guest's own timeouts cover that.  The guest's trace lives in its memory
 # until it powers off, so trace growth cannot be watched from the host.
 #
 # Exit status: 0 QEMU exited by itself; 5 the guest hung (DIR/hang.txt,

@@ -32,9 +32,10 @@
 #                         are lossy or odd on purpose)
 #   --hang-after S        the guest is hung when its serial console stays
 #                         silent for S seconds once its init runs (default
-#                         150; guest-init.sh prints a heartbeat every 10 s
-#                         while the workload runs, and bounds its other
-#                         steps by 120 s).  capture/lab/hang-watch.sh then
+#                         150; guest-init.sh prints "LAB: [T] alive" every
+#                         10 s from its start to power-off, so only a
+#                         guest kernel that stopped scheduling is that
+#                         silent).  capture/lab/hang-watch.sh then
 #                         asks the guest for backtraces (QEMU monitor: SysRq
 #                         l, w, t, an NMI, the vCPUs' registers) and stops
 #                         it: DIR/hang.txt, exit 5
