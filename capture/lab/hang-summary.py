@@ -89,7 +89,7 @@ def main():
         lo, hi = clopper_pearson(k, n)
         out.append("")
         out.append("hang rate: %d of %d runs = %.1f%%, 95%% interval "
-                   "%.1f%% .. %.1f%%" % (k, n, 100.0 * k / n, 100 * lo,
+                   "%.2f%% .. %.1f%%" % (k, n, 100.0 * k / n, 100 * lo,
                                          100 * hi))
         out.append("(exact binomial, runs independent, configs pooled)")
         out.append("P(<= %d hangs in %d runs | rate 1 in 15) = %.3f" % (
