@@ -320,7 +320,7 @@ build_deps() {
 }
 
 build_kernel() {
-	local build=$D/build cc_arg=(CC=gcc) kmake frag stamp opt val flag ko
+	local build=$D/build cc_arg=(CC=gcc) kmake frag stamp opt val ko
 	local line events ev n probes
 
 	build_deps
@@ -338,10 +338,14 @@ build_kernel() {
 		"${kmake[@]}" x86_64_defconfig kvm_guest.config >"$LOGS/config.log" 2>&1
 		while IFS='=' read -r opt val; do
 			case $val in
-				y) flag=--enable ;; m) flag=--module ;; n) flag=--disable ;;
-				*) die "kvm-lab.config: bad value for $opt" ;;
+				y) set -- --enable "$opt" ;;
+				m) set -- --module "$opt" ;;
+				n) set -- --disable "$opt" ;;
+				[0-9]*|-[0-9]*) set -- --set-val "$opt" "$val" ;;
+				\"*\") val=${val#\"}; set -- --set-str "$opt" "${val%\"}" ;;
+				*) die "kvm-lab.config: bad value for $opt: $val" ;;
 			esac
-			"$D/linux/scripts/config" --file "$build/.config" $flag "$opt"
+			"$D/linux/scripts/config" --file "$build/.config" "$@"
 		done < <(grep -v '^#' "$frag" | grep '=')
 		"${kmake[@]}" olddefconfig >>"$LOGS/config.log" 2>&1
 		echo "$stamp" >"$build/.mmureplay-config"
@@ -352,7 +356,7 @@ build_kernel() {
 			if grep -q "^CONFIG_$opt=[ym]" "$build/.config"; then
 				die "CONFIG_$opt is set, kvm-lab.config wants it off"
 			fi
-		elif ! grep -q "^CONFIG_$opt=$val\$" "$build/.config"; then
+		elif ! grep -q -x -F "CONFIG_$opt=$val" "$build/.config"; then
 			die "CONFIG_$opt is not $val after olddefconfig"
 		fi
 	done < <(grep -v '^#' "$frag" | grep '=')

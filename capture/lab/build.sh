@@ -39,8 +39,9 @@
 #                      headers and lttng-modules for it too)
 #   rootfs.ext4        the guest root image (run.sh boots it with snapshot=on)
 #   stock/             vmlinuz, initrd.img, kernel.release of the stock 6.1 kernel
-#   patched/           bzImage, kernel.release, root/lib/modules/<release>/ (kernel +
-#                      lttng-modules, depmod'ed) of the patched 6.1 kernel
+#   patched/           bzImage, kernel.release, System.map, config,
+#                      root/lib/modules/<release>/ (kernel + lttng-modules,
+#                      depmod'ed) of the patched 6.1 kernel
 #   stock-6.12/, patched-6.12/   the same for Linux 6.12
 #   src/               lttng-modules-dkms .debs and the patched source trees
 #   logs/              one log per step
@@ -480,6 +481,9 @@ for v in "${KVERS[@]}"; do
 	rm -rf "$P.tmp"
 	mkdir -p "$M/kernel" "$M/updates/lttng"
 	cp "$KB/arch/x86/boot/bzImage" "$P.tmp/bzImage"
+	# run.sh names a hung guest's RIPs with it; config says what it has.
+	cp "$KB/System.map" "$P.tmp/System.map"
+	cp "$KB/.config" "$P.tmp/config"
 	echo "$PREL" >"$P.tmp/kernel.release"
 	# Copy (read-only) the modules of the build tree; no make in the
 	# check.sh build tree, it may be building.

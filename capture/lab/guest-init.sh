@@ -8,11 +8,15 @@
 # KVM_PARAMS, KVM_AMD_PARAMS, KERNEL_FLAVOR, KERNEL_SERIES, BUF_MB,
 # SUBBUF_MB, EVENTS, SYSCALLS, TIMEOUT, FTRACE_EVENTS, FTRACE_KB,
 # WORKLOAD_BIN, UST, UST_EVENTS, UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS,
-# STATS.  Loads kvm/kvm_amd with the parameters, records the workload with
-# an LTTng kernel session, and writes to the raw output disk /dev/vdc a tar
-# of /out: trace/ (CTF), manifest.json (workload_rc 124 = timeout, 125 =
-# stuck after its RESULT line), console.log, workload.log.  Then powers
-# off.
+# STATS, SIMULATE_HANG.  Loads kvm/kvm_amd with the parameters, records
+# the workload with an LTTng kernel session, and writes to the raw output
+# disk /dev/vdc a tar of /out: trace/ (CTF), manifest.json (workload_rc
+# 124 = timeout, 125 = stuck after its RESULT line), console.log,
+# workload.log.  Then powers off.  From start to power-off a background
+# loop prints "LAB: [T] alive" on /dev/console every 10 s (not in
+# console.log): the host (run.sh) takes a guest whose console stays
+# silent for long for hung, and a slow step (an LTTng setup of 90 s on
+# a loaded host) is not silent.
 #
 # FTRACE_EVENTS (SYSTEM/EVENT ...; run.sh --ftrace): the same tracepoints
 # are also enabled in tracefs (trace_clock mono, the clock of LTTng's kernel
@@ -229,6 +233,22 @@ kvm_params() {
 		sed -E 's,^/sys/module/([^/]+)/parameters/([^:]+):,\1.\2=,'
 }
 
+# The kernel's own hang reports: a soft lockup (a CPU in the kernel for
+# 2 * watchdog_thresh) and a hung task (D state for
+# hung_task_timeout_secs, made 30 s on every kernel: Debian's default is
+# 120) print backtraces on the console.  Says which are live; a kernel
+# built without them has no such file.
+lockup_detectors() {
+	local f v line=
+	echo 30 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
+	for f in watchdog soft_watchdog watchdog_thresh hung_task_timeout_secs; do
+		v=absent
+		[ -r "/proc/sys/kernel/$f" ] && read -r v <"/proc/sys/kernel/$f"
+		line="$line $f=$v"
+	done
+	log "lockup detectors:$line"
+}
+
 main() {
 	local krel kv rc t0 t1 p ev disc params
 
@@ -236,6 +256,9 @@ main() {
 	log "uptime at init: ${T_INIT}s kernel $krel flavor=$KERNEL_FLAVOR workload=$WORKLOAD args='$WORKLOAD_ARGS'"
 	log "cmdline: $(cat /proc/cmdline)"
 	log "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-) flags:$(grep -m1 -o -w -E 'svm|npt|vgif|la57' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+	lockup_detectors
+	# With KASLR the host needs this to name a hung vCPU's RIP.
+	log "kernel _text=$(grep -m1 ' _text$' /proc/kallsyms | cut -d' ' -f1)"
 
 	# Patched kernels bring their modules on the run disk.
 	if [ -d "$LAB/modules/$krel" ] && [ ! -d "/lib/modules/$krel/kernel" ]; then
@@ -374,6 +397,13 @@ run_workload() {
 	# Wait for it, but do not hang forever on a process stuck in the
 	# kernel: give up 60 s after its RESULT line, or after TIMEOUT.
 	deadline=$((SECONDS + TIMEOUT)) done_at= rc=
+	# SIMULATE_HANG=1 (run.sh's MMUREPLAY_LAB_SIMULATE_HANG, for testing
+	# the host's hang watch): stop the workload, the heartbeat and this
+	# loop, silently.
+	if [ "${SIMULATE_HANG:-0}" = 1 ]; then
+		kill -STOP "$wpid" "$tpid" "$HEARTBEAT_PID"
+		sleep 100000
+	fi
 	while kill -0 "$wpid" 2>/dev/null; do
 		if [ "$SECONDS" -ge "$deadline" ]; then
 			log "workload timeout (${TIMEOUT}s): killing it"
@@ -471,9 +501,20 @@ $params
 EOF
 }
 
+# The heartbeat for the host's hang watch: it stops only when the guest
+# stops scheduling it.  Builtins but sleep; outside main's pipe, so that
+# tee sees its end when main ends.
+(
+	while sleep 10; do
+		read -r up _ </proc/uptime
+		echo "LAB: [$up] alive"
+	done
+) >/dev/console 2>&1 &
+HEARTBEAT_PID=$!
 main 2>&1 | tee /tmp/console.log
 cp /tmp/console.log "$OUT/console.log"
 tar -cf /dev/vdc -C "$OUT" . && sync &&
 	echo "LAB: [$(cut -d' ' -f1 /proc/uptime)] results written to /dev/vdc ($(du -sh "$OUT" | cut -f1))"
+kill "$HEARTBEAT_PID" 2>/dev/null
 echo "LAB: DONE"
 poweroff_now

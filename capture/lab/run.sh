@@ -30,10 +30,21 @@
 #                         what a stock host records
 #   --allow-verify-fail   a verify.sh failure is not a failed run (runs that
 #                         are lossy or odd on purpose)
+#   --hang-after S        the guest is hung when its serial console stays
+#                         silent for S seconds once its init runs (default
+#                         150; guest-init.sh prints "LAB: [T] alive" every
+#                         10 s from its start to power-off, so only a
+#                         guest kernel that stopped scheduling is that
+#                         silent).  capture/lab/hang-watch.sh then
+#                         asks the guest for backtraces (QEMU monitor: SysRq
+#                         l, w, t, an NMI, the vCPUs' registers) and stops
+#                         it: DIR/hang.txt, exit 5
 #
 # Exit status: 0 recorded and verified; 3 the workload failed (rc != 0,
-# timeout); 4 verify.sh failed; 1 or 2 the lab itself failed or bad
-# usage.  The output directory is kept in every case.
+# timeout); 4 verify.sh failed; 5 the guest hung (silent for --hang-after
+# seconds, no init line after 150 s, or not powered off after --timeout +
+# 420 s): no trace, DIR/hang.txt holds the evidence; 1 or 2 the lab
+# itself failed or bad usage.  The output directory is kept in every case.
 #   --ftrace              also enable the mmureplay series' new KVM events
 #                         in tracefs (ftrace, trace_clock mono) during the
 #                         same run; saved as ftrace.txt (+ ftrace-stats.txt:
@@ -99,7 +110,10 @@
 #
 # Default knobs: nxrecovery loads kvm with nx_huge_pages=force
 # nx_huge_pages_recovery_period_ms=1000 nx_huge_pages_recovery_ratio=4.
-# Environment: MMUREPLAY_CACHE (lab in $MMUREPLAY_CACHE/lab, see build.sh).
+# Environment: MMUREPLAY_CACHE (lab in $MMUREPLAY_CACHE/lab, see build.sh);
+# MMUREPLAY_LAB_SIMULATE_HANG=1 makes guest-init.sh stop the workload and
+# itself after "workload start", silently: a simulated hang, to test the
+# hang watch.
 
 set -Eeuo pipefail
 
@@ -117,7 +131,7 @@ WORKLOAD=$1
 shift
 KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
 TRACECMD=0 PERF=0 PROBES=lab ALLOW_VERIFY_FAIL=0 TRACECMD_ARGS=
-CAPTURE_TOOL=0 CAPTURE_ARGS=() STATS=0
+CAPTURE_TOOL=0 CAPTURE_ARGS=() STATS=0 HANG_AFTER=150
 KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -134,6 +148,7 @@ while [ $# -gt 0 ]; do
 	--perf) PERF=1; shift ;;
 	--probes) PROBES=${2:?}; shift 2 ;;
 	--allow-verify-fail) ALLOW_VERIFY_FAIL=1; shift ;;
+	--hang-after) HANG_AFTER=${2:?}; shift 2 ;;
 	--ust) UST=1; shift ;;
 	--ust-buf-mb) UST_BUF_MB=${2:?}; shift 2 ;;
 	--capture-tool) CAPTURE_TOOL=1; shift ;;
@@ -181,6 +196,7 @@ fi
 if ! [[ $UST_BUF_MB =~ ^[0-9]+$ ]] || [ "$UST_BUF_MB" -lt 2 ] || [ "$UST_BUF_MB" -gt 256 ]; then
 	echo "run.sh: --ust-buf-mb must be 2..256" >&2; exit 2
 fi
+[[ $HANG_AFTER =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --hang-after wants a positive number of seconds" >&2; exit 2; }
 OUT=${OUT:-./lab-out/$WORKLOAD-$KERNEL}
 
 die() { echo "run.sh: FAIL: $*" >&2; exit 1; }
@@ -322,6 +338,7 @@ fi
 	printf 'CAPTURE_TOOL=%q\nCAPTURE_ARGS=%q\n' "$CAPTURE_TOOL" "${CAPTURE_ARGS[*]}"
 	printf 'STATS=%q\n' "$STATS"
 	printf 'PROBES=%q\n' "$PROBES"
+	printf 'SIMULATE_HANG=%q\n' "${MMUREPLAY_LAB_SIMULATE_HANG:-0}"
 } >"$RUN/config"
 size_mb=$(($(du -sm "$RUN" | cut -f1) + 32))
 mkfs.ext4 -q -F -L labrun -d "$RUN" "$WORK/run.img" "${size_mb}M" >/dev/null 2>&1 ||
@@ -336,11 +353,20 @@ rm -rf "$OUT/trace" "$OUT/manifest.json" "$OUT/lab-manifest.json" "$OUT/console.
 	"$OUT/serial.log" "$OUT/event-counts.txt" "$OUT/verify.txt" \
 	"$OUT/ftrace.txt" "$OUT/ftrace-stats.txt" "$OUT/trace.dat" "$OUT/ftrace-text.txt" \
 	"$OUT/trace-report.txt" "$OUT/tracecmd.log" "$OUT/perf.data" "$OUT/perf-ctf" \
-	"$OUT/perf-counts.txt" "$OUT/perf.log"
+	"$OUT/perf-counts.txt" "$OUT/perf.log" "$OUT/hang.txt" "$OUT/monitor.log"
+# The QEMU monitor on a pipe chardev (MON.in / MON.out): the hang watch
+# sends it the SysRq keys.
+MON=$WORK/mon
+mkfifo "$MON.in" "$MON.out"
+# The guest kernel's symbols, to name a hung vCPU's RIP.
+SYSMAP=$LAB/$KDIR/System.map
+[ "$FLAVOR" = patched ] || SYSMAP=$LAB/rootfs/boot/System.map-$(cat "$LAB/$KDIR/kernel.release")
+[ -r "$SYSMAP" ] || SYSMAP=
 T_BOOT=$(date +%s)
 nice -n 10 qemu-system-x86_64 \
 	-accel tcg,thread=multi -cpu max,la57=off -smp 2 -m 2G \
-	-display none -monitor none -no-reboot -serial "file:$OUT/serial.log" \
+	-display none -no-reboot -serial "file:$OUT/serial.log" \
+	-chardev "pipe,id=mon0,path=$MON" -mon chardev=mon0,mode=readline \
 	"${QEMU_KERNEL[@]}" \
 	-append "root=/dev/vda rw console=ttyS0 init=/lab-init panic=-1 quiet" \
 	-drive "file=$LAB/rootfs.ext4,if=virtio,format=raw,snapshot=on" \
@@ -348,17 +374,20 @@ nice -n 10 qemu-system-x86_64 \
 	-drive "file=$WORK/out.img,if=virtio,format=raw" \
 	-nic none &
 QEMU_PID=$!
-limit=$((TIMEOUT + 420))
-while kill -0 "$QEMU_PID" 2>/dev/null; do
-	if [ $(($(date +%s) - T_BOOT)) -gt "$limit" ]; then
-		kill "$QEMU_PID"
-		die "guest did not power off within ${limit}s (see $OUT/serial.log)"
-	fi
-	sleep 1
-done
+hrc=0
+"$HERE/hang-watch.sh" --pid "$QEMU_PID" --serial "$OUT/serial.log" --monitor "$MON" \
+	--out "$OUT" --hang-after "$HANG_AFTER" --boot-limit 150 --limit $((TIMEOUT + 420)) \
+	${SYSMAP:+--system-map "$SYSMAP"} || hrc=$?
 wait "$QEMU_PID" || true
 QEMU_PID=
 echo "    guest ran $(($(date +%s) - T_BOOT))s"
+if [ "$hrc" -eq 5 ]; then
+	echo "    FAILED: $(head -n 1 "$OUT/hang.txt")"
+	sed -n '/^== blocked tasks/,/^$/s/^/    /p' "$OUT/hang.txt"
+	echo "run.sh: $WORKLOAD ($KERNEL) guest HUNG (exit 5), backtraces in $OUT/hang.txt, console in $OUT/serial.log, $(elapsed)s" >&2
+	exit 5
+fi
+[ "$hrc" -eq 0 ] || die "hang-watch.sh failed (rc $hrc)"
 
 # --------------------------------------------------------------- results
 tar -xf "$WORK/out.img" -C "$OUT" 2>/dev/null ||
