@@ -363,12 +363,17 @@ SYSMAP=$LAB/$KDIR/System.map
 [ "$FLAVOR" = patched ] || SYSMAP=$LAB/rootfs/boot/System.map-$(cat "$LAB/$KDIR/kernel.release")
 [ -r "$SYSMAP" ] || SYSMAP=
 T_BOOT=$(date +%s)
+# no_timer_check: under TCG on a loaded host the kernel's check that the
+# 8254 timer reaches the IO-APIC can miss its window and panic at boot
+# ("IO-APIC + timer doesn't work": 5 of 16 boots of the 6.12 kernels at
+# a host load of 8-16, none of 80 patched 6.1 boots); the check only
+# guards real chipsets.
 nice -n 10 qemu-system-x86_64 \
 	-accel tcg,thread=multi -cpu max,la57=off -smp 2 -m 2G \
 	-display none -no-reboot -serial "file:$OUT/serial.log" \
 	-chardev "pipe,id=mon0,path=$MON" -mon chardev=mon0,mode=readline \
 	"${QEMU_KERNEL[@]}" \
-	-append "root=/dev/vda rw console=ttyS0 init=/lab-init panic=-1 quiet" \
+	-append "root=/dev/vda rw console=ttyS0 init=/lab-init panic=-1 quiet no_timer_check" \
 	-drive "file=$LAB/rootfs.ext4,if=virtio,format=raw,snapshot=on" \
 	-drive "file=$WORK/run.img,if=virtio,format=raw,readonly=on" \
 	-drive "file=$WORK/out.img,if=virtio,format=raw" \
