@@ -358,7 +358,9 @@ static int event_decode(struct cursor *c, struct delta *d,
 	kind = h & 0x0f;
 	ev->kind = (enum model_event_kind)kind;
 	d->seq += get_varint(c);
-	d->ts += unzigzag(get_varint(c));
+	/* Wrapping, not signed overflow, on a damaged delta: the source
+	 * refuses the implausible time it gives (model_event_implausible()). */
+	d->ts = (int64_t)((uint64_t)d->ts + (uint64_t)unzigzag(get_varint(c)));
 	if (!(h & SAME_CTX)) {
 		d->cpu = (int32_t)unzigzag(get_varint(c));
 		d->tid = (int32_t)unzigzag(get_varint(c));
