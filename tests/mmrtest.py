@@ -135,6 +135,24 @@ def db_rows(db, sql):
         con.close()
 
 
+def damage_leaf_zaps(src, dst, n=20):
+    """Copy the capture DB src to dst and delete n of its leaf zaps (a
+    present leaf made not present, level 1), skipping the first ten: the
+    synthetic damage of a real capture that a lost-event gap would leave.
+    The self-check must fail on it."""
+    shutil.copy(src, dst)
+    con = sqlite3.connect(dst)
+    try:
+        con.execute("DELETE FROM spte_change WHERE seq IN (SELECT seq FROM "
+                    "spte_change WHERE (old_spte & 2048) AND NOT "
+                    "(new_spte & 2048) AND level = 1 ORDER BY seq "
+                    "LIMIT ? OFFSET 10)", (n,))
+        con.commit()
+    finally:
+        con.close()
+    return dst
+
+
 def summary_json(mmr, db):
     r = run([mmr, "summary", db, "--json"])
     if r.returncode != 0:

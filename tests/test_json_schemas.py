@@ -46,7 +46,8 @@ import tarfile
 import jsonschema
 from jsonschema import Draft202012Validator
 
-from mmrtest import check, db_rows, finish, fresh_dir, run, trace_fixtures
+from mmrtest import (check, damage_leaf_zaps, db_rows, finish, fresh_dir,
+                     run, trace_fixtures)
 
 mmr, schemas_dir, data, work = sys.argv[1:5]
 fresh_dir(work)
@@ -308,15 +309,10 @@ if doc:
     validate("replay", doc, "sweep policy")
     note_shapes("replay", doc)
 # A DB edited to lose 20 leaf zaps, as in a lost-event gap (synthetic
-# damage of a real capture; tests/test_replay_fixture.py does the same).
-bad = os.path.join(work, "damaged.db")
-shutil.copy(dbs[("lttng-kernel-6.1.192-stock-basic-thp-split", "lttng")], bad)
-con = sqlite3.connect(bad)
-con.execute("DELETE FROM spte_change WHERE seq IN (SELECT seq FROM "
-            "spte_change WHERE (old_spte & 2048) AND NOT (new_spte & 2048) "
-            "AND level = 1 ORDER BY seq LIMIT 20 OFFSET 10)")
-con.commit()
-con.close()
+# damage of a real capture, mmrtest.damage_leaf_zaps()).
+bad = damage_leaf_zaps(
+    dbs[("lttng-kernel-6.1.192-stock-basic-thp-split", "lttng")],
+    os.path.join(work, "damaged.db"))
 for extra in ([], ["--force"]):
     what = "damaged replay " + " ".join(extra)
     rc, doc = output(["replay", bad, "--json"] + extra, what, (6,))

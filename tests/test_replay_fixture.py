@@ -15,8 +15,8 @@ import shutil
 import sqlite3
 import sys
 
-from mmrtest import (bt_events, check, extract_fixture, finish, fresh_dir,
-                     run)
+from mmrtest import (bt_events, check, damage_leaf_zaps, extract_fixture,
+                     finish, fresh_dir, run)
 
 mmr, fixture, work, stream_check = sys.argv[1:5]
 name = os.path.basename(fixture)
@@ -415,14 +415,7 @@ if pu["upgrade_invalidations"] and pu["zaps_kept"]:
 
 # 3. A damaged trace fails the self-check: 20 leaf zaps go missing, as
 # in a lost-event gap.
-bad = os.path.join(work, "damaged.db")
-shutil.copy(db, bad)
-con = sqlite3.connect(bad)
-con.execute("DELETE FROM spte_change WHERE seq IN (SELECT seq FROM "
-            "spte_change WHERE (old_spte & 2048) AND NOT (new_spte & 2048) "
-            "AND level = 1 ORDER BY seq LIMIT 20 OFFSET 10)")
-con.commit()
-con.close()
+bad = damage_leaf_zaps(db, os.path.join(work, "damaged.db"))
 con = sqlite3.connect(bad)
 check(con.execute("SELECT count(*) FROM meta WHERE key = "
                   "'replay_stream_format'").fetchone()[0] == 0,

@@ -1359,6 +1359,7 @@ static void test_fault_split_in_place(void)
 	CHECK(b.mismatches_total == 0);
 	replay_result_free(&b);
 }
+
 /*
  * Dirty logging off on 6.12: the collapse unlinks the L1 table of the 2M
  * region at 0x200 and walks its three leaves under the read lock; after
