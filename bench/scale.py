@@ -25,6 +25,7 @@ import argparse
 import datetime
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -42,8 +43,8 @@ BYTES_PER_EVENT = 90
 
 
 def timed(args, stdout=subprocess.DEVNULL):
-    """Wall seconds, CPU seconds (user + sys), peak RSS (KiB) and stdout
-    of one command."""
+    """Wall seconds, CPU seconds (user + sys), peak RSS (KiB), stdout and
+    stderr of one command."""
     with tempfile.NamedTemporaryFile("r") as tf:
         t0 = time.perf_counter()
         r = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o",
@@ -54,7 +55,19 @@ def timed(args, stdout=subprocess.DEVNULL):
             sys.exit("failed (exit %d): %s\n%s" % (r.returncode,
                                                    " ".join(args), r.stderr))
         user, system, rss = tf.read().split()[-3:]
-        return dt, float(user) + float(system), int(rss), r.stdout
+        return (dt, float(user) + float(system), int(rss), r.stdout,
+                r.stderr)
+
+
+def ingest_threads(stderr):
+    """`ingest --stats`: (wall, reading CPU, reading wait, writer CPU,
+    writer wait) in seconds."""
+    m = re.search(r"([0-9.]+) s wall; reading thread ([0-9.]+) s CPU, "
+                  r"waited ([0-9.]+) s for the writer; writer thread "
+                  r"([0-9.]+) s CPU, waited ([0-9.]+) s for rows", stderr)
+    if not m:
+        sys.exit("scale: no --stats line from ingest: %s" % stderr)
+    return tuple(float(v) for v in m.groups())
 
 
 def du(path):
@@ -133,28 +146,31 @@ def main():
     started = datetime.datetime.now(datetime.timezone.utc)
     rows = []
     try:
-        dt, cpu, rss, out = timed([SYNTH, "--events", str(a.events),
+        dt, cpu, rss, out, _ = timed([SYNTH, "--events", str(a.events),
                                    "--seed", str(a.seed), "--vcpus",
                                    str(a.vcpus), "--out", cap],
                                   stdout=subprocess.PIPE)
         events = int(out.strip())
         rows.append(("generate (synth)", dt, cpu, rss, du(trace)))
-        dt, cpu, rss, out = timed(COUNTER + [trace], stdout=subprocess.PIPE)
+        dt, cpu, rss, out, _ = timed(COUNTER + [trace],
+                                     stdout=subprocess.PIPE)
         counted = [int(ln.split()[0]) for ln in out.splitlines()
                    if ln.split()[1:] == ["Event", "messages"]]
         if counted != [events]:
             sys.exit("scale: the counter saw %s events, synth wrote %d"
                      % (counted, events))
         rows.append(("babeltrace2 counter", dt, cpu, rss, du(trace)))
-        steps = (("ingest", [MMR, "ingest", cap, "-o", db, "-q"], db),
+        steps = (("ingest", [MMR, "ingest", cap, "-o", db, "--stats"], db),
                  ("fidelity", [MMR, "fidelity", db], db),
                  ("replay (4 policies)", [MMR, "replay", db], db),
                  ("replay again", [MMR, "replay", db], db),
                  ("summary", [MMR, "summary", db], db),
                  ("report", [MMR, "report", db, "-o", html], html))
         for name, args, out_path in steps:
-            dt, cpu, rss, _ = timed(args)
+            dt, cpu, rss, _, err = timed(args)
             rows.append((name, dt, cpu, rss, du(out_path)))
+            if name == "ingest":
+                threads = ingest_threads(err)
     finally:
         load1 = os.getloadavg()
         if not a.work:
@@ -185,6 +201,17 @@ def main():
     lines.append("  ingest / counter: %.2fx (counter time / ingest time; "
                  ">= 1: ingest is faster)"
                  % (secs["babeltrace2 counter"] / secs["ingest"]))
+    wall, rcpu, rwait, wcpu, wwait = threads
+    floor = (rcpu + wcpu) / os.cpu_count()
+    lines.append("  ingest's two threads (--stats): reading %.2f s CPU, "
+                 "waited %.2f s for the writer; SQLite writer %.2f s CPU, "
+                 "waited %.2f s for rows; %.2f s wall.  On %d CPUs their "
+                 "%.2f s of CPU take at least %.2f s: at most %.2fx the "
+                 "counter however the decoding is split, unless the CPU "
+                 "time falls"
+                 % (rcpu, rwait, wcpu, wwait, wall, os.cpu_count(),
+                    rcpu + wcpu, floor,
+                    secs["babeltrace2 counter"] / floor))
     peak = max(r[3] for r in rows if r[0] in ("ingest", "fidelity",
                                                "replay (4 policies)",
                                                "report"))

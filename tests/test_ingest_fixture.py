@@ -13,6 +13,7 @@ UST trace, and every mmureplay:latency_sample row holds the CLI's probe,
 ns and gfn in the CLI's order.
 """
 import os
+import re
 import sys
 
 from mmrtest import (bt_env, bt_events, check, db_rows, extract_fixture,
@@ -23,8 +24,20 @@ fresh_dir(work)
 trace = extract_fixture(fixture, work)
 db = os.path.join(work, "capture.db")
 
-r = run([mmr, "ingest", trace, "-o", db])
+r = run([mmr, "ingest", "--stats", trace, "-o", db])
 check(r.returncode == 0, "ingest exit %d: %s" % (r.returncode, r.stderr))
+# --stats: per-thread times, each bounded by the run's wall time (a
+# thread cannot use more CPU than the time that passed; the process's
+# CPU time across both threads could).
+m = re.search(r"([0-9.]+) s wall; reading thread ([0-9.]+) s CPU, waited "
+              r"([0-9.]+) s for the writer; writer thread ([0-9.]+) s CPU, "
+              r"waited ([0-9.]+) s for rows", r.stderr)
+check(m is not None, "--stats line: %r" % r.stderr)
+if m:
+    wall, rcpu, rwait, wcpu, wwait = map(float, m.groups())
+    check(wall > 0 and 0 < rcpu <= wall + 0.01 and 0 < wcpu <= wall + 0.01
+          and rwait <= wall and wwait <= wall,
+          "--stats times out of bounds: %s" % m.group(0))
 check(not [f for f in os.listdir(work) if ".tmp-" in f], "temp file left")
 
 events = list(bt_events(trace))

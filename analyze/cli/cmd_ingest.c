@@ -8,12 +8,14 @@
 
 #include <stdio.h>
 
-enum { OPT_OUTPUT, OPT_QUIET, OPT_WATCHDOG, OPT_N };
+enum { OPT_OUTPUT, OPT_QUIET, OPT_STATS, OPT_WATCHDOG, OPT_N };
 
 static const struct cli_option options[] = {
 	[OPT_OUTPUT] = CLI_STRING("output", 'o', "DB",
 				  "capture database to write (required)"),
 	[OPT_QUIET] = CLI_FLAG("quiet", 'q', "no closing line on stderr"),
+	[OPT_STATS] = CLI_FLAG("stats", 0, "one more line on stderr: each "
+			       "thread's CPU time and waits"),
 	[OPT_WATCHDOG] = CLI_INT("watchdog", 0, "SECONDS", 0, 86400,
 				 "stop a CTF read that makes no progress for "
 				 "SECONDS (default 60; 0: never)"),
@@ -47,10 +49,26 @@ const struct cli_command cli_cmd_ingest = {
 	"packet cut short, bad headers, text ending inside a declaration:\n"
 	"exit 2), and a CTF read that makes no progress for --watchdog\n"
 	"seconds is stopped with exit 2: babeltrace2 2.0.4 can spin forever\n"
-	"on damaged metadata.\n",
+	"on damaged metadata.\n"
+	"Two threads do the work: one reads (the babeltrace2 graph, or the\n"
+	"trace-cmd or text parser) and one inserts into SQLite.  --stats\n"
+	"prints, after the closing line, the run's wall time, each thread's\n"
+	"CPU time and how long each waited for the other: the side that\n"
+	"waits least bounds the run; neither waiting means both cores are\n"
+	"busy.\n",
 	.options = options,
 	.run = run,
 };
+
+static void stats_print(const struct ingest_opts *opts,
+			const struct ingest_result *res)
+{
+	fprintf(stderr, "mmureplay: %s: %.2f s wall; reading thread %.2f s "
+		"CPU, waited %.2f s for the writer; writer thread %.2f s CPU, "
+		"waited %.2f s for rows\n", opts->output, res->wall_s,
+		res->read_cpu_s, res->read_wait_s, res->write_cpu_s,
+		res->write_wait_s);
+}
 
 static int run(struct cli_args *a)
 {
@@ -75,6 +93,8 @@ static int run(struct cli_args *a)
 				"trace(s), %llu lost\n", opts.output,
 				(unsigned long long)res.events, res.ntraces,
 				(unsigned long long)res.lost_events);
+		if (a->str[OPT_STATS])
+			stats_print(&opts, &res);
 		return CLI_EXIT_OK;
 	case INGEST_PARTIAL:
 		return CLI_EXIT_PARTIAL;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* trace-cmd's file magic: 0x17 0x08 'D' then "tracing". */
 static const char tracecmd_magic[10] = "\x17\x08\x44tracing";
@@ -219,6 +220,13 @@ static int source_store(sqlite3 *db, const struct reader_result *rr,
 	return rc;
 }
 
+static double timespec_diff_s(const struct timespec *a,
+			      const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) +
+	       (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
 enum ingest_status ingest_run(const struct ingest_opts *opts,
 			      struct ingest_result *res)
 {
@@ -229,9 +237,13 @@ enum ingest_status ingest_run(const struct ingest_opts *opts,
 	struct db_out out = { 0 };
 	struct writer *w = NULL;
 	struct ingest_tables *t = NULL;
+	struct writer_stats ws;
+	struct timespec t0, c0, t1, c1;
 	int i, werr;
 
 	memset(res, 0, sizeof(*res));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	for (i = 0; i < opts->ninputs; i++) {
 		f = ingest_detect(opts->inputs[i]);
 		if (f == INGEST_FMT_UNKNOWN)
@@ -272,8 +284,15 @@ enum ingest_status ingest_run(const struct ingest_opts *opts,
 	if (st != INGEST_OK)
 		goto end;
 	tables_flush(t);
-	werr = writer_finish(w) != WRITER_OK;
+	werr = writer_finish(w, &ws) != WRITER_OK;
 	w = NULL;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+	res->wall_s = timespec_diff_s(&t0, &t1);
+	res->read_cpu_s = timespec_diff_s(&c0, &c1);
+	res->read_wait_s = ws.wait_chunk_s;
+	res->write_cpu_s = ws.cpu_s;
+	res->write_wait_s = ws.wait_rows_s;
 	res->events = tables_event_count(t);
 	res->lost_events = tables_lost_count(t);
 	if (werr) {
@@ -304,7 +323,7 @@ enum ingest_status ingest_run(const struct ingest_opts *opts,
 end:
 	if (w) {
 		tables_flush(t);
-		writer_finish(w);
+		writer_finish(w, NULL);
 	}
 	tables_destroy(t);
 	db_out_discard(&out);

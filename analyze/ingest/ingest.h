@@ -39,6 +39,10 @@ struct ingest_result {
 	uint64_t events;
 	uint64_t lost_events;
 	int ntraces;
+	/* Seconds: the run's wall time; the reading (decoding) thread's and
+	 * the SQLite writer thread's CPU time, and each one's time spent
+	 * waiting for the other (ingest/writer.h). */
+	double wall_s, read_cpu_s, read_wait_s, write_cpu_s, write_wait_s;
 };
 
 enum ingest_status ingest_run(const struct ingest_opts *opts,

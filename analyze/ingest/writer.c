@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define POOL_CHUNKS 6
 
@@ -43,7 +44,19 @@ struct writer {
 	enum writer_status status;      /* first error, sticky */
 	atomic_int failed;              /* status != OK, read without lock */
 	struct ingest_chunk *pool;
+	/* Times (seconds) and counts, each written by one thread only and
+	 * read after pthread_join. */
+	struct writer_stats stats;
 };
+
+static double clock_s(clockid_t id)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts) != 0)
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static enum writer_status stmt_prepare(struct writer *w, sqlite3_stmt **st,
 				       const char *sql)
@@ -351,11 +364,14 @@ static void *writer_main(void *arg)
 	struct writer *w = arg;
 	struct ingest_chunk *c;
 	int failed = 0;
+	double t0;
 
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
+		t0 = clock_s(CLOCK_MONOTONIC);
 		while (w->qlen == 0 && !w->closing)
 			pthread_cond_wait(&w->cond, &w->lock);
+		w->stats.wait_rows_s += clock_s(CLOCK_MONOTONIC) - t0;
 		if (w->qlen == 0) {
 			pthread_mutex_unlock(&w->lock);
 			break;
@@ -369,6 +385,7 @@ static void *writer_main(void *arg)
 		if (!failed)
 			failed = chunk_insert(w, c) < 0;
 		c->n = 0;
+		w->stats.chunks++;
 
 		pthread_mutex_lock(&w->lock);
 		if (failed && w->status == WRITER_OK) {
@@ -379,6 +396,7 @@ static void *writer_main(void *arg)
 		pthread_cond_broadcast(&w->cond);
 		pthread_mutex_unlock(&w->lock);
 	}
+	w->stats.cpu_s = clock_s(CLOCK_THREAD_CPUTIME_ID);
 	return NULL;
 }
 
@@ -448,10 +466,15 @@ end:
 struct ingest_chunk *writer_chunk_get(struct writer *w)
 {
 	struct ingest_chunk *c;
+	double t0;
 
 	pthread_mutex_lock(&w->lock);
-	while (w->nfree == 0)
-		pthread_cond_wait(&w->cond, &w->lock);
+	if (w->nfree == 0) {
+		t0 = clock_s(CLOCK_MONOTONIC);
+		while (w->nfree == 0)
+			pthread_cond_wait(&w->cond, &w->lock);
+		w->stats.wait_chunk_s += clock_s(CLOCK_MONOTONIC) - t0;
+	}
 	c = w->free_list[--w->nfree];
 	pthread_mutex_unlock(&w->lock);
 	MR_ASSERT(c->n == 0);
@@ -474,7 +497,7 @@ int writer_failed(struct writer *w)
 	return atomic_load_explicit(&w->failed, memory_order_relaxed);
 }
 
-enum writer_status writer_finish(struct writer *w)
+enum writer_status writer_finish(struct writer *w, struct writer_stats *stats)
 {
 	enum writer_status st;
 
@@ -484,6 +507,8 @@ enum writer_status writer_finish(struct writer *w)
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
 	st = w->status;
+	if (stats)
+		*stats = w->stats;
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
 	writer_free(w);

@@ -62,7 +62,20 @@ struct ingest_chunk *writer_chunk_get(struct writer *w);
 void writer_chunk_submit(struct writer *w, struct ingest_chunk *c);
 /* Non-zero once an insert has failed (the rest are skipped). */
 int writer_failed(struct writer *w);
-/* Insert what was submitted, stop the thread, free everything. */
-enum writer_status writer_finish(struct writer *w);
+/*
+ * Where the two threads' time went, for `ingest --stats`: which side
+ * bounds the run.  A side that waits little while the other waits much
+ * is the bottleneck; both waiting little means both cores are busy.
+ */
+struct writer_stats {
+	double cpu_s;           /* the writer thread's CPU time */
+	double wait_rows_s;     /* the writer waiting for a full chunk */
+	double wait_chunk_s;    /* the decoder waiting for a free chunk */
+	uint64_t chunks;        /* chunks inserted */
+};
+
+/* Insert what was submitted, stop the thread, free everything; stats
+ * (may be NULL) receives the threads' times. */
+enum writer_status writer_finish(struct writer *w, struct writer_stats *stats);
 
 #endif
