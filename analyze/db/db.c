@@ -80,9 +80,18 @@ enum db_status db_out_create(struct db_out *out, const char *path)
 	 * The file is not visible under its name until it is complete, so a
 	 * crash can lose only the temporary: no journal, no fsync per commit.
 	 */
-	if (db_exec(out->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+	/*
+	 * 16 KiB pages: ingest appends to some twenty b-trees at once, and
+	 * with four times fewer page splits and cells to balance its writer
+	 * thread needs 12% less CPU (10 M synthetic events: 5.28 -> 4.66 s)
+	 * than with 4 KiB.  The cache only has to hold each tree's
+	 * rightmost path, a few hundred KiB; a larger one costs memory
+	 * (32 MiB of 16 KiB pages: +100 MiB peak RSS) and buys nothing.
+	 */
+	if (db_exec(out->db, "PRAGMA page_size=16384;"
+			     "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
 			     "PRAGMA locking_mode=EXCLUSIVE;"
-			     "PRAGMA cache_size=-32768; PRAGMA temp_store=MEMORY;")
+			     "PRAGMA cache_size=-8192; PRAGMA temp_store=MEMORY;")
 	    != DB_OK)
 		goto end;
 	if (db_exec(out->db, schema_capture_sql) != DB_OK)
