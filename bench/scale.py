@@ -9,7 +9,9 @@ Generates N events (default 10,000,000) with bench/synth, then runs, one
 after the other on the same capture: `babeltrace2 -c sink.utils.counter`
 (the reference), `mmureplay ingest`, `fidelity`, `replay` (its four
 policies in one process) twice (the first stores the replay stream, the
-second reads it: the replay's own rate), `summary` and `report`.
+second reads it: the replay's own rate), `summary`, `compare` (the DB
+as both sides) and `report`; `ingest --stats` tells how busy its two
+threads were.
 Prints a table of
 each step's wall time and CPU time (user + sys), events/s (trace events
 over the step's wall time),
@@ -165,6 +167,8 @@ def main():
                  ("replay (4 policies)", [MMR, "replay", db], db),
                  ("replay again", [MMR, "replay", db], db),
                  ("summary", [MMR, "summary", db], db),
+                 ("compare (A = B)", [MMR, "compare", "--a", db, "--b", db],
+                  db),
                  ("report", [MMR, "report", db, "-o", html], html))
         for name, args, out_path in steps:
             dt, cpu, rss, _, err = timed(args)
@@ -177,6 +181,7 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     secs = dict((r[0], r[1]) for r in rows)
     cpus = dict((r[0], r[2]) for r in rows)
+    sizes = dict((r[0], r[4]) for r in rows)
     lines = []
     lines.append("Scale benchmark, SYNTHETIC capture (bench/synth --events "
                  "%d --seed %d --vcpus %d): %s events"
@@ -238,7 +243,8 @@ def main():
                     "{:,}".format(int(4 * events / cpus["replay again"]))))
     lines.append("  ingest + fidelity + replay + report: %.1f s; DB %.1f "
                  "B/event after ingest and replay, trace %.1f B/event"
-                 % (total, rows[-2][4] / events, rows[0][4] / events))
+                 % (total, sizes["summary"] / events,
+                    sizes["generate (synth)"] / events))
     lines.append("  load average (1, 5, 15 min) before: %.2f %.2f %.2f, "
                  "after: %.2f %.2f %.2f (the machine is shared)"
                  % (load0 + load1))
@@ -248,6 +254,8 @@ def main():
                  "27/32-bit timestamp variant and a 16-byte procname "
                  "array, so the counter's events/s here is not a lab "
                  "trace's")
+    lines.append("  not timed: spikes (the synthetic capture has no "
+                 "latency probe, so it has no samples to look at)")
     lines.append("  events/s: trace events over the step's wall time "
                  "(replay: four policies in one process, the first replay "
                  "deriving the replay stream, the second reading it); "
