@@ -35,7 +35,7 @@ m = re.search(r"([0-9.]+) s wall; reading thread ([0-9.]+) s CPU, waited "
 check(m is not None, "--stats line: %r" % r.stderr)
 if m:
     wall, rcpu, rwait, wcpu, wwait = map(float, m.groups())
-    check(wall > 0 and 0 < rcpu <= wall + 0.01 and 0 < wcpu <= wall + 0.01
+    check(wall > 0 and 0 < rcpu <= wall + 0.01 and 0 <= wcpu <= wall + 0.01
           and rwait <= wall and wwait <= wall,
           "--stats times out of bounds: %s" % m.group(0))
 check(not [f for f in os.listdir(work) if ".tmp-" in f], "temp file left")

@@ -63,9 +63,9 @@ const struct cli_command cli_cmd_ingest = {
 static void stats_print(const struct ingest_opts *opts,
 			const struct ingest_result *res)
 {
-	fprintf(stderr, "mmureplay: %s: %.2f s wall; reading thread %.2f s "
-		"CPU, waited %.2f s for the writer; writer thread %.2f s CPU, "
-		"waited %.2f s for rows\n", opts->output, res->wall_s,
+	fprintf(stderr, "mmureplay: %s: %.3f s wall; reading thread %.3f s "
+		"CPU, waited %.3f s for the writer; writer thread %.3f s CPU, "
+		"waited %.3f s for rows\n", opts->output, res->wall_s,
 		res->read_cpu_s, res->read_wait_s, res->write_cpu_s,
 		res->write_wait_s);
 }
