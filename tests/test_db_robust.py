@@ -11,7 +11,9 @@ On a real fixture:
   - edited by hand: a dropped table or a renamed column is refused in
     one line (exit 2); a row edited after a replay makes the next replay
     read the tables again (the packed stream went stale), so the edit is
-    seen: here an impossible SPTE level, refused as corrupt.
+    seen: here an impossible SPTE level, refused as corrupt; the row
+    counts ingest stores are the tables', and rows deleted or added, or
+    a table made again, are counted, not taken from the stored count.
 Needs root for the tmpfs (CI runs as root); without it those cases say
 SKIP and the rest still runs.
 
@@ -141,4 +143,39 @@ con.close()
 one_line(run([mmr, "fidelity", st]), 2, ["stale.db", "spte_change",
                                          "level"],
          "an edit after a replay is seen")
+
+# Row counts: ingest stores each canonical table's (summary does not
+# count the tables); an edit that adds or deletes rows drops the stored
+# count, and a table made again (without the triggers) is counted.
+base = summary_json(mmr, db)["canonical_counts"]
+for table, n in base.items():
+    check(db_rows(db, "SELECT count(*) FROM \"%s\"" % table)[0][0] == n,
+          "stored count of %s is the table's" % table)
+check(db_rows(db, "SELECT count(*) FROM meta WHERE key LIKE 'rows:%'")[0][0]
+      == len(base), "a stored count for every canonical table")
+for what, sqls, table, delta in (
+        ("rows deleted", ["DELETE FROM fault WHERE seq IN (SELECT seq FROM "
+                          "fault ORDER BY seq LIMIT 3)"], "fault", -3),
+        ("a row added", ["INSERT INTO tlb_flush (seq, ts) VALUES "
+                         "(-1, 0)"], "tlb_flush", 1),
+        ("a table made again",
+         ["CREATE TABLE f2 AS SELECT * FROM fault",
+          "DROP TABLE fault",
+          "CREATE TABLE fault (seq INTEGER PRIMARY KEY, ts INTEGER NOT "
+          "NULL, cpu INTEGER, tid INTEGER, vcpu INTEGER, gpa INTEGER, "
+          "error_code INTEGER, rip INTEGER)",
+          "INSERT INTO fault SELECT * FROM f2 LIMIT 5", "DROP TABLE f2"],
+         "fault", 5 - base["fault"])):
+    ed = os.path.join(work, "counted.db")
+    shutil.copy(db, ed)
+    con = sqlite3.connect(ed)
+    for sql in sqls:
+        con.execute(sql)
+    con.commit()
+    con.close()
+    got = summary_json(mmr, ed)["canonical_counts"]
+    check(got.get(table) == base[table] + delta and
+          all(got[t] == base[t] for t in base if t != table),
+          "%s: summary counts %s %s, want %d"
+          % (what, table, got.get(table), base[table] + delta))
 finish()

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/file.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -394,12 +395,71 @@ end:
 	return v;
 }
 
+enum db_status db_table_count_store(sqlite3 *db, const char *table,
+				    int64_t n)
+{
+	static const char *const ops[] = { "INSERT", "DELETE" };
+	enum db_status st = DB_ERR_SQL;
+	char key[96], sql[512];
+	size_t i;
+
+	MR_ASSERT(n >= 0);
+	if ((size_t)snprintf(key, sizeof(key), "rows:%s", table) >=
+	    sizeof(key))
+		goto end;
+	if (db_meta_set_int(db, key, n) != DB_OK)
+		goto end;
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		snprintf(sql, sizeof(sql), "CREATE TRIGGER IF NOT EXISTS "
+			 "\"rows_stale_%s_%s\" AFTER %s ON \"%s\" BEGIN "
+			 "DELETE FROM meta WHERE key = '%s'; END", table,
+			 ops[i], ops[i], table, key);
+		if (db_exec(db, sql) != DB_OK)
+			goto end;
+	}
+	st = DB_OK;
+end:
+	return st;
+}
+
+/* The count ingest stored for table, or -1 when there is none or it
+ * cannot be trusted (see db_table_count()). */
+static int64_t table_count_stored(sqlite3 *db, const char *table)
+{
+	sqlite3_stmt *stmt = NULL;
+	char key[96], trigger[128];
+	int64_t n = -1;
+
+	if ((size_t)snprintf(key, sizeof(key), "rows:%s", table) >=
+	    sizeof(key) ||
+	    (size_t)snprintf(trigger, sizeof(trigger), "rows_stale_%s_DELETE",
+			     table) >= sizeof(trigger))
+		goto end;
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1 "
+			       "AND typeof(value) = 'integer' AND EXISTS "
+			       "(SELECT 1 FROM sqlite_master WHERE type = "
+			       "'trigger' AND name = ?2 AND tbl_name = ?3)",
+			       -1, &stmt, NULL) != SQLITE_OK ||
+	    sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_text(stmt, 2, trigger, -1, SQLITE_STATIC) !=
+	    SQLITE_OK ||
+	    sqlite3_bind_text(stmt, 3, table, -1, SQLITE_STATIC) != SQLITE_OK)
+		goto end;
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		n = sqlite3_column_int64(stmt, 0);
+end:
+	sqlite3_finalize(stmt);
+	return n;
+}
+
 int64_t db_table_count(sqlite3 *db, const char *table)
 {
 	sqlite3_stmt *stmt = NULL;
 	char sql[128];
-	int64_t n = -1;
+	int64_t n = table_count_stored(db, table);
 
+	if (n >= 0)
+		return n;
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM \"%s\"", table);
 	if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) == SQLITE_OK &&
 	    sqlite3_step(stmt) == SQLITE_ROW)

@@ -62,8 +62,20 @@ int64_t db_meta_get_int(sqlite3 *db, const char *key, int64_t dflt);
 /* A malloc'd copy of a text value, or NULL when absent. */
 char *db_meta_get_text(sqlite3 *db, const char *key);
 
-/* Rows in table (or -1 on error). */
+/*
+ * Rows in table (or -1 on error).  Counting a table reads every page of
+ * it (a third of `summary`'s time), so ingest stores each canonical
+ * table's count (db_table_count_store()): meta 'rows:TABLE', with
+ * triggers that delete the key on any INSERT or DELETE on the table.
+ * The stored count is used only while the table's delete trigger is
+ * there (a table dropped and made again has none); else the table is
+ * counted.  So an edited table is never miscounted.
+ */
 int64_t db_table_count(sqlite3 *db, const char *table);
+/* Store table's row count n and its invalidating triggers (ingest, in
+ * the DB's writing transaction). */
+enum db_status db_table_count_store(sqlite3 *db, const char *table,
+				    int64_t n);
 /*
  * About how many rows a canonical table holds, for a progress line's
  * total: the raw events ingest mapped to it (table raw_event), read

@@ -5,6 +5,7 @@
 
 #include "db/db.h"
 #include "util/alloc.h"
+#include "util/assert.h"
 #include "util/log.h"
 #include "util/ptrmap.h"
 #include "util/strpool.h"
@@ -58,6 +59,9 @@ struct ingest_tables {
 	int have_base;
 	int64_t ts_base;
 	int64_t last_ns;
+	/* Rows committed per catalogue entry (kind): each canonical
+	 * table's row count, stored for the readers (db_table_count()). */
+	int64_t *kind_rows;
 };
 
 struct ingest_tables *tables_create(const struct catalog *cat,
@@ -69,6 +73,12 @@ struct ingest_tables *tables_create(const struct catalog *cat,
 		return NULL;
 	t->cat = cat;
 	t->w = w;
+	t->kind_rows = calloc((size_t)cat->nentries + 1,
+			      sizeof(*t->kind_rows));
+	if (!t->kind_rows) {
+		free(t);
+		return NULL;
+	}
 	strpool_init(&t->strings);
 	ptrmap_init(&t->threads);
 	u64map_init(&t->raw_by_name);
@@ -100,6 +110,7 @@ void tables_destroy(struct ingest_tables *t)
 	free(t->stream_list);
 	free(t->trace_list);
 	free(t->lost);
+	free(t->kind_rows);
 	strpool_free(&t->strings);
 	free(t);
 }
@@ -296,6 +307,9 @@ struct ingest_row *tables_row_next(struct ingest_tables *t)
 
 void tables_row_commit(struct ingest_tables *t)
 {
+	MR_ASSERT_DBG(t->chunk->rows[t->chunk->n].kind <=
+		      (uint32_t)t->cat->nentries);
+	t->kind_rows[t->chunk->rows[t->chunk->n].kind]++;
 	if (++t->chunk->n == CHUNK_ROWS) {
 		writer_chunk_submit(t->w, t->chunk);
 		t->chunk = NULL;
@@ -385,6 +399,30 @@ static int store_step(sqlite3_stmt *st)
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* Each canonical table's row count (several raw events may fill one
+ * table), stored for db_table_count(). */
+static int store_row_counts(struct ingest_tables *t, sqlite3 *db)
+{
+	const char *table;
+	int64_t n;
+	int i, j;
+
+	for (i = 0; i < t->cat->nentries; i++) {
+		table = t->cat->entries[i].table;
+		for (j = 0; j < i; j++)
+			if (strcmp(t->cat->entries[j].table, table) == 0)
+				break;
+		if (j < i)
+			continue;       /* stored with its first entry */
+		for (n = 0, j = i; j < t->cat->nentries; j++)
+			if (strcmp(t->cat->entries[j].table, table) == 0)
+				n += t->kind_rows[j];
+		if (db_table_count_store(db, table, n) != DB_OK)
+			return -1;
+	}
+	return 0;
+}
+
 enum tables_status tables_store(struct ingest_tables *t, sqlite3 *db)
 {
 	enum tables_status status = TABLES_ERR_SQL;
@@ -466,7 +504,8 @@ enum tables_status tables_store(struct ingest_tables *t, sqlite3 *db)
 	    db_meta_set_int(db, "events", (int64_t)t->seq) != DB_OK ||
 	    db_meta_set_int(db, "last_ts", t->last_ns - t->ts_base) != DB_OK ||
 	    db_meta_set_int(db, "lost_events",
-			    (int64_t)t->lost_events) != DB_OK)
+			    (int64_t)t->lost_events) != DB_OK ||
+	    store_row_counts(t, db) < 0)
 		goto end;
 	status = TABLES_OK;
 end:
