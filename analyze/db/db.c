@@ -324,6 +324,34 @@ end:
 	return st;
 }
 
+enum db_status db_open_again(sqlite3 *db, sqlite3 **out)
+{
+	const char *path = sqlite3_db_filename(db, "main");
+	enum db_status st = DB_ERR_IO;
+	sqlite3 *db2 = NULL;
+
+	*out = NULL;
+	if (!path || !*path)
+		goto end;
+	if (sqlite3_open_v2(path, &db2, SQLITE_OPEN_READONLY |
+			    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
+		goto end;
+	sqlite3_busy_timeout(db2, 600 * 1000);
+	/* A file renamed over the path since db was opened is another
+	 * capture: its own events and time base. */
+	if (db_meta_get_int(db2, "events", -1) !=
+	    db_meta_get_int(db, "events", -2) ||
+	    db_meta_get_int(db2, "ts_base_ns", -1) !=
+	    db_meta_get_int(db, "ts_base_ns", -2))
+		goto end;
+	*out = db2;
+	db2 = NULL;
+	st = DB_OK;
+end:
+	sqlite3_close(db2);
+	return st;
+}
+
 static enum db_status meta_set(sqlite3 *db, const char *key, int is_int,
 			       int64_t iv, const char *sv)
 {

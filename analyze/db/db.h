@@ -50,6 +50,14 @@ void db_writer_unlock(int fd);
 
 /* Open an existing capture DB; read_only selects the SQLite open mode. */
 enum db_status db_open(const char *path, int read_only, sqlite3 **out);
+/*
+ * A second, read-only connection to the DB open as db, for a helper
+ * thread (SQLite connections are one thread's at a time).  Nothing is
+ * logged: DB_ERR_IO when the file cannot be opened again or is no
+ * longer the same capture (its meta 'events' and 'ts_base_ns' differ),
+ * and the caller does the work on db instead.
+ */
+enum db_status db_open_again(sqlite3 *db, sqlite3 **out);
 
 /* Execute SQL, reporting errors against the file name. */
 enum db_status db_exec(sqlite3 *db, const char *sql);

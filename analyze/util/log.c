@@ -15,6 +15,14 @@ static int progress_shown;
 static char progress_what[64];       /* "": no step */
 static struct timespec progress_start;
 static uint64_t progress_start_done;
+/* A helper thread's steps are not shown, and it never touches the
+ * state above, which only the thread that shows progress owns. */
+static _Thread_local int progress_muted;
+
+void log_progress_mute_thread(void)
+{
+	progress_muted = 1;
+}
 
 __attribute__((format(printf, 2, 0)))
 static void vlog(const char *prefix, const char *fmt, va_list ap)
@@ -75,6 +83,8 @@ void log_progress_of(const char *what, uint64_t done, uint64_t total)
 	char d[32], t[32], r[32] = "", eta[32] = "";
 	double secs, rate;
 
+	if (progress_muted)
+		return;
 	if (tty < 0)
 		tty = isatty(STDERR_FILENO);
 	if (!tty)
@@ -116,6 +126,8 @@ void log_progress(const char *what, uint64_t done)
 
 void log_progress_end(void)
 {
+	if (progress_muted)
+		return;
 	if (progress_shown) {
 		fputs("\r\033[K", stderr);
 		progress_shown = 0;

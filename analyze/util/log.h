@@ -26,5 +26,11 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_progress_of(const char *what, uint64_t done, uint64_t total);
 void log_progress(const char *what, uint64_t done);
 void log_progress_end(void);
+/*
+ * The calling thread shows no progress and leaves the line alone (its
+ * error lines do not erase it): for a helper thread working beside the
+ * one that shows progress.
+ */
+void log_progress_mute_thread(void);
 
 #endif
