@@ -171,8 +171,8 @@ static void test_catalog_matches_schema(const char *dir)
 static void test_db_lifecycle(const char *dir)
 {
 	struct db_out out;
-	sqlite3 *db = NULL;
-	char path[512], tmp[600];
+	sqlite3 *db = NULL, *db2 = NULL;
+	char path[512], tmp[600], other[512];
 	struct stat sb;
 
 	snprintf(path, sizeof(path), "%s/unit-life.db", dir);
@@ -187,6 +187,21 @@ static void test_db_lifecycle(const char *dir)
 	CHECK(db_open(path, 1, &db) == DB_OK);
 	CHECK(db && db_meta_get_int(db, "events", 0) == 42);
 	CHECK(db && db_meta_get_int(db, "complete", 0) == 1);
+
+	/* A second connection for a helper thread: the same capture, or
+	 * none once another file took the name. */
+	CHECK(db_open_again(db, &db2) == DB_OK && db2 &&
+	      db_meta_get_int(db2, "events", 0) == 42);
+	sqlite3_close(db2);
+	db2 = NULL;
+	snprintf(other, sizeof(other), "%s/unit-life-other.db", dir);
+	unlink(other);
+	CHECK(db_out_create(&out, other) == DB_OK);
+	CHECK(db_meta_set_int(out.db, "events", 43) == DB_OK);
+	CHECK(db_out_publish(&out) == DB_OK);
+	CHECK(rename(other, path) == 0);
+	CHECK(db_open_again(db, &db2) == DB_ERR_IO && db2 == NULL);
+	CHECK(db_meta_get_int(db, "events", 0) == 42);
 	sqlite3_close(db);
 
 	/* A DB from a newer schema is refused. */

@@ -339,10 +339,10 @@ enum db_status db_open_again(sqlite3 *db, sqlite3 **out)
 	sqlite3_busy_timeout(db2, 600 * 1000);
 	/* A file renamed over the path since db was opened is another
 	 * capture: its own events and time base. */
-	if (db_meta_get_int(db2, "events", -1) !=
-	    db_meta_get_int(db, "events", -2) ||
-	    db_meta_get_int(db2, "ts_base_ns", -1) !=
-	    db_meta_get_int(db, "ts_base_ns", -2))
+	if (db_meta_get_int(db2, "events", INT64_MIN) !=
+	    db_meta_get_int(db, "events", INT64_MIN) ||
+	    db_meta_get_int(db2, "ts_base_ns", INT64_MIN) !=
+	    db_meta_get_int(db, "ts_base_ns", INT64_MIN))
 		goto end;
 	*out = db2;
 	db2 = NULL;
