@@ -46,7 +46,9 @@ BYTES_PER_EVENT = 90
 
 def timed(args, stdout=subprocess.DEVNULL):
     """Wall seconds, CPU seconds (user + sys), peak RSS (KiB), stdout and
-    stderr of one command."""
+    stderr of one command.  The files earlier steps wrote are flushed to
+    disk first, so that no step pays for another's writeback."""
+    os.sync()
     with tempfile.NamedTemporaryFile("r") as tf:
         t0 = time.perf_counter()
         r = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o",
