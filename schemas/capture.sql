@@ -18,6 +18,10 @@
 --   * A missing optional field is NULL, never 0.
 --   * The file is complete when meta 'complete' is 1; meta 'truncated' is 1
 --     when the trace ended early and the events after the break are absent.
+--   * meta 'rows:TABLE' is the row count of canonical table TABLE as ingest
+--     wrote it; triggers rows_stale_TABLE_INSERT / _DELETE delete the key
+--     when rows are added or removed, and readers trust the key only while
+--     the DELETE trigger exists (analyze/db/db.h, db_table_count()).
 
 PRAGMA user_version = 1;
 
