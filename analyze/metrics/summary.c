@@ -386,7 +386,8 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
  * service times (vcpu_exit and vcpu_entry, a third of its time) and the
  * invalidation starts (notifier, an eighth).  A second thread makes
  * them on its own read-only connection to the same file while this one
- * scans faults and leaf zaps: about half the work on each side.  They
+ * scans faults and leaf zaps: about half the work on each side.  Both
+ * report progress (util/log.h: the line shows the step drawn last).  They
  * write s->latency, s->invalidations and the timeline's invalidation
  * series; the other side writes none of those.
  */
@@ -410,7 +411,6 @@ static void *side_job_run(void *arg)
 {
 	struct side_job *j = arg;
 
-	log_progress_mute_thread();
 	j->rc = side_scans(j->db, j);
 	return NULL;
 }

@@ -3,35 +3,44 @@
  */
 #include "util/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-/* The progress line on the terminal, and its step: its name and when
- * (and at what count) it was first reported. */
+/*
+ * The progress line on the terminal is shared: any thread may draw it
+ * (summary scans on two), under progress_lock, four times a second at
+ * most in all, the last drawer's step showing.  A step (its name, and
+ * when and at what count it was first reported) is each thread's own,
+ * so that two threads' steps keep their own rates.
+ */
+static pthread_mutex_t progress_lock = PTHREAD_MUTEX_INITIALIZER;
 static int progress_shown;
-static char progress_what[64];       /* "": no step */
-static struct timespec progress_start;
-static uint64_t progress_start_done;
-/* A helper thread's steps are not shown, and it never touches the
- * state above, which only the thread that shows progress owns. */
-static _Thread_local int progress_muted;
-
-void log_progress_mute_thread(void)
-{
-	progress_muted = 1;
-}
+static struct timespec progress_drawn;
+static _Thread_local char progress_what[64];       /* "": no step */
+static _Thread_local struct timespec progress_start;
+static _Thread_local uint64_t progress_start_done;
+static _Thread_local int progress_step_drawn;      /* this step, once */
 
 __attribute__((format(printf, 2, 0)))
 static void vlog(const char *prefix, const char *fmt, va_list ap)
 {
-	log_progress_end();
+	/* The line is erased and the message printed in one hold of the
+	 * lock: another thread's progress cannot land in between. */
+	progress_what[0] = '\0';
+	pthread_mutex_lock(&progress_lock);
+	if (progress_shown) {
+		fputs("\r\033[K", stderr);
+		progress_shown = 0;
+	}
 	fputs("mmureplay: ", stderr);
 	fputs(prefix, stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+	pthread_mutex_unlock(&progress_lock);
 }
 
 void log_error(const char *fmt, ...)
@@ -78,13 +87,10 @@ static double seconds_between(const struct timespec *a,
 void log_progress_of(const char *what, uint64_t done, uint64_t total)
 {
 	static int tty = -1;
-	static struct timespec last;
 	struct timespec now;
 	char d[32], t[32], r[32] = "", eta[32] = "";
 	double secs, rate;
 
-	if (progress_muted)
-		return;
 	if (tty < 0)
 		tty = isatty(STDERR_FILENO);
 	if (!tty)
@@ -95,11 +101,16 @@ void log_progress_of(const char *what, uint64_t done, uint64_t total)
 		snprintf(progress_what, sizeof(progress_what), "%s", what);
 		progress_start = now;
 		progress_start_done = done;
+		progress_step_drawn = 0;
 	}
-	/* Four updates a second are enough and cost nothing. */
-	if (progress_shown && seconds_between(&last, &now) < 0.25)
-		return;
-	last = now;
+	pthread_mutex_lock(&progress_lock);
+	/* Four updates a second are enough and cost nothing; but every
+	 * step shows once, even while another thread's is on the line. */
+	if (progress_shown && progress_step_drawn &&
+	    seconds_between(&progress_drawn, &now) < 0.25)
+		goto end;
+	progress_drawn = now;
+	progress_step_drawn = 1;
 	secs = seconds_between(&progress_start, &now);
 	rate = secs > 0 && done > progress_start_done ?
 		(double)(done - progress_start_done) / secs : 0;
@@ -117,6 +128,8 @@ void log_progress_of(const char *what, uint64_t done, uint64_t total)
 		fprintf(stderr, "\r%s: %s%s\033[K", what, thousands(d, done),
 			r);
 	progress_shown = 1;
+end:
+	pthread_mutex_unlock(&progress_lock);
 }
 
 void log_progress(const char *what, uint64_t done)
@@ -126,11 +139,11 @@ void log_progress(const char *what, uint64_t done)
 
 void log_progress_end(void)
 {
-	if (progress_muted)
-		return;
+	progress_what[0] = '\0';
+	pthread_mutex_lock(&progress_lock);
 	if (progress_shown) {
 		fputs("\r\033[K", stderr);
 		progress_shown = 0;
 	}
-	progress_what[0] = '\0';
+	pthread_mutex_unlock(&progress_lock);
 }

@@ -21,16 +21,11 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * starts at the first call with a new WHAT (the string, compared) and
  * ends at log_progress_end().  A no-op unless stderr is a terminal;
  * redrawn four times a second at most, so callers may call it often
- * (every 64 Ki events is the custom).
+ * (every 64 Ki events is the custom).  Thread-safe: each thread has its
+ * own step, and the line shows the one drawn last.
  */
 void log_progress_of(const char *what, uint64_t done, uint64_t total);
 void log_progress(const char *what, uint64_t done);
 void log_progress_end(void);
-/*
- * The calling thread shows no progress and leaves the line alone (its
- * error lines do not erase it): for a helper thread working beside the
- * one that shows progress.
- */
-void log_progress_mute_thread(void);
 
 #endif
