@@ -44,8 +44,8 @@ struct writer {
 	enum writer_status status;      /* first error, sticky */
 	atomic_int failed;              /* status != OK, read without lock */
 	struct ingest_chunk *pool;
-	/* Times (seconds) and counts, each written by one thread only and
-	 * read after pthread_join. */
+	/* Times (seconds), each written by one thread only and read after
+	 * pthread_join. */
 	struct writer_stats stats;
 };
 
@@ -385,7 +385,6 @@ static void *writer_main(void *arg)
 		if (!failed)
 			failed = chunk_insert(w, c) < 0;
 		c->n = 0;
-		w->stats.chunks++;
 
 		pthread_mutex_lock(&w->lock);
 		if (failed && w->status == WRITER_OK) {

@@ -71,7 +71,6 @@ struct writer_stats {
 	double cpu_s;           /* the writer thread's CPU time */
 	double wait_rows_s;     /* the writer waiting for a full chunk */
 	double wait_chunk_s;    /* the decoder waiting for a free chunk */
-	uint64_t chunks;        /* chunks inserted */
 };
 
 /* Insert what was submitted, stop the thread, free everything; stats

@@ -489,7 +489,6 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 	    vcpu_faults(db, s, summary_count(s, "fault"), tl) < 0)
 		goto end;
 
-
 	zs.fmt = spte_format_get(isa == MEV_ISA_VMX ? SPTE_FORMAT_EPT :
 				 SPTE_FORMAT_NPT);
 	s->spte_format = zs.fmt->name;

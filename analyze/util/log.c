@@ -86,7 +86,7 @@ static double seconds_between(const struct timespec *a,
 
 void log_progress_of(const char *what, uint64_t done, uint64_t total)
 {
-	static int tty = -1;
+	static _Atomic int tty = -1;    /* any thread may be the first */
 	struct timespec now;
 	char d[32], t[32], r[32] = "", eta[32] = "";
 	double secs, rate;
