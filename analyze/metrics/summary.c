@@ -9,6 +9,7 @@
 #include "model/event.h"
 #include "model/spte.h"
 #include "util/alloc.h"
+#include "util/assert.h"
 #include "util/log.h"
 #include "util/u64map.h"
 
@@ -384,35 +385,68 @@ enum summary_status summary_compute(sqlite3 *db, struct summary *s)
 /*
  * Two of the summary's scans share nothing with the others: the NPF
  * service times (vcpu_exit and vcpu_entry, a third of its time) and the
- * invalidation starts (notifier, an eighth).  A second thread makes
- * them on its own read-only connection to the same file while this one
- * scans faults and leaf zaps: about half the work on each side.  Both
- * report progress (util/log.h: the line shows the step drawn last).  They
- * write s->latency, s->invalidations and the timeline's invalidation
- * series; the other side writes none of those.
+ * invalidation starts (notifier, a fifth).  Each runs in a thread of its
+ * own, on its own read-only connection to the same file, while this one
+ * scans faults and leaf zaps (the rest): three parts of about a third,
+ * which keep two cores busy to the end.  All report progress
+ * (util/log.h: the line shows the step drawn last).  The helpers write
+ * s->latency, s->invalidations and the timeline's invalidation series;
+ * this thread writes none of those.
  */
+enum side_scan { SIDE_NPF, SIDE_INVALIDATIONS, SIDE_N };
+
 struct side_job {
-	sqlite3 *db;            /* the helper's own connection */
+	enum side_scan which;
+	sqlite3 *db;            /* the helper's own connection, or NULL */
+	pthread_t thread;
+	int running;
 	int64_t npf_exit_reason;
 	struct summary *s;
 	struct timeline *tl;
 	int rc;                 /* 0, or -1 after an SQL error (logged) */
 };
 
-static int side_scans(sqlite3 *db, struct side_job *j)
+static int side_scan_run(sqlite3 *db, struct side_job *j)
 {
-	if (latency_compute(db, j->npf_exit_reason, &j->s->latency) < 0)
+	switch (j->which) {
+	case SIDE_NPF:
+		return latency_compute(db, j->npf_exit_reason,
+				       &j->s->latency);
+	case SIDE_INVALIDATIONS:
+		j->s->invalidations = invalidations(db, j->s, j->tl);
+		return j->s->invalidations < 0 ? -1 : 0;
+	default:
+		MR_ASSERT(!"unknown side scan");
 		return -1;
-	j->s->invalidations = invalidations(db, j->s, j->tl);
-	return j->s->invalidations < 0 ? -1 : 0;
+	}
 }
 
 static void *side_job_run(void *arg)
 {
 	struct side_job *j = arg;
 
-	j->rc = side_scans(j->db, j);
+	j->rc = side_scan_run(j->db, j);
 	return NULL;
+}
+
+/* Start j on a thread of its own; else (no second connection, no
+ * thread) it runs later on the command's connection. */
+static void side_job_start(sqlite3 *db, struct side_job *j)
+{
+	if (db_open_again(db, &j->db) != DB_OK)
+		return;
+	if (pthread_create(&j->thread, NULL, side_job_run, j) == 0)
+		j->running = 1;
+}
+
+/* j's result: joined, or run here when it never started. */
+static int side_job_finish(sqlite3 *db, struct side_job *j)
+{
+	if (!j->running)
+		return side_scan_run(db, j);
+	pthread_join(j->thread, NULL);
+	j->running = 0;
+	return j->rc;
 }
 
 enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
@@ -420,9 +454,7 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 {
 	enum summary_status st = SUMMARY_ERR_SQL;
 	struct zap_scan zs = { 0 };
-	struct side_job job = { 0 };
-	pthread_t helper;
-	int helper_running = 0;
+	struct side_job jobs[SIDE_N] = { { 0 } };
 	int64_t isa;
 	int i;
 
@@ -468,13 +500,14 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 	isa = query_int(db, "SELECT isa FROM vcpu_exit WHERE isa IS NOT NULL "
 			"LIMIT 1", 0);
 	s->spte_format_detected = isa == MEV_ISA_VMX || isa == MEV_ISA_SVM;
-	job.npf_exit_reason = isa == MEV_ISA_VMX ? MEV_VMX_EXIT_EPT_VIOLATION :
-		MEV_SVM_EXIT_NPF;
-	job.s = s;
-	job.tl = tl;
-	if (db_open_again(db, &job.db) == DB_OK &&
-	    pthread_create(&helper, NULL, side_job_run, &job) == 0)
-		helper_running = 1;
+	for (i = 0; i < SIDE_N; i++) {
+		jobs[i].which = (enum side_scan)i;
+		jobs[i].npf_exit_reason = isa == MEV_ISA_VMX ?
+			MEV_VMX_EXIT_EPT_VIOLATION : MEV_SVM_EXIT_NPF;
+		jobs[i].s = s;
+		jobs[i].tl = tl;
+		side_job_start(db, &jobs[i]);
+	}
 
 	if (query_each(db, "SELECT name, count, canonical, note FROM raw_event "
 		       "ORDER BY count DESC, name", raw_row, s) < 0 ||
@@ -511,21 +544,17 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 	for (i = 0; i < SUMMARY_COUNTER_CHECKS; i++)
 		if (counter_check(db, i, &s->counters[i]) < 0)
 			goto end;
-	if (helper_running) {
-		pthread_join(helper, NULL);
-		helper_running = 0;
-		if (job.rc < 0)
+	for (i = 0; i < SIDE_N; i++)
+		if (side_job_finish(db, &jobs[i]) < 0)
 			goto end;
-	} else if (side_scans(db, &job) < 0) {
-		/* No second connection (no file to open again): here. */
-		goto end;
-	}
 	s->invalidations_per_s = per_s(s->invalidations, s->duration_s);
 	st = SUMMARY_OK;
 end:
-	if (helper_running)
-		pthread_join(helper, NULL);
-	sqlite3_close(job.db);
+	for (i = 0; i < SIDE_N; i++) {
+		if (jobs[i].running)
+			pthread_join(jobs[i].thread, NULL);
+		sqlite3_close(jobs[i].db);
+	}
 	return st;
 }
 
