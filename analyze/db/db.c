@@ -421,28 +421,41 @@ end:
 	return v;
 }
 
+/*
+ * The names of a table's stored count: its meta key, and the trigger
+ * that drops the key on op ("INSERT" or "DELETE").  The writer and the
+ * reader take both from here, so they cannot drift apart (a reader
+ * looking for another name would count every table again, silently).
+ * 0, or -1 when a name does not fit.
+ */
+static int table_count_names(const char *table, const char *op,
+			     char key[96], char trigger[128])
+{
+	return (size_t)snprintf(key, 96, "rows:%s", table) >= 96 ||
+	       (size_t)snprintf(trigger, 128, "rows_stale_%s_%s", table,
+				op) >= 128 ? -1 : 0;
+}
+
 enum db_status db_table_count_store(sqlite3 *db, const char *table,
 				    int64_t n)
 {
 	static const char *const ops[] = { "INSERT", "DELETE" };
 	enum db_status st = DB_ERR_SQL;
-	char key[96], sql[512];
+	char key[96], trigger[128], sql[512];
 	size_t i;
 
 	MR_ASSERT(n >= 0);
-	if ((size_t)snprintf(key, sizeof(key), "rows:%s", table) >=
-	    sizeof(key))
-		goto end;
-	if (db_meta_set_int(db, key, n) != DB_OK)
-		goto end;
 	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (table_count_names(table, ops[i], key, trigger) < 0)
+			goto end;
 		snprintf(sql, sizeof(sql), "CREATE TRIGGER IF NOT EXISTS "
-			 "\"rows_stale_%s_%s\" AFTER %s ON \"%s\" BEGIN "
-			 "DELETE FROM meta WHERE key = '%s'; END", table,
-			 ops[i], ops[i], table, key);
+			 "\"%s\" AFTER %s ON \"%s\" BEGIN DELETE FROM meta "
+			 "WHERE key = '%s'; END", trigger, ops[i], table, key);
 		if (db_exec(db, sql) != DB_OK)
 			goto end;
 	}
+	if (db_meta_set_int(db, key, n) != DB_OK)
+		goto end;
 	st = DB_OK;
 end:
 	return st;
@@ -456,10 +469,7 @@ static int64_t table_count_stored(sqlite3 *db, const char *table)
 	char key[96], trigger[128];
 	int64_t n = -1;
 
-	if ((size_t)snprintf(key, sizeof(key), "rows:%s", table) >=
-	    sizeof(key) ||
-	    (size_t)snprintf(trigger, sizeof(trigger), "rows_stale_%s_DELETE",
-			     table) >= sizeof(trigger))
+	if (table_count_names(table, "DELETE", key, trigger) < 0)
 		goto end;
 	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1 "
 			       "AND typeof(value) = 'integer' AND EXISTS "
