@@ -1,4 +1,5 @@
--- mmureplay capture database, schema version 1.
+-- mmureplay capture database, schema version 2 (2 added the fault
+-- table's decoded access and present columns).
 --
 -- One file holds one capture: every trace of it (kernel and UST), its
 -- streams, the canonical events of schemas/events.json, the count of every
@@ -23,7 +24,7 @@
 --     when rows are added or removed, and readers trust the key only while
 --     the DELETE trigger exists (analyze/db/db.h, db_table_count()).
 
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
 
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
@@ -87,9 +88,17 @@ CREATE TABLE spte_change (
 	old_spte INTEGER, new_spte INTEGER
 );
 
+-- error_code is what kvm_page_fault traced: on SVM the #NPF error code
+-- (PFERR bits), on VMX the EPT-violation exit qualification.  access
+-- ('read', 'write' or 'fetch') and present (1: the entry was present, a
+-- permission fault) are decoded from it by the capture's exit ISA, as
+-- KVM decodes it (analyze/model/fault.h); NULL when the capture does not
+-- say its ISA (no kvm_exit with isa, no manifest CPU vendor).
 CREATE TABLE fault (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
-	vcpu INTEGER, gpa INTEGER, error_code INTEGER, rip INTEGER
+	vcpu INTEGER, gpa INTEGER, error_code INTEGER, rip INTEGER,
+	access TEXT CHECK (access IN ('read', 'write', 'fetch')),
+	present INTEGER
 );
 
 CREATE TABLE spte_request (
@@ -230,7 +239,10 @@ CREATE TABLE replay_run (
 	memslots       TEXT,            -- measured / inferred / unknown
 	perm_upgrade   TEXT,
 	dirty_logging  TEXT,
-	lock_waits     TEXT
+	lock_waits     TEXT,
+	-- why the policy cannot act on the recorded host (its figures are
+	-- then the recorded run's by construction); NULL when it can
+	not_applicable TEXT
 );
 
 CREATE TABLE replay_metric (

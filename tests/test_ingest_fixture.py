@@ -84,6 +84,19 @@ check([tuple(u64(v) for v in r) for r in db_rows(
       cli_fields("kvm_x86_page_fault",
                  ("fault_address", "error_code", "vcpu_id")),
       "fault rows differ from the CLI")
+# The lab is SVM: npf_interception() hands KVM the #NPF error code as it
+# is, so a fault's decoded access and present are the CLI's PFERR bits.
+want = [("fetch" if e & 0x10 else "write" if e & 0x2 else "read", e & 1)
+        for (e,) in cli_fields("kvm_x86_page_fault", ("error_code",))]
+check([tuple(r) for r in db_rows(
+    db, "SELECT access, present FROM fault ORDER BY seq")] == want,
+      "fault access/present differ from the CLI's PFERR bits")
+check(s["fault_access"] == {
+    "read": sum(a == "read" for a, _ in want),
+    "write": sum(a == "write" for a, _ in want),
+    "fetch": sum(a == "fetch" for a, _ in want),
+    "present": sum(p for _, p in want)},
+      "summary fault_access %s" % s["fault_access"])
 check([tuple(u64(v) for v in r) for r in db_rows(
     db, "SELECT hva_start, hva_end FROM notifier WHERE event IS NULL "
         "ORDER BY seq")] ==
@@ -117,7 +130,8 @@ check(s["totals"]["leaf_zaps"] == zaps, "leaf zaps %d != %d"
       % (s["totals"]["leaf_zaps"], zaps))
 check(s["totals"]["npf_faults"] == cli.get("kvm_x86_page_fault", 0),
       "npf faults")
-check(s["spte_format"] == {"name": "npt", "detected": True},
+check(s["spte_format"] == {"name": "npt", "detected": True,
+                           "source": "exits"},
       "the lab is AMD NPT: %s" % s["spte_format"])
 
 # Duration from the first to the last event's timestamp.

@@ -3,8 +3,9 @@
  * pool, SPTE decoding (values taken from the lab traces), number
  * formatting for the mail tables, the catalogue against the schema, the
  * TDP table store against a plain list of entries, and the DB file
- * lifecycle.  Each check prints its expression on failure;
- * the exit status is the number of failures.
+ * lifecycle; unit_spte_bits.c adds one test per SPTE bit and EPT
+ * exit qualification bit against the kernel's masks.  Each check prints
+ * its expression on failure; the exit status is the number of failures.
  */
 #include "check.h"
 #include "db/db.h"
@@ -24,6 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* unit_spte_bits.c: returns the number of its checks that failed. */
+int unit_spte_bits(void);
 
 static void test_ptrmap(void)
 {
@@ -206,7 +209,7 @@ static void test_db_lifecycle(const char *dir)
 
 	/* A DB from a newer schema is refused. */
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, "PRAGMA user_version = 2", NULL, NULL, NULL)
+	CHECK(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL)
 	      == SQLITE_OK);
 	sqlite3_close(db);
 	db = NULL;
@@ -439,6 +442,7 @@ int main(void)
 	test_u64map_edge_keys();
 	test_strpool();
 	test_spte();
+	failures += unit_spte_bits();
 	test_tdp();
 	test_fmt();
 	test_catalog_matches_schema(dir);

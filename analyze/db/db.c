@@ -287,10 +287,17 @@ enum db_status db_open(const char *path, int read_only, sqlite3 **out)
 		st = DB_ERR_NEWER;
 		goto end;
 	}
+	if (version == 0) {
+		log_error("%s: not a capture database (schema version 0)",
+			  path);
+		st = DB_ERR_NOT_DB;
+		goto end;
+	}
 	if (version < DB_SCHEMA_VERSION) {
-		log_error("%s: not a capture database (schema version %d)",
-			  path, version);
-		st = version == 0 ? DB_ERR_NOT_DB : DB_ERR_OLDER;
+		log_error("%s: schema version %d is older than this mmureplay "
+			  "reads (%d); ingest the trace again", path, version,
+			  DB_SCHEMA_VERSION);
+		st = DB_ERR_OLDER;
 		goto end;
 	}
 	if (db_meta_get_int(db, "complete", 0) != 1) {

@@ -32,6 +32,7 @@ static enum catalog_status entry_parse(const cJSON *e,
 	const cJSON *cols = cJSON_GetObjectItemCaseSensitive(e, "columns");
 	const cJSON *consts = cJSON_GetObjectItemCaseSensitive(e, "const");
 	const cJSON *req = cJSON_GetObjectItemCaseSensitive(e, "required");
+	const cJSON *derived = cJSON_GetObjectItemCaseSensitive(e, "derived");
 	const cJSON *it, *alt;
 	struct catalog_column *c;
 
@@ -75,6 +76,12 @@ static enum catalog_status entry_parse(const cJSON *e,
 		if (c->nfields == 0)
 			return CATALOG_ERR_PARSE;
 	}
+	cJSON_ArrayForEach(it, derived) {
+		if (!cJSON_IsString(it) ||
+		    out->nderived == CATALOG_MAX_DERIVED)
+			return CATALOG_ERR_PARSE;
+		out->derived[out->nderived++] = it->valuestring;
+	}
 	cJSON_ArrayForEach(it, consts) {
 		if (out->ncols == CATALOG_MAX_COLS || !cJSON_IsNumber(it))
 			return CATALOG_ERR_PARSE;
@@ -82,6 +89,11 @@ static enum catalog_status entry_parse(const cJSON *e,
 		c->name = it->string;
 		c->const_val = (int64_t)it->valuedouble;
 	}
+	/* A row holds the columns, raw_id and the derived ones
+	 * (ROW_MAX_VALS, ingest/writer.h). */
+	if (out->ncols + out->store_raw_id + out->nderived >
+	    CATALOG_MAX_COLS + 1)
+		return CATALOG_ERR_PARSE;
 	return CATALOG_OK;
 }
 

@@ -15,6 +15,7 @@
 
 #define CATALOG_MAX_COLS 10
 #define CATALOG_MAX_ALTS 4
+#define CATALOG_MAX_DERIVED 2
 
 enum catalog_status {
 	CATALOG_OK = 0,
@@ -40,6 +41,9 @@ struct catalog_entry {
 	int store_raw_id;       /* fill column raw_id with the raw name's id */
 	int ncols;
 	struct catalog_column cols[CATALOG_MAX_COLS];
+	/* Columns ingest computes (tables.c), after cols and raw_id. */
+	int nderived;
+	const char *derived[CATALOG_MAX_DERIVED];
 };
 
 struct catalog {

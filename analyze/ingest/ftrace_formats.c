@@ -214,18 +214,37 @@ static const struct ftrace_sym vmx_exit[] = {
 	"ad_disabled); cr0_wp, smep/smap_andnot_wp, guest_mode, " \
 	"passthrough and smm read as 0"
 
+#define KVM_EXIT_PLUGIN_LOSSY "trace-cmd's kvm plugin format: exit_reason's " \
+	"flag bits, vcpu_id, intr_info, error_code not printed"
+
+/* An event may have several formats (the kernel's, older kernels',
+ * trace-cmd's plugin's), one after the other: the reader takes the first
+ * its first line follows (ftrace_format_next()). */
 static const struct ftrace_format formats[] = {
 	{ "kvm_exit", "kvm", NULL, FTRACE_FMT_PATTERN,
 	  "vcpu {vcpu_id:u} reason {exit_reason:exit} rip 0x{guest_rip:x} "
 	  "info1 0x{info1:x} info2 0x{info2:x} intr_info 0x{intr_info:x} "
 	  "error_code 0x{error_code:x}",
 	  "exit_reason: a VMX reason's flag bits are not read", 0 },
+	/* trace-cmd report prints kvm_exit through libtraceevent's kvm
+	 * plugin (the kernel's own text only with the plugin off). */
+	{ "kvm_exit", "kvm", NULL, FTRACE_FMT_PATTERN,
+	  "reason {exit_reason:exit} rip 0x{guest_rip:x} "
+	  "info {info1:x} {info2:x}", KVM_EXIT_PLUGIN_LOSSY, 0 },
+	{ "kvm_exit", "kvm", NULL, FTRACE_FMT_PATTERN,
+	  "reason {exit_reason:exit} rip 0x{guest_rip:x}",
+	  KVM_EXIT_PLUGIN_LOSSY "; info1, info2 (not printed)", 0 },
 	{ "kvm_entry", "kvm", NULL, FTRACE_FMT_PATTERN,
 	  "vcpu {vcpu_id:u}, rip 0x{rip:x}"
 	  "{immediate_exit:opt=[immediate exit]}", NULL, 0 },
 	{ "kvm_page_fault", "kvm", NULL, FTRACE_FMT_PATTERN,
 	  "vcpu {vcpu_id:u} rip 0x{guest_rip:x} address 0x{fault_address:x} "
 	  "error_code 0x{error_code:x}", NULL, 0 },
+	/* Kernels before vcpu and rip were added to it (4.x, 5.x). */
+	{ "kvm_page_fault", "kvm", NULL, FTRACE_FMT_PATTERN,
+	  "address {fault_address:x} error_code {error_code:x}",
+	  "vcpu_id, guest_rip: this kernel's kvm_page_fault does not print "
+	  "them", 0 },
 	{ "kvm_unmap_hva_range", "kvm", NULL, FTRACE_FMT_PATTERN,
 	  "mmu notifier unmap range: {start:x} -- {end:x}", NULL, 0 },
 	{ "kvm_tdp_mmu_spte_changed", "kvmmmu", NULL, FTRACE_FMT_PATTERN,
@@ -279,6 +298,17 @@ const struct ftrace_format *ftrace_format_find(const char *name)
 	for (i = 0; i < N_ELEM(sys_formats); i++)
 		if (strcmp(sys_formats[i].name, name) == 0)
 			return &sys_formats[i];
+	return NULL;
+}
+
+const struct ftrace_format *ftrace_format_next(const struct ftrace_format *f)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < N_ELEM(formats); i++)
+		if (f == &formats[i])
+			return strcmp(formats[i + 1].name, f->name) == 0 ?
+				&formats[i + 1] : NULL;
 	return NULL;
 }
 

@@ -48,8 +48,12 @@ struct ftrace_values {
 	uint8_t is_signed[FTRACE_MAX_FIELDS];
 };
 
-/* The format of an event name printed in the text, or NULL. */
+/* Returns the first format of an event name printed in the text, or
+ * NULL. */
 const struct ftrace_format *ftrace_format_find(const char *name);
+/* Returns the event's next format after f (an older kernel's, trace-cmd's
+ * plugin's), or NULL. */
+const struct ftrace_format *ftrace_format_next(const struct ftrace_format *f);
 
 /* Match msg (the text after "event: ") against f's pattern into vals;
  * 0 on a match, -1 when msg does not follow the format. */

@@ -311,12 +311,22 @@ static struct text_class *class_resolve(struct text_state *s,
 {
 	struct text_class *c = calloc(1, sizeof(*c));
 	const char *cname = catalogued(tables_catalog(s->t), name);
+	const struct ftrace_format *first, *v;
 	char raw[300];
 	int64_t id;
 
 	if (!c)
 		return NULL;
-	c->f = ftrace_format_find(name);
+	c->f = first = ftrace_format_find(name);
+	/* The format the first line follows; none: the first, for the
+	 * error the line gets. */
+	for (v = first; v; v = ftrace_format_next(v)) {
+		c->f = v;
+		if (line_values(s, c, msg) == 0)
+			break;
+	}
+	if (!v)
+		c->f = first;
 	if (c->f)
 		snprintf(raw, sizeof(raw), "%s:%s", c->f->system,
 			 c->f->event ? c->f->event : c->f->name);

@@ -11,6 +11,7 @@
 #include "ingest/reader.h"
 #include "ingest/tables.h"
 #include "ingest/writer.h"
+#include "model/fault.h"
 #include "util/log.h"
 
 #include <cjson/cJSON.h>
@@ -108,8 +109,12 @@ static FILE *manifest_open(const char *input, char *path, size_t len)
 	return NULL;
 }
 
-static int manifest_store(sqlite3 *db, const struct ingest_opts *opts)
+/* Stores the manifest; *isa: the exit ISA its CPU vendor implies (0:
+ * no manifest, or no vendor).  Returns 0, or -1 on an SQL error. */
+static int manifest_store(sqlite3 *db, const struct ingest_opts *opts,
+			  int *isa)
 {
+	const cJSON *vendor;
 	char path[4096], *text = NULL;
 	const char *found = NULL;
 	cJSON *doc = NULL;
@@ -136,6 +141,11 @@ static int manifest_store(sqlite3 *db, const struct ingest_opts *opts)
 		log_warn("%s: not a capture manifest (ignored)", found);
 		goto end;
 	}
+	vendor = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(doc, "cpu"), "vendor");
+	if (cJSON_IsString(vendor))
+		*isa = strcmp(vendor->valuestring, "GenuineIntel") == 0 ?
+			MEV_ISA_VMX : MEV_ISA_SVM;
 	rc = db_meta_set_text(db, "manifest", text) == DB_OK ? 0 : -1;
 end:
 	cJSON_Delete(doc);
@@ -239,7 +249,7 @@ enum ingest_status ingest_run(const struct ingest_opts *opts,
 	struct ingest_tables *t = NULL;
 	struct writer_stats ws;
 	struct timespec t0, c0, t1, c1;
-	int i, werr;
+	int i, werr, manifest_isa = 0, isa = 0;
 
 	memset(res, 0, sizeof(*res));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -316,7 +326,10 @@ enum ingest_status ingest_run(const struct ingest_opts *opts,
 					      rr.why) != DB_OK) ||
 	    db_meta_set_int(out.db, "catalogue_version", cat.version) !=
 	    DB_OK || source_store(out.db, &rr, t, &cat) < 0 ||
-	    manifest_store(out.db, opts) < 0 ||
+	    manifest_store(out.db, opts, &manifest_isa) < 0 ||
+	    tables_fault_decode_rest(t, out.db, manifest_isa, &isa) !=
+	    TABLES_OK || (isa && db_meta_set_text(out.db, "fault_isa",
+						  mev_isa_name(isa)) != DB_OK) ||
 	    db_out_publish(&out) != DB_OK)
 		goto end;
 	st = rr.truncated ? INGEST_PARTIAL : INGEST_OK;

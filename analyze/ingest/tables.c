@@ -4,6 +4,7 @@
 #include "ingest/tables.h"
 
 #include "db/db.h"
+#include "model/fault.h"
 #include "util/alloc.h"
 #include "util/assert.h"
 #include "util/log.h"
@@ -62,7 +63,92 @@ struct ingest_tables {
 	/* Rows committed per catalogue entry (kind): each canonical
 	 * table's row count, stored for the readers (db_table_count()). */
 	int64_t *kind_rows;
+
+	/* The fault's decoded columns (fault_decode()): the kinds and
+	 * value indexes involved, -1 where the catalogue has none. */
+	int exit_kind, exit_isa;        /* vcpu_exit and its isa */
+	int fault_kind, fault_err;      /* fault and its error_code */
+	int fault_access;               /* access, then present */
+	int isa;                        /* MEV_ISA_*, from the first exit */
+	uint64_t faults_undecoded;      /* before the ISA was known */
 };
+
+/* Index of column name in catalogue entry e, or -1. */
+static int entry_col(const struct catalog_entry *e, const char *name)
+{
+	int i;
+
+	for (i = 0; i < e->ncols; i++)
+		if (strcmp(e->cols[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * Finds the catalogue's vcpu_exit isa and fault error_code columns and
+ * the fault's derived ones.  A catalogue without them decodes nothing;
+ * one whose fault derives other columns than access and present is a
+ * build error, caught by the tests that load it.
+ */
+static void fault_decode_init(struct ingest_tables *t)
+{
+	const struct catalog_entry *e;
+	int i;
+
+	t->exit_kind = t->exit_isa = -1;
+	t->fault_kind = t->fault_err = t->fault_access = -1;
+	for (i = 0; i < t->cat->nentries; i++) {
+		e = &t->cat->entries[i];
+		if (strcmp(e->table, "vcpu_exit") == 0 && t->exit_kind < 0) {
+			t->exit_kind = i;
+			t->exit_isa = entry_col(e, "isa");
+		}
+		if (strcmp(e->table, "fault") != 0 || e->nderived != 2)
+			continue;
+		MR_ASSERT(strcmp(e->derived[0], "access") == 0 &&
+			  strcmp(e->derived[1], "present") == 0 &&
+			  !e->store_raw_id);
+		t->fault_kind = i;
+		t->fault_err = entry_col(e, "error_code");
+		t->fault_access = e->ncols;
+	}
+}
+
+/*
+ * Fills a fault row's access and present from its error code, read by
+ * the capture's exit ISA (model/fault.h).  The ISA is the first traced
+ * exit's: every fault follows its vCPU's exit, so only faults before the
+ * first exit (a capture that begins mid-exit) wait for ingest's end
+ * (tables_fault_decode_rest()).
+ */
+static void fault_decode(struct ingest_tables *t, struct ingest_row *r)
+{
+	int a = t->fault_access;
+	uint64_t pferr;
+
+	if (r->kind == (uint32_t)t->exit_kind) {
+		if (!t->isa && t->exit_isa >= 0 &&
+		    !(r->nullmask & (1u << t->exit_isa)) &&
+		    (r->v[t->exit_isa].i == MEV_ISA_VMX ||
+		     r->v[t->exit_isa].i == MEV_ISA_SVM))
+			t->isa = (int)r->v[t->exit_isa].i;
+		return;
+	}
+	if (r->kind != (uint32_t)t->fault_kind)
+		return;
+	if (!t->isa || t->fault_err < 0 ||
+	    (r->nullmask & (1u << t->fault_err))) {
+		r->nullmask |= 3u << a;
+		t->faults_undecoded += t->isa == 0;
+		return;
+	}
+	pferr = mev_fault_pferr(t->isa, (uint64_t)r->v[t->fault_err].i);
+	r->v[a].text = mev_access_name(mev_pferr_access(pferr));
+	r->textmask |= 1u << a;
+	r->v[a + 1].i = mev_pferr_present(pferr);
+	r->nullmask &= ~(3u << a);
+	r->textmask &= ~(1u << (a + 1));
+}
 
 struct ingest_tables *tables_create(const struct catalog *cat,
 				    struct writer *w)
@@ -82,6 +168,7 @@ struct ingest_tables *tables_create(const struct catalog *cat,
 	strpool_init(&t->strings);
 	ptrmap_init(&t->threads);
 	u64map_init(&t->raw_by_name);
+	fault_decode_init(t);
 	return t;
 }
 
@@ -307,9 +394,13 @@ struct ingest_row *tables_row_next(struct ingest_tables *t)
 
 void tables_row_commit(struct ingest_tables *t)
 {
-	MR_ASSERT_DBG(t->chunk->rows[t->chunk->n].kind <=
-		      (uint32_t)t->cat->nentries);
-	t->kind_rows[t->chunk->rows[t->chunk->n].kind]++;
+	struct ingest_row *r = &t->chunk->rows[t->chunk->n];
+
+	MR_ASSERT_DBG(r->kind <= (uint32_t)t->cat->nentries);
+	if (r->kind == (uint32_t)t->fault_kind ||
+	    r->kind == (uint32_t)t->exit_kind)
+		fault_decode(t, r);
+	t->kind_rows[r->kind]++;
 	if (++t->chunk->n == CHUNK_ROWS) {
 		writer_chunk_submit(t->w, t->chunk);
 		t->chunk = NULL;
@@ -512,6 +603,50 @@ end:
 	if (status != TABLES_OK)
 		log_error("%s: cannot store capture tables: %s",
 			  sqlite3_db_filename(db, "main"), sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return status;
+}
+
+/* The SQL function mmureplay_fault_pferr(isa, error_code). */
+static void sql_fault_pferr(sqlite3_context *ctx, int argc,
+			    sqlite3_value **argv)
+{
+	(void)argc;
+	sqlite3_result_int64(ctx, (int64_t)mev_fault_pferr(
+		sqlite3_value_int(argv[0]),
+		(uint64_t)sqlite3_value_int64(argv[1])));
+}
+
+enum tables_status tables_fault_decode_rest(struct ingest_tables *t,
+					    sqlite3 *db, int fallback_isa,
+					    int *isa)
+{
+	static const char *const sql =
+		"UPDATE fault SET access = CASE "
+		"WHEN p & 16 THEN 'fetch' WHEN p & 2 THEN 'write' "
+		"ELSE 'read' END, present = p & 1 FROM (SELECT seq AS s, "
+		"mmureplay_fault_pferr(?1, error_code) AS p FROM fault "
+		"WHERE access IS NULL AND error_code IS NOT NULL) "
+		"WHERE seq = s";
+	sqlite3_stmt *st = NULL;
+	enum tables_status status = TABLES_OK;
+
+	/* The SQL names the bits fault.h names. */
+	MR_ASSERT(MEV_PFERR_FETCH == 16 && MEV_PFERR_WRITE == 2 &&
+		  MEV_PFERR_PRESENT == 1);
+	*isa = t->isa ? t->isa : fallback_isa;
+	if (!t->faults_undecoded || !*isa)
+		return TABLES_OK;
+	if (sqlite3_create_function(db, "mmureplay_fault_pferr", 2,
+				    SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+				    sql_fault_pferr, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_bind_int(st, 1, *isa) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_DONE) {
+		log_error("%s: %s", sqlite3_db_filename(db, "main"),
+			  sqlite3_errmsg(db));
+		status = TABLES_ERR_SQL;
+	}
 	sqlite3_finalize(st);
 	return status;
 }

@@ -161,6 +161,17 @@ uint64_t tables_lost_count(const struct ingest_tables *t);
 int tables_writer_failed(const struct ingest_tables *t);
 /* Hand the last partial chunk to the writer (call before writer_finish). */
 void tables_flush(struct ingest_tables *t);
+/*
+ * Decodes the fault rows committed before the ISA was known (a capture
+ * whose first events are faults), by the first traced exit's ISA or,
+ * without one, by fallback_isa (the manifest's CPU vendor; 0: none).
+ * Sets *isa to the ISA the fault table is decoded by (0: none, the
+ * decoded columns stay NULL).  Returns TABLES_OK, or TABLES_ERR_SQL
+ * after logging the error.  The writer must have finished.
+ */
+enum tables_status tables_fault_decode_rest(struct ingest_tables *t,
+					    sqlite3 *db, int fallback_isa,
+					    int *isa);
 /* Write trace, stream, raw_event, lost and the time base into db (the
  * writer must have finished). */
 enum tables_status tables_store(struct ingest_tables *t, sqlite3 *db);

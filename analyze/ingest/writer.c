@@ -265,6 +265,13 @@ static enum writer_status stmts_prepare(struct writer *w)
 				 ", c%d", 4 + j);
 			w->nvals[i]++;
 		}
+		for (j = 0; j < e->nderived; j++) {
+			append(cols, sizeof(cols), ", ");
+			append(cols, sizeof(cols), e->derived[j]);
+			snprintf(sel + strlen(sel), sizeof(sel) - strlen(sel),
+				 ", c%d", 4 + w->nvals[i]);
+			w->nvals[i]++;
+		}
 		snprintf(sql, sizeof(sql), "INSERT INTO %s (%s) SELECT %s "
 			 "FROM mmureplay_ingest_rows", e->table, cols, sel);
 		st = stmt_prepare(w, &w->stmts_rows[i], sql);

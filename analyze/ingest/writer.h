@@ -15,7 +15,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
-#define ROW_MAX_VALS (CATALOG_MAX_COLS + 1)     /* + raw_id */
+#define ROW_MAX_VALS (CATALOG_MAX_COLS + 1)     /* + raw_id or derived */
 #define CHUNK_ROWS 4096
 
 /* Row kinds beyond the catalogue entries. */

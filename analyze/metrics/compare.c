@@ -270,7 +270,9 @@ enum compare_status compare_add_run(struct compare *c, enum compare_side side,
 	put(c, side, i, "lock_wait_ms", "lock waits (ms)", 1,
 	    coverage_has(&s.cov, "lock_wait") ? query_double(db,
 		"SELECT coalesce(sum(wait_ns), 0) / 1e6 FROM lock_wait") : NAN);
-	if (whatif) {
+	/* A policy that cannot act on A's capture predicts nothing: its
+	 * figures would be A's by construction. */
+	if (whatif && whatif->not_applicable == REPLAY_NA_NONE) {
 		replay_metrics_compute(whatif, d, &m);
 		put_pred(c, i, "faults", replay_metrics_get(&m, "faults"));
 		put_pred(c, i, "leaf_zaps",

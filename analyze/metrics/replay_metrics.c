@@ -34,6 +34,8 @@ void replay_metrics_compute(const struct replay_result *r,
 	memset(out, 0, sizeof(*out));
 	out->policy = r->policy;
 	out->limits = r->limits;
+	out->not_applicable = r->not_applicable == REPLAY_NA_NONE ? NULL :
+		replay_na_texts[r->not_applicable];
 	out->duration_s = duration_s;
 	for (i = 0; i < ZAP_CAUSES; i++)
 		zaps += r->zaps[i];
@@ -166,8 +168,9 @@ int replay_metrics_store(sqlite3 *db, const struct replay_result *r,
 	}
 	if (sqlite3_prepare_v2(db, "INSERT INTO replay_run (policy, created, "
 			       "self_check_ok, events, duration_s, memslots, "
-			       "perm_upgrade, dirty_logging, lock_waits) "
-			       "VALUES (?,?,?,?,?,?,?,?,?)", -1, &st, NULL) !=
+			       "perm_upgrade, dirty_logging, lock_waits, "
+			       "not_applicable) VALUES (?,?,?,?,?,?,?,?,?,?)",
+			       -1, &st, NULL) !=
 	    SQLITE_OK)
 		goto end;
 	sqlite3_bind_text(st, 1, r->policy, -1, SQLITE_STATIC);
@@ -179,6 +182,11 @@ int replay_metrics_store(sqlite3 *db, const struct replay_result *r,
 	sqlite3_bind_text(st, 7, replay_source_name(r->upgrade_src), -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 8, replay_source_name(r->dirty_src), -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 9, replay_source_name(r->lock_src), -1, SQLITE_STATIC);
+	if (m->not_applicable)
+		sqlite3_bind_text(st, 10, m->not_applicable, -1,
+				  SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 10);
 	if (step(st) < 0)
 		goto end;
 	sqlite3_finalize(st);
@@ -290,6 +298,7 @@ int replay_metrics_load(sqlite3 *db, struct stored_run **runs, int *n)
 {
 	sqlite3_stmt *st = NULL;
 	struct stored_run *r = NULL;
+	const unsigned char *text;
 	size_t cap = 0;
 	int rc = -1, k;
 
@@ -297,7 +306,8 @@ int replay_metrics_load(sqlite3 *db, struct stored_run **runs, int *n)
 	*n = 0;
 	if (sqlite3_prepare_v2(db, "SELECT id, policy, self_check_ok, "
 			       "duration_s, memslots, perm_upgrade, "
-			       "dirty_logging, lock_waits FROM replay_run "
+			       "dirty_logging, lock_waits, not_applicable "
+			       "FROM replay_run "
 			       "ORDER BY policy != 'baseline', id", -1, &st,
 			       NULL) != SQLITE_OK)
 		goto end;
@@ -306,17 +316,26 @@ int replay_metrics_load(sqlite3 *db, struct stored_run **runs, int *n)
 			goto end;
 		copy_text(r[*n].policy, sizeof(r[0].policy),
 			  sqlite3_column_text(st, 1));
-		r[*n].m.policy = r[*n].policy;
 		r[*n].self_check_ok = sqlite3_column_int(st, 2);
 		r[*n].m.duration_s = sqlite3_column_double(st, 3);
 		for (k = 0; k < 4; k++)
 			copy_text(r[*n].knowledge[k], sizeof(r[0].knowledge[0]),
 				  sqlite3_column_text(st, 4 + k));
+		text = sqlite3_column_text(st, 8);
+		snprintf(r[*n].not_applicable, sizeof(r[0].not_applicable),
+			 "%s", text ? (const char *)text : "");
 		if (load_run(db, sqlite3_column_int64(st, 0), &r[*n]) < 0) {
 			(*n)++;
 			goto end;
 		}
 		(*n)++;
+	}
+	/* Pointers into the array only once it has stopped growing: a
+	 * 17th run moves it. */
+	for (k = 0; k < *n; k++) {
+		r[k].m.policy = r[k].policy;
+		r[k].m.not_applicable = r[k].not_applicable[0] ?
+			r[k].not_applicable : NULL;
 	}
 	rc = 0;
 end:

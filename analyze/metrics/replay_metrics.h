@@ -22,6 +22,10 @@ struct named_metric {
 struct replay_metrics {
 	const char *policy;
 	const char *limits;             /* what the replay does not model */
+	/* Why the policy cannot act on this host (replay_na_texts[]);
+	 * NULL when it can.  Its figures are then the recorded run's by
+	 * construction: reports say this instead of showing them. */
+	const char *not_applicable;
 	double duration_s;
 	struct named_metric m[REPLAY_METRICS_MAX];
 	int n;
@@ -43,6 +47,7 @@ struct stored_run {
 	int self_check_ok;
 	char policy[32];
 	char knowledge[4][16];          /* memslots, perm_upgrade, dirty, lock */
+	char not_applicable[200];       /* m.not_applicable's text */
 	struct replay_second *series;
 	int64_t nseconds;
 };

@@ -8,6 +8,7 @@
 #include "db/db.h"
 #include "model/event.h"
 #include "model/spte.h"
+#include "replay/capture_info.h"
 #include "util/alloc.h"
 #include "util/assert.h"
 #include "util/log.h"
@@ -164,7 +165,8 @@ struct vcpu_scan {
 	struct summary *s;
 	struct u64map idx;
 	int64_t null_faults;
-	struct timeline *tl;            /* column 1 ts, binned; or NULL */
+	struct timeline *tl;            /* column 2 ts, binned; or NULL */
+	int isa;                        /* column 1 error_code's meaning */
 };
 
 static int vcpu_row(sqlite3_stmt *st, void *arg)
@@ -174,9 +176,17 @@ static int vcpu_row(sqlite3_stmt *st, void *arg)
 	struct summary_vcpu *v;
 	uint64_t vcpu, i;
 
+	uint64_t pferr;
+
 	if (vs->tl)
 		vs->tl->count[TL_FAULTS][timeline_bin(vs->tl,
-				sqlite3_column_int64(st, 1))]++;
+				sqlite3_column_int64(st, 2))]++;
+	if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
+		pferr = mev_fault_pferr(vs->isa,
+					(uint64_t)sqlite3_column_int64(st, 1));
+		s->fault_access[mev_pferr_access(pferr)]++;
+		s->faults_present += mev_pferr_present(pferr);
+	}
 	if (sqlite3_column_type(st, 0) == SQLITE_NULL) {
 		vs->null_faults++;
 		return 0;
@@ -204,15 +214,16 @@ static int vcpu_cmp(const void *a, const void *b)
 
 /* The vCPUs in SQL's order: the NULL one (shown as -1) first. */
 static int vcpu_faults(sqlite3 *db, struct summary *s, int64_t faults,
-		       struct timeline *tl)
+		       struct timeline *tl, int isa)
 {
-	struct vcpu_scan vs = { s, { 0 }, 0, tl };
+	struct vcpu_scan vs = { s, { 0 }, 0, tl, isa };
 	struct summary_vcpu *v;
 	int rc = -1;
 
 	u64map_init(&vs.idx);
-	if (scan_each(db, tl ? "SELECT vcpu, ts FROM fault" : "SELECT vcpu "
-		      "FROM fault", "summary: faults per vCPU", faults,
+	if (scan_each(db, tl ? "SELECT vcpu, error_code, ts FROM fault" :
+		      "SELECT vcpu, error_code FROM fault",
+		      "summary: faults per vCPU", faults,
 		      vcpu_row, &vs) < 0)
 		goto end;
 	if (tl)
@@ -455,7 +466,7 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 	enum summary_status st = SUMMARY_ERR_SQL;
 	struct zap_scan zs = { 0 };
 	struct side_job jobs[SIDE_N] = { { 0 } };
-	int64_t isa;
+	struct capture_info ci;
 	int i;
 
 	memset(s, 0, sizeof(*s));
@@ -496,14 +507,16 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 	s->last_ts = db_meta_get_int(db, "last_ts", 0);
 	s->duration_s = (double)(s->last_ts - s->first_ts) / 1e9;
 
-	/* The exit's ISA says which hardware (and SPTE format) recorded. */
-	isa = query_int(db, "SELECT isa FROM vcpu_exit WHERE isa IS NOT NULL "
-			"LIMIT 1", 0);
-	s->spte_format_detected = isa == MEV_ISA_VMX || isa == MEV_ISA_SVM;
+	/* The exit ISA says which hardware (SPTE format, fault decoding,
+	 * NPF exit) recorded, as the replay reads it. */
+	if (capture_info_read(db, &ci) < 0)
+		goto end;
+	s->spte_format_detected = ci.isa_source != CAPTURE_ISA_ASSUMED;
+	s->isa_source = ci.isa_source == CAPTURE_ISA_EXITS ? "exits" :
+		ci.isa_source == CAPTURE_ISA_MANIFEST ? "manifest" : "assumed";
 	for (i = 0; i < SIDE_N; i++) {
 		jobs[i].which = (enum side_scan)i;
-		jobs[i].npf_exit_reason = isa == MEV_ISA_VMX ?
-			MEV_VMX_EXIT_EPT_VIOLATION : MEV_SVM_EXIT_NPF;
+		jobs[i].npf_exit_reason = ci.npf_exit_reason;
 		jobs[i].s = s;
 		jobs[i].tl = tl;
 		side_job_start(db, &jobs[i]);
@@ -519,11 +532,10 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 		       "l.end_ts, l.count FROM lost l JOIN stream s ON "
 		       "s.id = l.stream_id ORDER BY l.begin_ts, l.id",
 		       lost_row, s) < 0 ||
-	    vcpu_faults(db, s, summary_count(s, "fault"), tl) < 0)
+	    vcpu_faults(db, s, summary_count(s, "fault"), tl, ci.isa) < 0)
 		goto end;
 
-	zs.fmt = spte_format_get(isa == MEV_ISA_VMX ? SPTE_FORMAT_EPT :
-				 SPTE_FORMAT_NPT);
+	zs.fmt = ci.fmt;
 	s->spte_format = zs.fmt->name;
 	zs.tl = tl;
 	if (scan_each(db, tl ? "SELECT old_spte, new_spte, level, ts FROM "

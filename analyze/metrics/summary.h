@@ -8,6 +8,7 @@
 #ifndef MMUREPLAY_METRICS_SUMMARY_H
 #define MMUREPLAY_METRICS_SUMMARY_H
 
+#include "model/fault.h"
 #include "metrics/coverage.h"
 #include "metrics/latency.h"
 #include "metrics/timeline.h"
@@ -72,6 +73,12 @@ struct summary {
 	int64_t source_duplicates;          /* repeats dropped at ingest */
 	const char *spte_format;
 	int spte_format_detected;           /* 0: assumed */
+	/* Where the exit ISA (format, fault decoding) was read: "exits",
+	 * "manifest" or "assumed" (replay/capture_info.h). */
+	const char *isa_source;
+	/* Faults by access kind (model/fault.h) and those on a present
+	 * entry (permission faults), decoded by the exit ISA. */
+	int64_t fault_access[MEV_ACCESS_KINDS], faults_present;
 
 	struct summary_raw *raw;
 	int nraw;

@@ -8,6 +8,8 @@
 #ifndef MMUREPLAY_MODEL_EVENT_H
 #define MMUREPLAY_MODEL_EVENT_H
 
+#include "model/fault.h"
+
 #include <stdint.h>
 
 enum model_event_kind {
@@ -87,17 +89,10 @@ static inline uint64_t mev_gpa_to_gfn(uint64_t gpa)
 /* MMU notifier event types (enum mmu_notifier_event, Linux 6.1). */
 #define MEV_MMU_NOTIFY_PROTECTION_VMA 2
 
-/* kvm_x86_exit's isa field, and each ISA's nested page fault exit. */
-#define MEV_ISA_VMX 1
-#define MEV_ISA_SVM 2
+/* Each ISA's nested page fault exit (the ISAs and the fault's error
+ * code: model/fault.h).  EPT_MISCONFIG (49) is MMIO, not a TDP fault. */
 #define MEV_SVM_EXIT_NPF 0x400
 #define MEV_VMX_EXIT_EPT_VIOLATION 48
-
-/* NPF error code bits (x86 page fault error code). */
-#define MEV_PFERR_PRESENT (1ULL << 0)
-#define MEV_PFERR_WRITE   (1ULL << 1)
-#define MEV_PFERR_USER    (1ULL << 2)
-#define MEV_PFERR_FETCH   (1ULL << 4)
 
 struct model_event {
 	uint64_t seq;
@@ -109,6 +104,9 @@ struct model_event {
 			int as_id, level;
 			uint64_t gfn, old_spte, new_spte;
 		} spte;
+		/* error_code as traced: for MEV_FAULT the exit's raw
+		 * value (mev_fault_pferr() reads it), for MEV_FAST_FAULT
+		 * the PFERR value KVM built (model/fault.h). */
 		struct {
 			int64_t vcpu;
 			uint64_t gpa, error_code;

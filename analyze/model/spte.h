@@ -5,7 +5,18 @@
  * hardware permission bits differ between AMD NPT (x86 PTE format, what
  * the QEMU TCG lab produces) and Intel EPT.  Everything above the model
  * asks these functions, never a literal bit, so an EPT trace needs only
- * the right table.  Values follow Linux 6.1 arch/x86/kvm/mmu/spte.h.
+ * the right table.  Values follow arch/x86/kvm/mmu/spte.h and
+ * arch/x86/include/asm/vmx.h of Linux 6.1 and 6.12, where the masks are
+ * set (kvm_mmu_reset_all_pte_masks() for NPT, kvm_mmu_set_ept_masks()
+ * for EPT with A/D bits and without exec-only support); the test
+ * kernel_masks reads both kernels' headers and checks every field.
+ *
+ * What differs between the kernels: the value of an entry that maps
+ * nothing (SHADOW_NONPRESENT_VALUE: 0 on 6.1, bit 63 on 6.12 for both
+ * formats) and so the frozen value (REMOVED_SPTE 0x5a0, FROZEN_SPTE
+ * bit 63 | 0x5a0); on EPT, 6.12 also sets bit 63 (suppress #VE) in every
+ * present SPTE.  None of these is the MMU-present bit or a permission
+ * bit, so every predicate below reads the same on both kernels.
  */
 #ifndef MMUREPLAY_MODEL_SPTE_H
 #define MMUREPLAY_MODEL_SPTE_H
@@ -20,17 +31,29 @@ enum spte_format_id {
 struct spte_format {
 	const char *name;
 	uint64_t mmu_present;   /* KVM software "shadow present" bit */
+	uint64_t hw_present;    /* shadow_present_mask: NPT P, EPT R */
+	uint64_t readable;      /* the hardware reads through it (NPT P,
+				 * EPT R; EPT clears it to track access) */
 	uint64_t writable;
-	uint64_t user;          /* 0: the format has none */
+	uint64_t user;          /* shadow_user_mask (EPT: the R bit) */
 	uint64_t exec;          /* set means executable ... */
 	uint64_t nx;            /* ... or set means not executable */
 	uint64_t large;         /* leaf above 4K */
-	uint64_t accessed;
-	uint64_t dirty;
+	uint64_t accessed;      /* with A/D bits enabled */
+	uint64_t dirty;         /* with A/D bits enabled */
+	uint64_t ad_mask;       /* SPTE_TDP_AD_MASK: A/D state of the SPTE */
+	uint64_t ad_disabled;   /* ... SPTE_TDP_AD_DISABLED */
+	uint64_t acc_track;     /* shadow_acc_track_mask: cleared to track */
+	uint64_t memtype;       /* shadow_memtype_mask: EPT MT and IPAT */
 	uint64_t host_writable;
 	uint64_t mmu_writable;
 	uint64_t pfn_mask;
-	uint64_t removed;       /* the frozen value while a SP is torn down */
+	uint64_t nonpresent;    /* SHADOW_NONPRESENT_VALUE, 6.12 */
+	/* EPT's suppress-#VE bit: 6.12 sets it in every EPT SPTE, present
+	 * (shadow_present_mask) or not (it is SHADOW_NONPRESENT_VALUE). */
+	uint64_t ve_suppress;
+	uint64_t removed;       /* the frozen value while a SP is torn down
+				 * (6.1; 6.12: nonpresent | removed) */
 };
 
 const struct spte_format *spte_format_get(enum spte_format_id id);
@@ -73,11 +96,35 @@ static inline int spte_executable(const struct spte_format *f, uint64_t s)
 	return f->nx ? (s & f->nx) == 0 : (s & f->exec) != 0;
 }
 
-/* Set by the CPU on a write through the leaf (0 when A/D bits are off:
- * then no write is ever seen). */
+/* The SPTE has hardware A/D bits (spte_ad_enabled()): NPT always, EPT
+ * unless ept_ad is off or the root is nested. */
+static inline int spte_ad_enabled(const struct spte_format *f, uint64_t s)
+{
+	return (s & f->ad_mask) != f->ad_disabled;
+}
+
+/* The hardware may read through the leaf: not cleared for access
+ * tracking (EPT with A/D bits off clears R/W/X and keeps MMU-present). */
+static inline int spte_readable(const struct spte_format *f, uint64_t s)
+{
+	return (s & f->readable) != 0;
+}
+
+/* Written since it was made writable (is_dirty_spte()): the dirty bit
+ * with A/D bits, else the writable bit, which KVM clears to see the
+ * next write. */
 static inline int spte_dirty(const struct spte_format *f, uint64_t s)
 {
-	return (s & f->dirty) != 0;
+	return spte_ad_enabled(f, s) ? (s & f->dirty) != 0 :
+		spte_writable(f, s);
+}
+
+/* Accessed since its bit was last cleared (is_accessed_spte()): the
+ * accessed bit with A/D bits, else not access-tracked. */
+static inline int spte_accessed(const struct spte_format *f, uint64_t s)
+{
+	return spte_ad_enabled(f, s) ? (s & f->accessed) != 0 :
+		(s & f->acc_track) != 0;
 }
 
 static inline uint64_t spte_pfn(const struct spte_format *f, uint64_t s)
@@ -103,9 +150,10 @@ static inline uint64_t spte_split_child(const struct spte_format *f,
 	return s;
 }
 
+/* The frozen value, as 6.1 or 6.12 writes it. */
 static inline int spte_removed(const struct spte_format *f, uint64_t s)
 {
-	return s == f->removed;
+	return s == f->removed || s == (f->nonpresent | f->removed);
 }
 
 #endif

@@ -22,6 +22,20 @@ static const struct {
 	{ "kvm.nx_huge_pages_recovery_read_lock", &policy_nx_readlock },
 };
 
+/* The exit ISA and what follows from it: the SPTE format, the NPF exit
+ * reason and how a fault's error code reads (model/fault.h). */
+static void isa_set(struct capture_info *ci, int isa,
+		    enum capture_isa_source from)
+{
+	ci->isa = isa;
+	ci->isa_source = from;
+	ci->fmt_detected = from != CAPTURE_ISA_ASSUMED;
+	ci->fmt = spte_format_get(isa == MEV_ISA_VMX ? SPTE_FORMAT_EPT :
+				  SPTE_FORMAT_NPT);
+	ci->npf_exit_reason = isa == MEV_ISA_VMX ? MEV_VMX_EXIT_EPT_VIOLATION :
+		MEV_SVM_EXIT_NPF;
+}
+
 static void manifest_read(sqlite3 *db, struct capture_info *ci)
 {
 	char *text = db_meta_get_text(db, "manifest");
@@ -34,12 +48,9 @@ static void manifest_read(sqlite3 *db, struct capture_info *ci)
 		goto end;
 	vendor = cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(doc, "cpu"), "vendor");
-	if (!ci->fmt_detected && cJSON_IsString(vendor)) {
-		ci->fmt_detected = 1;
-		ci->fmt = spte_format_get(strcmp(vendor->valuestring,
-						 "GenuineIntel") == 0 ?
-					  SPTE_FORMAT_EPT : SPTE_FORMAT_NPT);
-	}
+	if (ci->isa_source == CAPTURE_ISA_ASSUMED && cJSON_IsString(vendor))
+		isa_set(ci, strcmp(vendor->valuestring, "GenuineIntel") == 0 ?
+			MEV_ISA_VMX : MEV_ISA_SVM, CAPTURE_ISA_MANIFEST);
 	params = cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(doc, "kvm"), "params");
 	if (!cJSON_IsObject(params))
@@ -94,11 +105,10 @@ int capture_info_read(sqlite3 *db, struct capture_info *ci)
 	if (sqlite3_step(st) == SQLITE_ROW)
 		isa = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
-	ci->fmt_detected = isa == MEV_ISA_VMX || isa == MEV_ISA_SVM;
-	ci->fmt = spte_format_get(isa == MEV_ISA_VMX ? SPTE_FORMAT_EPT :
-				  SPTE_FORMAT_NPT);
-	ci->npf_exit_reason = isa == MEV_ISA_VMX ? MEV_VMX_EXIT_EPT_VIOLATION :
-		MEV_SVM_EXIT_NPF;
+	if (isa == MEV_ISA_VMX || isa == MEV_ISA_SVM)
+		isa_set(ci, (int)isa, CAPTURE_ISA_EXITS);
+	else
+		isa_set(ci, MEV_ISA_SVM, CAPTURE_ISA_ASSUMED);
 	ci->recorded = &policy_baseline;
 	manifest_read(db, ci);
 	ci->truncated = db_meta_get_int(db, "truncated", 0) != 0;

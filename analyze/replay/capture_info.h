@@ -1,7 +1,9 @@
 /*
  * Facts about a capture that the replay needs before it starts, read
- * from the DB: the SPTE format (from the exit ISA: SVM -> NPT, VMX ->
- * EPT; else from the manifest's CPU vendor), the NPF exit reason, the NX
+ * from the DB: the exit ISA and with it the SPTE format (SVM -> NPT,
+ * VMX -> EPT), what a fault's error code is (model/fault.h) and the NPF
+ * exit reason (from the traced exits; else from the manifest's CPU
+ * vendor; else SVM, assumed and said), the NX
  * recovery worker threads, and the policy the trace was recorded with
  * (the kernel series' knobs in the manifest's KVM parameters).
  */
@@ -16,7 +18,16 @@
 
 #define CAPTURE_MAX_WORKERS 64
 
+/* Where the exit ISA was read. */
+enum capture_isa_source {
+	CAPTURE_ISA_ASSUMED = 0,        /* neither says: SVM assumed */
+	CAPTURE_ISA_EXITS,              /* kvm_exit's isa field */
+	CAPTURE_ISA_MANIFEST,           /* the manifest's cpu.vendor */
+};
+
 struct capture_info {
+	int isa;                        /* MEV_ISA_VMX or MEV_ISA_SVM */
+	enum capture_isa_source isa_source;
 	const struct spte_format *fmt;
 	int fmt_detected;               /* 0: assumed NPT */
 	int64_t npf_exit_reason;

@@ -31,6 +31,29 @@ const char *const replay_rule_names[REPLAY_RULES] = {
 	REPLAY_RULE_LIST(NAME_ENTRY)
 };
 
+const char *const replay_na_texts[REPLAY_NAS] = {
+	REPLAY_NA_LIST(NAME_ENTRY)
+};
+
+/*
+ * Whether the policy can act on the recorded host and capture.  An
+ * NX-only policy changes NX huge page recovery batches alone: where the
+ * mitigation is off (manifest), no page was NX-split or no batch ran
+ * (trace), its run is the recorded one by construction.
+ */
+static enum replay_na not_applicable(const struct engine *e)
+{
+	if (!policy_nx_only(e->opts->policy))
+		return REPLAY_NA_NONE;
+	if (e->opts->nx_off)
+		return REPLAY_NA_NX_OFF;
+	if (!e->res->nx_splits_observed)
+		return REPLAY_NA_NO_NX_SPLIT;
+	if (!e->res->recovery_batches)
+		return REPLAY_NA_NO_BATCH;
+	return REPLAY_NA_NONE;
+}
+
 enum replay_rule replay_rule_find(const char *name)
 {
 	int r;
@@ -374,6 +397,7 @@ enum replay_status replay_run_scanned(struct source *src,
 	MR_ASSERT(res->faults - res->faults_added + res->faults_avoided ==
 		  res->faults_observed);
 	MR_ASSERT(res->recovery_batches_run <= res->recovery_batches);
+	res->not_applicable = not_applicable(&e);
 	st = e.nomem ? REPLAY_ERR_NOMEM : REPLAY_OK;
 end:
 	ptrmap_free_values(&e.threads);

@@ -132,6 +132,30 @@
 	 * commit (scan.h struct scan_flip) */ \
 	X(RULE_SLOT_SWAP, "slot_swap")
 
+/*
+ * Why a policy cannot act on the recorded host or capture: its figures
+ * would be the recorded run's by construction, so reports say this
+ * instead.  Each applies to NX-only policies (policy_nx_only()), which
+ * change recovery batches alone.
+ */
+#define REPLAY_NA_LIST(X) \
+	X(REPLAY_NA_NONE, "") \
+	/* the manifest's kvm.nx_huge_pages is N or never: 'auto' turns \
+	 * the mitigation off on CPUs without X86_BUG_ITLB_MULTIHIT */ \
+	X(REPLAY_NA_NX_OFF, "on this host the NX huge page mitigation is " \
+	  "off (kvm.nx_huge_pages=N, as 'auto' sets it on a CPU without " \
+	  "the ITLB multihit bug), so no page is NX-split and recovery " \
+	  "has nothing to take") \
+	/* the trace: no exec fault made an NX split */ \
+	X(REPLAY_NA_NO_NX_SPLIT, "no exec fault split a huge page in this " \
+	  "capture (the host's CPU may lack the ITLB multihit bug, or the " \
+	  "guest ran no code from huge pages), so recovery has nothing to " \
+	  "take") \
+	/* the trace: splits, but no batch (the period outlasts it) */ \
+	X(REPLAY_NA_NO_BATCH, "NX recovery never ran in this capture (its " \
+	  "period outlasts the trace), and the policy changes recovery " \
+	  "batches only")
+
 #define REPLAY_ENUM_ENTRY(e, name) e,
 
 enum zap_cause {
@@ -154,10 +178,16 @@ enum replay_rule {
 	REPLAY_RULES
 };
 
+enum replay_na {
+	REPLAY_NA_LIST(REPLAY_ENUM_ENTRY)
+	REPLAY_NAS
+};
+
 extern const char *const zap_cause_names[ZAP_CAUSES];
 extern const char *const mismatch_kind_names[MISMATCH_KINDS];
 extern const char *const fault_exempt_names[EXEMPT_REASONS];
 extern const char *const replay_rule_names[REPLAY_RULES];
+extern const char *const replay_na_texts[REPLAY_NAS];
 /* The rule called name, or REPLAY_RULES. */
 enum replay_rule replay_rule_find(const char *name);
 /* "measured" / "inferred" / "unknown". */
@@ -185,6 +215,9 @@ struct replay_opts {
 	int n_nx_worker_tids;
 	int nx_workers_known;   /* 0: the source cannot tell the worker */
 	int64_t npf_exit_reason;        /* SVM 0x400, VMX 48 */
+	/* What a fault's error_code is (model/fault.h): MEV_ISA_VMX an
+	 * EPT-violation exit qualification, else a PFERR value. */
+	int fault_isa;
 	int64_t nx_ratio;               /* recovery ratio; 0: unknown */
 	int64_t nx_period_ms;           /* recovery period; 0: unknown */
 	/* The NX mitigation is known off (kvm.nx_huge_pages N): exec
@@ -254,6 +287,10 @@ struct replay_result {
 	/* NX huge pages recovered by the worker: traced, and as the ratio
 	 * and the model's count of NX-split pages say (ratio known only). */
 	int64_t nx_recovered_observed, nx_recovered_predicted;
+	int64_t nx_splits_observed;     /* pages exec faults split */
+	/* The policy cannot act on this host (an NX-only policy where no
+	 * page is NX-split); REPLAY_NA_NONE when it can. */
+	enum replay_na not_applicable;
 	int nx_ratio_known;
 	int nx_workers_known;   /* 0: "observed" cannot be told (unknown) */
 

@@ -9,8 +9,14 @@
 #include "util/alloc.h"
 #include "util/assert.h"
 
+/* Whether a present leaf lets the access of PFERR value err through
+ * (is_access_allowed()).  An access-tracked EPT leaf (A/D bits off: R/W/X
+ * cleared, MMU-present kept) lets nothing through until the fast path
+ * restores it. */
 static int permits(const struct spte_format *f, uint64_t spte, uint64_t err)
 {
+	if (!spte_readable(f, spte))
+		return 0;
 	if ((err & MEV_PFERR_WRITE) && !spte_writable(f, spte))
 		return 0;
 	if ((err & MEV_PFERR_FETCH) && !spte_executable(f, spte))
@@ -288,7 +294,8 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 {
 	struct replay_result *r = e->res;
 	uint64_t gfn = mev_gpa_to_gfn(ev->u.fault.gpa);
-	uint64_t err = ev->u.fault.error_code;
+	uint64_t err = mev_fault_pferr(e->opts->fault_isa,
+				       ev->u.fault.error_code);
 	uint64_t spte, pspte;
 	int level, allowed, in_window, avoided;
 

@@ -111,6 +111,7 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 	     engine_dirty_logged_for_fault(e, ev->u.sp.gfn, t->ctx_seq)))
 		return;
 	nx_split_add(e, &e->nx_traced, ev->u.sp.gfn, ev->ts);
+	e->res->nx_splits_observed++;
 	/* A fault the policy avoided splits nothing under it. */
 	if (!t->ctx_keep)
 		nx_split_add(e, &e->nx_policy, ev->u.sp.gfn, ev->ts);

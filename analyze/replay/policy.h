@@ -94,6 +94,12 @@ int policy_keeps_invalidation(const struct policy *p,
 int policy_skips_recovery(const struct policy *p,
 			  const struct replay_recovery *rec);
 
+/* Returns 1 when every change of p is to NX huge page recovery (the
+ * decision points skip_recovery, recovery_read_lock, nx_ratio and
+ * nx_period_ms), so it cannot act on a host where no NX huge page is
+ * split; 0 otherwise (baseline included). */
+int policy_nx_only(const struct policy *p);
+
 /* The baseline decisions, for policies that leave a point alone. */
 int policy_keep_none(const struct replay_invalidation *inv);
 int policy_skip_none(const struct replay_recovery *rec);

@@ -50,6 +50,21 @@ int policy_skips_recovery(const struct policy *p,
 	return 0;
 }
 
+int policy_nx_only(const struct policy *p)
+{
+	int i;
+
+	if (p->nparts) {
+		for (i = 0; i < p->nparts; i++)
+			if (!policy_nx_only(p->parts[i]))
+				return 0;
+		return 1;
+	}
+	return p->keep_invalidation == policy_keep_none &&
+		(p->skip_recovery != policy_skip_none ||
+		 p->recovery_read_lock || p->nx_ratio || p->nx_period_ms);
+}
+
 const struct policy *const policy_registry[] = {
 	&policy_baseline,
 	&policy_perm_upgrade,

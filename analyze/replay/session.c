@@ -25,6 +25,7 @@ enum replay_status replay_session_open(struct replay_session *s,
 	s->opts.n_nx_worker_tids = ci->nworkers;
 	s->opts.nx_workers_known = ci->workers_known;
 	s->opts.npf_exit_reason = ci->npf_exit_reason;
+	s->opts.fault_isa = ci->isa;
 	s->opts.nx_ratio = ci->nx_ratio;
 	s->opts.nx_period_ms = ci->nx_period_ms;
 	s->opts.nx_off = ci->nx_off;

@@ -375,6 +375,12 @@ static void section_whatif(FILE *o, const struct stored_run *r, int n)
 		fprintf(o, "<tr><td>");
 		esc(o, r[i].policy);
 		fprintf(o, "</td>");
+		if (r[i].m.not_applicable) {
+			fprintf(o, "<td colspan=\"%zu\">not applicable here "
+				"(below)</td></tr>\n",
+				sizeof(cols) / sizeof(cols[0]));
+			continue;
+		}
 		for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
 			double v = replay_metrics_get(&r[i].m, cols[c].k);
 
@@ -390,6 +396,14 @@ static void section_whatif(FILE *o, const struct stored_run *r, int n)
 		/* Stored runs keep the name; the limits are the policy's. */
 		const struct policy *p = policy_find(r[i].policy);
 
+		if (r[i].m.not_applicable) {
+			fprintf(o, "<p class=\"note\">");
+			esc(o, r[i].policy);
+			fprintf(o, " does not apply: ");
+			esc(o, r[i].m.not_applicable);
+			fprintf(o, ".</p>\n");
+			continue;
+		}
 		if (!p || !p->limits)
 			continue;
 		fprintf(o, "<p class=\"note\">Not modelled by ");
@@ -400,7 +414,8 @@ static void section_whatif(FILE *o, const struct stored_run *r, int n)
 	}
 }
 
-/* Per-second series of every policy as polylines in one SVG. */
+/* Per-second series of every policy as polylines in one SVG; a policy
+ * that cannot act here has none (it would lie on the recorded line). */
 static void chart(FILE *o, const struct stored_run *r, int n,
 		  const char *title, int zaps)
 {
@@ -428,6 +443,8 @@ static void chart(FILE *o, const struct stored_run *r, int n,
 	fprintf(o, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%" PRId64
 		" s</text>\n", W - 40, H - 8, secs);
 	for (i = 0; i < n; i++) {
+		if (r[i].m.not_applicable)
+			continue;
 		fprintf(o, "<polyline fill=\"none\" stroke-width=\"1.5\" "
 			"stroke=\"%s\" points=\"", colors[i % 6]);
 		for (k = 0; k < secs; k++) {
@@ -442,6 +459,8 @@ static void chart(FILE *o, const struct stored_run *r, int n,
 	}
 	fprintf(o, "</svg>\n<div class=\"legend\">");
 	for (i = 0; i < n; i++) {
+		if (r[i].m.not_applicable)
+			continue;
 		fprintf(o, "<span><i style=\"background:%s\"></i>",
 			colors[i % 6]);
 		esc(o, r[i].policy);

@@ -3,6 +3,8 @@
  * self-check's: those are under "self_check", once) and its per-second
  * series, each policy marked verified or not by the self-check they rest
  * on; none at all ("withheld") after a failed self-check unless forced.
+ * A policy that cannot act on the capture ("applicable": false) has its
+ * reason instead of figures.
  */
 #include "report/report.h"
 
@@ -30,6 +32,13 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 		p = cJSON_AddObjectToObject(pols, m[i].policy);
 		cJSON_AddBoolToObject(p, "verified", f->ok);
 		cJSON_AddNumberToObject(p, "duration_s", m[i].duration_s);
+		/* Figures true by construction are not shown as figures. */
+		cJSON_AddBoolToObject(p, "applicable", !m[i].not_applicable);
+		if (m[i].not_applicable) {
+			cJSON_AddStringToObject(p, "not_applicable",
+						m[i].not_applicable);
+			continue;
+		}
 		if (m[i].limits)
 			cJSON_AddStringToObject(p, "not_modelled",
 						m[i].limits);

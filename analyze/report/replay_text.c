@@ -24,16 +24,16 @@ static const struct {
 static const char RULE[] =
 	"------------------------------------------------------------";
 
-/* "Not modelled by POLICY: TEXT." wrapped at 72 columns, as in a mail. */
-static void limits_print(FILE *out, const char *policy, const char *text,
-			 int first)
+/* "BEFORE POLICY AFTER TEXT." wrapped at 72 columns, as in a mail. */
+static void limits_print(FILE *out, const char *before, const char *policy,
+			 const char *after, const char *text, int first)
 {
 	const char *p = text, *sp;
 	int col, len;
 
 	if (first)
 		fputc('\n', out);
-	col = fprintf(out, "  Not modelled by %s:", policy);
+	col = fprintf(out, "  %s%s%s", before, policy, after);
 	while (*p) {
 		sp = strchr(p, ' ');
 		len = sp ? (int)(sp - p) : (int)strlen(p);
@@ -82,6 +82,10 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 	fputc('\n', out);
 	for (i = 0; i < n; i++) {
 		fprintf(out, "  %-*s", w, m[i].policy);
+		if (m[i].not_applicable) {
+			fprintf(out, " not applicable here (below)\n");
+			continue;
+		}
 		for (c = 0; c < NCOLS; c++) {
 			double v = replay_metrics_get(&m[i], cols[c].metric);
 
@@ -103,6 +107,8 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 			"leaf_zaps.fault_path", "leaf_zaps.teardown",
 		};
 
+		if (m[i].not_applicable)
+			continue;
 		fprintf(out, "  %-*s", w, m[i].policy);
 		for (c = 0; c < 4; c++)
 			fprintf(out, " %11s", report_fmt_count(
@@ -116,7 +122,7 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 		double lo = replay_metrics_get(&m[i], "lock_wait_min_ms");
 		double hi = replay_metrics_get(&m[i], "lock_wait_ms");
 
-		if (hi - lo < 0.05)
+		if (hi - lo < 0.05 || m[i].not_applicable)
 			continue;
 		if (!c++)
 			fprintf(out, "\n  wait ms is the most a policy leaves; "
@@ -124,8 +130,12 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 				"mmu_lock until its thread's next event):\n");
 		fprintf(out, "    %-*s %.1f-%.1f ms\n", w, m[i].policy, lo, hi);
 	}
-	for (i = 0; i < n; i++)
-		if (m[i].limits)
-			limits_print(out, m[i].policy, m[i].limits,
-				     !(i && m[i - 1].limits));
+	for (c = 0, i = 0; i < n; i++)
+		if (m[i].limits && !m[i].not_applicable)
+			limits_print(out, "Not modelled by ", m[i].policy, ":",
+				     m[i].limits, !c++);
+	for (c = 0, i = 0; i < n; i++)
+		if (m[i].not_applicable)
+			limits_print(out, "", m[i].policy, " does not apply:",
+				     m[i].not_applicable, !c++);
 }

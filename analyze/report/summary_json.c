@@ -111,6 +111,12 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 	o = cJSON_AddObjectToObject(root, "spte_format");
 	add_str(o, "name", s->spte_format);
 	cJSON_AddBoolToObject(o, "detected", s->spte_format_detected);
+	add_str(o, "source", s->isa_source);
+	o = cJSON_AddObjectToObject(root, "fault_access");
+	for (i = 0; i < MEV_ACCESS_KINDS; i++)
+		cJSON_AddNumberToObject(o, mev_access_name((enum mev_access)i),
+					(double)s->fault_access[i]);
+	cJSON_AddNumberToObject(o, "present", (double)s->faults_present);
 
 	o = cJSON_AddObjectToObject(root, "raw_event_counts");
 	for (i = 0; i < s->nraw; i++)

@@ -113,7 +113,7 @@ static void metric_row(FILE *out, const struct summary *s, const char *name,
 void report_summary_text(FILE *out, const struct summary *s,
 			 const char *db_path)
 {
-	char a[32], b[32];
+	char a[32], b[32], c[32], d[32];
 	int i;
 
 	fprintf(out, "Capture %s: %s events over %.3f s%s\n", db_path,
@@ -143,8 +143,21 @@ void report_summary_text(FILE *out, const struct summary *s,
 		report_fmt_count(a, sizeof(a), s->lost_events),
 		report_fmt_count(b, sizeof(b), s->lost_packets),
 		s->nlost ? " (see lost records in --json)" : "");
-	fprintf(out, "  SPTE format: %s (%s)\n\n", s->spte_format,
-		s->spte_format_detected ? "from the exit ISA" : "assumed");
+	fprintf(out, "  SPTE format: %s (%s)\n", s->spte_format,
+		!s->spte_format_detected ? "assumed" :
+		strcmp(s->isa_source, "manifest") == 0 ?
+		"from the manifest's CPU vendor" : "from the exit ISA");
+	if (s->faults)
+		fprintf(out, "  faults by access: read %s, write %s, fetch %s "
+			"(%s on present entries)\n",
+			report_fmt_count(a, sizeof(a),
+					 s->fault_access[MEV_ACCESS_READ]),
+			report_fmt_count(b, sizeof(b),
+					 s->fault_access[MEV_ACCESS_WRITE]),
+			report_fmt_count(c, sizeof(c),
+					 s->fault_access[MEV_ACCESS_FETCH]),
+			report_fmt_count(d, sizeof(d), s->faults_present));
+	fputc('\n', out);
 
 	fprintf(out, "  %-26s %12s %12s\n", "metric", "count", "per sec");
 	fprintf(out, "  %-26s %12s %12s\n", "--------------------------",
