@@ -47,7 +47,7 @@ def whatif_rows(page):
     table = sec[1].split("</table>", 1)[0]
     rows = {}
     for tr in re.findall(r"<tr><td>(.*?)</td>(.*?)</tr>", table):
-        rows[tr[0]] = re.findall(r"<td>(.*?)</td>", tr[1])
+        rows[tr[0]] = re.findall(r"<td[^>]*>(.*?)</td>", tr[1])
     return rows
 
 
@@ -73,7 +73,15 @@ rows = whatif_rows(page)
 check(set(rows) == set(pols), "what-if policies %s, replay %s"
       % (sorted(rows), sorted(pols)))
 for name, p in pols.items():
-    cells = rows.get(name, ["", "", ""])
+    cells = rows.get(name, ["", "", ""]) + ["", "", ""]
+    if not p["applicable"]:
+        # A policy that cannot act here: its reason, no figures.
+        check(cells[0].startswith("not applicable here") and
+              "%s does not apply: %s." % (name, p["not_applicable"])
+              in page.replace("&#39;", "'"),
+              "%s: report %s, replay says not applicable" %
+              (name, cells[:1]))
+        continue
     check(cells[0] == "{:,}".format(int(p["faults"])) and
           cells[2] == "{:,}".format(int(p["leaf_zaps"])),
           "%s: report %s, replay faults %s leaf zaps %s"
