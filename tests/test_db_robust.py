@@ -163,7 +163,8 @@ for what, sqls, table, delta in (
           "DROP TABLE fault",
           "CREATE TABLE fault (seq INTEGER PRIMARY KEY, ts INTEGER NOT "
           "NULL, cpu INTEGER, tid INTEGER, vcpu INTEGER, gpa INTEGER, "
-          "error_code INTEGER, rip INTEGER)",
+          "error_code INTEGER, rip INTEGER, access TEXT CHECK (access "
+          "IN ('read', 'write', 'fetch')), present INTEGER)",
           "INSERT INTO fault SELECT * FROM f2 LIMIT 5", "DROP TABLE f2"],
          "fault", 5 - base["fault"])):
     ed = os.path.join(work, "counted.db")
