@@ -10,7 +10,6 @@
 #include "replay/engine.h"
 #include "replay/source.h"
 #include "report/report.h"
-#include "util/cleanup.h"
 #include "util/log.h"
 
 #include <limits.h>
@@ -71,11 +70,13 @@ const struct cli_command cli_cmd_replay = {
 	.run = run,
 };
 
-/* Split "a,b" into policies; the recorded one always first. */
+/* Splits "a,b" into out[], the recorded policy always first.  Returns
+ * how many; -1 after saying why (an unknown name, or more than
+ * MAX_POLICIES: refused, not cut). */
 static int policies_parse(const char *arg, const struct policy *recorded,
 			  const struct policy **out)
 {
-	char buf[256], *tok, *save = NULL;
+	char buf[sizeof(((struct cli_args *)0)->lists)], *tok, *save = NULL;
 	int n = 1, i;
 
 	out[0] = recorded;
@@ -97,8 +98,16 @@ static int policies_parse(const char *arg, const struct policy *recorded,
 		}
 		for (i = 0; i < n && out[i] != p; i++)
 			;
-		if (i == n && n < MAX_POLICIES)
-			out[n++] = p;
+		if (i < n)
+			continue;
+		if (n == MAX_POLICIES) {
+			fprintf(stderr, "mmureplay replay: at most %d policies "
+				"in one replay, the recorded one included (run "
+				"it again for more: stored runs accumulate)\n",
+				MAX_POLICIES);
+			return -1;
+		}
+		out[n++] = p;
 	}
 	return n;
 }
@@ -179,30 +188,10 @@ static int run(struct cli_args *a)
 		shown = 0;
 	else
 		shown = n;
-	/* All runs land together or not at all. */
 	rc = CLI_EXIT_OUTPUT;
-	cleanup_signals_hold();
-	if (db_exec(db, "BEGIN IMMEDIATE") != DB_OK) {
-		cleanup_signals_release();
+	if (replay_metrics_store_runs(db, res, met, shown ? shown : 1,
+				      fid.ok) < 0)
 		goto end;
-	}
-	if (!fid.ok && replay_metrics_clear(db) < 0) {
-		db_exec(db, "ROLLBACK");
-		cleanup_signals_release();
-		goto end;
-	}
-	for (i = 0; i < (shown ? shown : 1); i++)
-		if (replay_metrics_store(db, &res[i], &met[i], fid.ok) < 0) {
-			db_exec(db, "ROLLBACK");
-			cleanup_signals_release();
-			goto end;
-		}
-	if (db_exec(db, "COMMIT") != DB_OK) {
-		db_exec(db, "ROLLBACK");
-		cleanup_signals_release();
-		goto end;
-	}
-	cleanup_signals_release();
 	ro.shown = shown;
 	rc = cli_output(a->str[OPT_OUTPUT], a->str[OPT_JSON] != NULL,
 			a->str[OPT_JSON] ?

@@ -274,14 +274,12 @@ enum compare_status compare_add_run(struct compare *c, enum compare_side side,
 	 * figures would be A's by construction. */
 	if (whatif && whatif->not_applicable == REPLAY_NA_NONE) {
 		replay_metrics_compute(whatif, d, &m);
-		put_pred(c, i, "faults", replay_metrics_get(&m, "faults"));
-		put_pred(c, i, "leaf_zaps",
-			 replay_metrics_get(&m, "leaf_zaps"));
-		put_pred(c, i, "tlb_flushes",
-			 replay_metrics_get(&m, "tlb_flushes"));
+		put_pred(c, i, "faults", m.v[RM_FAULTS]);
+		put_pred(c, i, "leaf_zaps", m.v[RM_LEAF_ZAPS]);
+		put_pred(c, i, "tlb_flushes", m.v[RM_TLB_FLUSHES]);
 		if (coverage_has(&s.cov, "lock_wait"))
 			put_pred(c, i, "lock_wait_ms",
-				 replay_metrics_get(&m, "lock_wait_ms"));
+				 m.v[RM_LOCK_WAIT_MS]);
 	}
 	/* The parameters outside the policy, for compare_check(). */
 	c->others[side][i] = others;

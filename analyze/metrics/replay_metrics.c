@@ -3,7 +3,10 @@
  */
 #include "metrics/replay_metrics.h"
 
+#include "db/db.h"
 #include "util/alloc.h"
+#include "util/assert.h"
+#include "util/cleanup.h"
 #include "util/log.h"
 
 #include <stdio.h>
@@ -11,12 +14,40 @@
 #include <string.h>
 #include <time.h>
 
-static void put(struct replay_metrics *m, const char *name, double v)
+#define RM_NAME(e, name, value, kind) [e] = name,
+const char *const replay_metric_names[REPLAY_METRICS] = {
+	REPLAY_METRIC_LIST(RM_NAME)
+};
+#undef RM_NAME
+
+#define RM_KIND(e, name, value, kind) [e] = kind,
+const enum replay_metric_kind replay_metric_kinds[REPLAY_METRICS] = {
+	REPLAY_METRIC_LIST(RM_KIND)
+};
+#undef RM_KIND
+
+/* The per-cause groups follow engine.h's lists (names and order). */
+static void groups_check(void)
 {
-	if (m->n == REPLAY_METRICS_MAX)
-		return;
-	snprintf(m->m[m->n].name, sizeof(m->m[0].name), "%s", name);
-	m->m[m->n++].value = v;
+	char name[64];
+	int i;
+
+	for (i = 0; i < ZAP_CAUSES; i++) {
+		snprintf(name, sizeof(name), "leaf_zaps.%s",
+			 zap_cause_names[i]);
+		MR_ASSERT(!strcmp(replay_metric_names[RM_LEAF_ZAPS_BY_CAUSE +
+						      i], name));
+		snprintf(name, sizeof(name), "refaults.%s",
+			 zap_cause_names[i]);
+		MR_ASSERT(!strcmp(replay_metric_names[RM_REFAULTS_BY_CAUSE +
+						      i], name));
+	}
+	for (i = 0; i < EXEMPT_REASONS; i++) {
+		snprintf(name, sizeof(name), "exempt.%s",
+			 fault_exempt_names[i]);
+		MR_ASSERT(!strcmp(replay_metric_names[RM_EXEMPT_BY_REASON +
+						      i], name));
+	}
 }
 
 static double rate(double n, double secs)
@@ -24,12 +55,20 @@ static double rate(double n, double secs)
 	return secs > 0 ? n / secs : 0;
 }
 
+static int64_t zaps_total(const struct replay_result *r)
+{
+	int64_t zaps = 0;
+	int i;
+
+	for (i = 0; i < ZAP_CAUSES; i++)
+		zaps += r->zaps[i];
+	return zaps;
+}
+
 void replay_metrics_compute(const struct replay_result *r,
 			    double duration_s, struct replay_metrics *out)
 {
-	char name[40];
-	int64_t zaps = 0;
-	int i;
+	const double d = duration_s;
 
 	memset(out, 0, sizeof(*out));
 	out->policy = r->policy;
@@ -37,71 +76,27 @@ void replay_metrics_compute(const struct replay_result *r,
 	out->not_applicable = r->not_applicable == REPLAY_NA_NONE ? NULL :
 		replay_na_texts[r->not_applicable];
 	out->duration_s = duration_s;
-	for (i = 0; i < ZAP_CAUSES; i++)
-		zaps += r->zaps[i];
-	put(out, "faults", (double)r->faults);
-	put(out, "faults_per_s", rate((double)r->faults, duration_s));
-	put(out, "faults_avoided", (double)r->faults_avoided);
-	put(out, "faults_added", (double)r->faults_added);
-	put(out, "leaf_zaps", (double)zaps);
-	put(out, "leaf_zaps_per_s", rate((double)zaps, duration_s));
-	for (i = 0; i < ZAP_CAUSES; i++) {
-		snprintf(name, sizeof(name), "leaf_zaps.%s",
-			 zap_cause_names[i]);
-		put(out, name, (double)r->zaps[i]);
-	}
-	put(out, "zaps_kept", (double)r->zaps_kept);
-	for (i = 0; i < ZAP_CAUSES; i++) {
-		snprintf(name, sizeof(name), "refaults.%s",
-			 zap_cause_names[i]);
-		put(out, name, (double)r->refaults[i]);
-	}
-	put(out, "tlb_flushes", (double)r->flushes);
-	put(out, "tlb_flushes_per_s", rate((double)r->flushes, duration_s));
-	/* Contexts that zap under the policy's rules: what the self-check
-	 * compares as flush contexts under the recorded one. */
-	put(out, "flush_contexts", (double)r->flushes_predicted);
-	put(out, "lock_wait_ms", (double)r->lock_wait_ns / 1e6);
-	put(out, "lock_wait_min_ms", (double)r->lock_wait_min_ns / 1e6);
-	put(out, "lock_waits", (double)r->lock_waits);
-	put(out, "lock_wait_removed_ms", (double)r->lock_wait_removed_ns / 1e6);
-	put(out, "upgrade_invalidations", (double)r->upgrade_windows);
-	put(out, "recovery_batches", (double)r->recovery_batches);
-	put(out, "recovery_batches_run", (double)r->recovery_batches_run);
-	put(out, "observed.faults", (double)r->faults_observed);
-	put(out, "observed.leaf_zaps", (double)r->zaps_observed);
-	put(out, "observed.flush_contexts", (double)r->flushes_observed);
-	put(out, "observed.tlb_flushes_other", (double)r->flushes_other);
-	put(out, "predicted.faults", (double)r->faults_predicted);
-	put(out, "predicted.leaf_zaps", (double)r->zaps_predicted);
-	put(out, "predicted.flush_contexts", (double)r->flushes_predicted);
-	put(out, "observed.nx_recovered", (double)r->nx_recovered_observed);
-	put(out, "predicted.nx_recovered", (double)r->nx_recovered_predicted);
-	put(out, "mismatches", (double)r->mismatches_total);
-	for (i = 0; i < EXEMPT_REASONS; i++) {
-		snprintf(name, sizeof(name), "exempt.%s",
-			 fault_exempt_names[i]);
-		put(out, name, (double)r->faults_exempt[i]);
-	}
-	put(out, "flushes_measured", (double)r->flushes_measured);
-	put(out, "peak_tdp_entries", (double)r->peak_tdp_entries);
+#define RM_VALUE(e, name, value, kind) out->v[e] = (double)(value);
+	REPLAY_METRIC_LIST(RM_VALUE)
+#undef RM_VALUE
 }
 
-int replay_metric_is_self_check(const char *name)
+enum replay_metric replay_metric_find(const char *name)
 {
-	static const char *const prefix[] = {
-		"observed.", "predicted.", "exempt.",
-	};
-	size_t i;
+	static int checked;
+	int i;
 
-	for (i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
-		if (!strncmp(name, prefix[i], strlen(prefix[i])))
-			return 1;
-	return !strcmp(name, "mismatches") ||
-		!strcmp(name, "flushes_measured");
+	if (!checked) {
+		groups_check();
+		checked = 1;
+	}
+	for (i = 0; i < REPLAY_METRICS; i++)
+		if (!strcmp(replay_metric_names[i], name))
+			break;
+	return (enum replay_metric)i;
 }
 
-int replay_metrics_clear(sqlite3 *db)
+static int replay_metrics_clear(sqlite3 *db)
 {
 	static const char *const del[] = {
 		"DELETE FROM replay_metric", "DELETE FROM replay_series",
@@ -119,16 +114,6 @@ int replay_metrics_clear(sqlite3 *db)
 	return 0;
 }
 
-double replay_metrics_get(const struct replay_metrics *m, const char *name)
-{
-	int i;
-
-	for (i = 0; i < m->n; i++)
-		if (strcmp(m->m[i].name, name) == 0)
-			return m->m[i].value;
-	return 0;
-}
-
 static int step(sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);
@@ -137,8 +122,11 @@ static int step(sqlite3_stmt *st)
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
-int replay_metrics_store(sqlite3 *db, const struct replay_result *r,
-			 const struct replay_metrics *m, int self_check_ok)
+/* Replaces the stored run of r->policy; the caller holds a transaction.
+ * Returns 0, or -1 after saying why. */
+static int replay_metrics_store(sqlite3 *db, const struct replay_result *r,
+				const struct replay_metrics *m,
+				int self_check_ok)
 {
 	static const char *const del[] = {
 		"DELETE FROM replay_metric WHERE run_id IN (SELECT id FROM "
@@ -196,10 +184,11 @@ int replay_metrics_store(sqlite3 *db, const struct replay_result *r,
 	if (sqlite3_prepare_v2(db, "INSERT INTO replay_metric VALUES (?,?,?)",
 			       -1, &st, NULL) != SQLITE_OK)
 		goto end;
-	for (i = 0; i < m->n; i++) {
+	for (i = 0; i < REPLAY_METRICS; i++) {
 		sqlite3_bind_int64(st, 1, run);
-		sqlite3_bind_text(st, 2, m->m[i].name, -1, SQLITE_STATIC);
-		sqlite3_bind_double(st, 3, m->m[i].value);
+		sqlite3_bind_text(st, 2, replay_metric_names[i], -1,
+				  SQLITE_STATIC);
+		sqlite3_bind_double(st, 3, m->v[i]);
 		if (step(st) < 0)
 			goto end;
 	}
@@ -247,9 +236,53 @@ end:
 	return rc;
 }
 
+int replay_metrics_store_runs(sqlite3 *db, const struct replay_result *r,
+			      const struct replay_metrics *m, int n,
+			      int self_check_ok)
+{
+	int i, rc = -1;
+
+	cleanup_signals_hold();
+	if (db_exec(db, "BEGIN IMMEDIATE") != DB_OK)
+		goto end;
+	if (!self_check_ok && replay_metrics_clear(db) < 0)
+		goto rollback;
+	for (i = 0; i < n; i++)
+		if (replay_metrics_store(db, &r[i], &m[i], self_check_ok) < 0)
+			goto rollback;
+	if (db_exec(db, "COMMIT") == DB_OK) {
+		rc = 0;
+		goto end;
+	}
+rollback:
+	db_exec(db, "ROLLBACK");
+end:
+	cleanup_signals_release();
+	return rc;
+}
+
 static void copy_text(char *dst, size_t len, const unsigned char *src)
 {
 	snprintf(dst, len, "%s", src ? (const char *)src : "unknown");
+}
+
+/* A stored figure this build has no name for (a newer mmureplay's, or
+ * an edited DB): said once per name, then left out. */
+static void unknown_warn(sqlite3 *db, const char *name)
+{
+	static char said[8][40];
+	static int nsaid;
+	int i;
+
+	for (i = 0; i < nsaid; i++)
+		if (!strncmp(said[i], name ? name : "", sizeof(said[0]) - 1))
+			return;
+	if (nsaid < 8)
+		snprintf(said[nsaid++], sizeof(said[0]), "%s",
+			 name ? name : "");
+	log_warn("%s: replay_metric '%s' is unknown to this mmureplay "
+		 "(left out)", sqlite3_db_filename(db, "main"),
+		 name ? name : "");
 }
 
 static int load_run(sqlite3 *db, int64_t id, struct stored_run *r)
@@ -262,9 +295,16 @@ static int load_run(sqlite3 *db, int64_t id, struct stored_run *r)
 			       "WHERE run_id = ?", -1, &st, NULL) != SQLITE_OK)
 		goto end;
 	sqlite3_bind_int64(st, 1, id);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		put(&r->m, (const char *)sqlite3_column_text(st, 0),
-		    sqlite3_column_double(st, 1));
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		enum replay_metric k = replay_metric_find(name ? name : "");
+
+		if (k == REPLAY_METRICS) {
+			unknown_warn(db, name);
+			continue;
+		}
+		r->m.v[k] = sqlite3_column_double(st, 1);
+	}
 	sqlite3_finalize(st);
 	if (sqlite3_prepare_v2(db, "SELECT second, faults, zaps, flushes, "
 			       "lock_wait_ns FROM replay_series WHERE run_id "

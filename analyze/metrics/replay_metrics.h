@@ -12,12 +12,118 @@
 
 #include <sqlite3.h>
 
-#define REPLAY_METRICS_MAX 48
+/*
+ * Every figure of a replay, once: X(enumerator, name, value, kind).  The
+ * enum, the names (as reports, the JSON and table replay_metric name
+ * them) and replay_metrics_compute() are generated from this list; the
+ * value is an expression of r (the struct replay_result) and d (the
+ * trace's duration, s), read only there.  The order is the order of the
+ * JSON and of the stored rows.  kind RM_WHATIF is a what-if figure of
+ * the policy; RM_SELF_CHECK a figure of the self-check, stored with the
+ * run but never shown among a policy's what-if figures.  The per-cause
+ * groups list every zap cause and exemption of engine.h in its order
+ * (checked when the names are first used: replay_metric_find()).
+ */
+#define REPLAY_METRIC_LIST(X) \
+	X(RM_FAULTS, "faults", r->faults, RM_WHATIF) \
+	X(RM_FAULTS_PER_S, "faults_per_s", rate(r->faults, d), RM_WHATIF) \
+	X(RM_FAULTS_AVOIDED, "faults_avoided", r->faults_avoided, RM_WHATIF) \
+	X(RM_FAULTS_ADDED, "faults_added", r->faults_added, RM_WHATIF) \
+	X(RM_LEAF_ZAPS, "leaf_zaps", zaps_total(r), RM_WHATIF) \
+	X(RM_LEAF_ZAPS_PER_S, "leaf_zaps_per_s", rate(zaps_total(r), d), \
+	  RM_WHATIF) \
+	X(RM_LEAF_ZAPS_NOTIFIER, "leaf_zaps.notifier", \
+	  r->zaps[ZAP_NOTIFIER], RM_WHATIF) \
+	X(RM_LEAF_ZAPS_NX_RECOVERY, "leaf_zaps.nx_recovery", \
+	  r->zaps[ZAP_NX_RECOVERY], RM_WHATIF) \
+	X(RM_LEAF_ZAPS_FAULT_PATH, "leaf_zaps.fault_path", \
+	  r->zaps[ZAP_FAULT_PATH], RM_WHATIF) \
+	X(RM_LEAF_ZAPS_TEARDOWN, "leaf_zaps.teardown", \
+	  r->zaps[ZAP_TEARDOWN], RM_WHATIF) \
+	X(RM_LEAF_ZAPS_OTHER, "leaf_zaps.other", r->zaps[ZAP_OTHER], \
+	  RM_WHATIF) \
+	X(RM_ZAPS_KEPT, "zaps_kept", r->zaps_kept, RM_WHATIF) \
+	X(RM_REFAULTS_NOTIFIER, "refaults.notifier", \
+	  r->refaults[ZAP_NOTIFIER], RM_WHATIF) \
+	X(RM_REFAULTS_NX_RECOVERY, "refaults.nx_recovery", \
+	  r->refaults[ZAP_NX_RECOVERY], RM_WHATIF) \
+	X(RM_REFAULTS_FAULT_PATH, "refaults.fault_path", \
+	  r->refaults[ZAP_FAULT_PATH], RM_WHATIF) \
+	X(RM_REFAULTS_TEARDOWN, "refaults.teardown", \
+	  r->refaults[ZAP_TEARDOWN], RM_WHATIF) \
+	X(RM_REFAULTS_OTHER, "refaults.other", r->refaults[ZAP_OTHER], \
+	  RM_WHATIF) \
+	X(RM_TLB_FLUSHES, "tlb_flushes", r->flushes, RM_WHATIF) \
+	X(RM_TLB_FLUSHES_PER_S, "tlb_flushes_per_s", rate(r->flushes, d), \
+	  RM_WHATIF) \
+	/* Contexts that zap under the policy's rules: what the self-check \
+	 * compares as flush contexts under the recorded one. */ \
+	X(RM_FLUSH_CONTEXTS, "flush_contexts", r->flushes_predicted, \
+	  RM_WHATIF) \
+	X(RM_LOCK_WAIT_MS, "lock_wait_ms", r->lock_wait_ns / 1e6, RM_WHATIF) \
+	X(RM_LOCK_WAIT_MIN_MS, "lock_wait_min_ms", r->lock_wait_min_ns / 1e6, \
+	  RM_WHATIF) \
+	X(RM_LOCK_WAITS, "lock_waits", r->lock_waits, RM_WHATIF) \
+	X(RM_LOCK_WAIT_REMOVED_MS, "lock_wait_removed_ms", \
+	  r->lock_wait_removed_ns / 1e6, RM_WHATIF) \
+	X(RM_UPGRADE_INVALIDATIONS, "upgrade_invalidations", \
+	  r->upgrade_windows, RM_WHATIF) \
+	X(RM_RECOVERY_BATCHES, "recovery_batches", r->recovery_batches, \
+	  RM_WHATIF) \
+	X(RM_RECOVERY_BATCHES_RUN, "recovery_batches_run", \
+	  r->recovery_batches_run, RM_WHATIF) \
+	X(RM_OBSERVED_FAULTS, "observed.faults", r->faults_observed, \
+	  RM_SELF_CHECK) \
+	X(RM_OBSERVED_LEAF_ZAPS, "observed.leaf_zaps", r->zaps_observed, \
+	  RM_SELF_CHECK) \
+	X(RM_OBSERVED_FLUSH_CONTEXTS, "observed.flush_contexts", \
+	  r->flushes_observed, RM_SELF_CHECK) \
+	X(RM_OBSERVED_TLB_FLUSHES_OTHER, "observed.tlb_flushes_other", \
+	  r->flushes_other, RM_SELF_CHECK) \
+	X(RM_PREDICTED_FAULTS, "predicted.faults", r->faults_predicted, \
+	  RM_SELF_CHECK) \
+	X(RM_PREDICTED_LEAF_ZAPS, "predicted.leaf_zaps", r->zaps_predicted, \
+	  RM_SELF_CHECK) \
+	X(RM_PREDICTED_FLUSH_CONTEXTS, "predicted.flush_contexts", \
+	  r->flushes_predicted, RM_SELF_CHECK) \
+	X(RM_OBSERVED_NX_RECOVERED, "observed.nx_recovered", \
+	  r->nx_recovered_observed, RM_SELF_CHECK) \
+	X(RM_PREDICTED_NX_RECOVERED, "predicted.nx_recovered", \
+	  r->nx_recovered_predicted, RM_SELF_CHECK) \
+	X(RM_MISMATCHES, "mismatches", r->mismatches_total, RM_SELF_CHECK) \
+	X(RM_EXEMPT_WINDOW, "exempt.invalidation_window", \
+	  r->faults_exempt[EXEMPT_WINDOW], RM_SELF_CHECK) \
+	X(RM_EXEMPT_NX_BATCH, "exempt.nx_recovery_batch", \
+	  r->faults_exempt[EXEMPT_NX_BATCH], RM_SELF_CHECK) \
+	X(RM_EXEMPT_SET_REGION, "exempt.set_memory_region", \
+	  r->faults_exempt[EXEMPT_SET_REGION], RM_SELF_CHECK) \
+	X(RM_EXEMPT_DIRTY_LOG, "exempt.dirty_log_ioctl", \
+	  r->faults_exempt[EXEMPT_DIRTY_LOG], RM_SELF_CHECK) \
+	X(RM_FLUSHES_MEASURED, "flushes_measured", r->flushes_measured, \
+	  RM_SELF_CHECK) \
+	X(RM_PEAK_TDP_ENTRIES, "peak_tdp_entries", r->peak_tdp_entries, \
+	  RM_WHATIF)
 
-struct named_metric {
-	char name[40];
-	double value;
+#define REPLAY_METRIC_ENUM(e, name, value, kind) e,
+enum replay_metric {
+	REPLAY_METRIC_LIST(REPLAY_METRIC_ENUM)
+	REPLAY_METRICS
 };
+#undef REPLAY_METRIC_ENUM
+
+enum replay_metric_kind {
+	RM_WHATIF = 0,
+	RM_SELF_CHECK,
+};
+
+/* Each figure's name and kind, indexed by enum replay_metric. */
+extern const char *const replay_metric_names[REPLAY_METRICS];
+extern const enum replay_metric_kind replay_metric_kinds[REPLAY_METRICS];
+
+/* The per-cause groups, first member and length, in engine.h's order. */
+#define RM_LEAF_ZAPS_BY_CAUSE RM_LEAF_ZAPS_NOTIFIER
+#define RM_REFAULTS_BY_CAUSE RM_REFAULTS_NOTIFIER
+#define RM_EXEMPT_BY_REASON RM_EXEMPT_WINDOW
 
 struct replay_metrics {
 	const char *policy;
@@ -27,19 +133,18 @@ struct replay_metrics {
 	 * construction: reports say this instead of showing them. */
 	const char *not_applicable;
 	double duration_s;
-	struct named_metric m[REPLAY_METRICS_MAX];
-	int n;
+	/* Indexed by enum replay_metric; a figure a stored run lacks (an
+	 * older mmureplay's) reads 0. */
+	double v[REPLAY_METRICS];
 };
 
-/* Flatten a result into named figures (faults, faults_per_s, ...). */
+/* Fills out with every figure of r (REPLAY_METRIC_LIST), rates per
+ * second of duration_s. */
 void replay_metrics_compute(const struct replay_result *r,
 			    double duration_s, struct replay_metrics *out);
-/* 1 for a figure of the self-check (observed.*, predicted.*, exempt.*,
- * mismatches): stored with a run, but never shown among the what-if
- * figures of a policy. */
-int replay_metric_is_self_check(const char *name);
-/* The value of a named figure (0 if absent). */
-double replay_metrics_get(const struct replay_metrics *m, const char *name);
+/* Returns the figure named name, or REPLAY_METRICS when no figure has
+ * that name. */
+enum replay_metric replay_metric_find(const char *name);
 
 /* A run as stored by replay_metrics_store(). */
 struct stored_run {
@@ -60,12 +165,17 @@ void replay_metrics_free_runs(struct stored_run *runs, int n);
 void replay_metrics_stored_from(struct replay_result *r, double duration_s,
 				int self_check_ok, struct stored_run *out);
 
-/* Drop every stored run (a failed self-check withholds what-ifs that an
- * earlier replay stored); the caller holds a transaction.  0 or -1. */
-int replay_metrics_clear(sqlite3 *db);
-
-/* Replace the stored run of r->policy; the caller holds a transaction. */
-int replay_metrics_store(sqlite3 *db, const struct replay_result *r,
-			 const struct replay_metrics *m, int self_check_ok);
+/*
+ * Stores runs r[0..n) with their figures m[0..n) in db, replacing each
+ * policy's stored run, all in one transaction with the termination
+ * signals held, so that they land together or not at all.  r[0] is the
+ * self-check; when it failed (self_check_ok 0) every run an earlier
+ * replay stored is dropped first, since a failed self-check withholds
+ * every what-if.  Returns 0; on error -1, after saying why on stderr,
+ * and the DB is as it was.
+ */
+int replay_metrics_store_runs(sqlite3 *db, const struct replay_result *r,
+			      const struct replay_metrics *m, int n,
+			      int self_check_ok);
 
 #endif

@@ -294,15 +294,21 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 {
 	static const char *const m[] = { "faults", "leaf_zaps",
 					 "flush_contexts" };
+	static const enum replay_metric observed[] = {
+		RM_OBSERVED_FAULTS, RM_OBSERVED_LEAF_ZAPS,
+		RM_OBSERVED_FLUSH_CONTEXTS,
+	}, predicted[] = {
+		RM_PREDICTED_FAULTS, RM_PREDICTED_LEAF_ZAPS,
+		RM_PREDICTED_FLUSH_CONTEXTS,
+	};
 	const char *kind[3] = {
 		fidelity_check_kind_names[FID_CHECK_ONE_SIDED],
 		fidelity_check_kind_names[FID_CHECK_PREDICTED],
 		fidelity_check_kind_names[
-			replay_metrics_get(&b->m, "flushes_measured") ?
+			b->m.v[RM_FLUSHES_MEASURED] ?
 			FID_CHECK_PREDICTED : FID_CHECK_RESTATED],
 	};
 	double exempt = 0, faults;
-	char key[48];
 	int i;
 
 	/* The policy and knowledge names come from the DB: escaped, as
@@ -319,17 +325,13 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 		"withheld.");
 	for (i = 0; i < 3; i++) {
 		fprintf(o, "<tr><td>%s</td>", m[i]);
-		snprintf(key, sizeof(key), "observed.%s", m[i]);
-		td_count(o, replay_metrics_get(&b->m, key));
-		snprintf(key, sizeof(key), "predicted.%s", m[i]);
-		td_count(o, replay_metrics_get(&b->m, key));
+		td_count(o, b->m.v[observed[i]]);
+		td_count(o, b->m.v[predicted[i]]);
 		fprintf(o, "<td>%s</td></tr>\n", kind[i]);
 	}
-	for (i = 0; i < EXEMPT_REASONS; i++) {
-		snprintf(key, sizeof(key), "exempt.%s", fault_exempt_names[i]);
-		exempt += replay_metrics_get(&b->m, key);
-	}
-	faults = replay_metrics_get(&b->m, "observed.faults");
+	for (i = 0; i < EXEMPT_REASONS; i++)
+		exempt += b->m.v[RM_EXEMPT_BY_REASON + i];
+	faults = b->m.v[RM_OBSERVED_FAULTS];
 	fprintf(o, "</table>\n<p class=\"note\">one_sided: a fault the "
 		"model's state did not require fails the check; a fault the "
 		"guest should have taken but did not cannot be seen (its "
@@ -340,7 +342,7 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 		"%.0f%%); per-context mismatches: %.0f.</p>\n", exempt,
 		faults > 0 ? 100.0 * exempt / faults : 0.0,
 		100.0 * FIDELITY_MAX_EXEMPT_SHARE,
-		replay_metrics_get(&b->m, "mismatches"));
+		b->m.v[RM_MISMATCHES]);
 	fprintf(o, "<p class=\"note\">Memslots ");
 	esc(o, b->knowledge[0]);
 	fprintf(o, "; permission upgrades ");
@@ -355,14 +357,18 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 
 static void section_whatif(FILE *o, const struct stored_run *r, int n)
 {
-	static const struct { const char *k, *h; int rate; } cols[] = {
-		{ "faults", "faults", 0 }, { "faults_per_s", "pf/s", 1 },
-		{ "leaf_zaps", "leaf zaps", 0 },
-		{ "refaults.notifier", "refaults (notifier)", 0 },
-		{ "refaults.nx_recovery", "refaults (NX recovery)", 0 },
-		{ "tlb_flushes", "TLB flushes", 0 },
-		{ "tlb_flushes_per_s", "tlb/s", 1 },
-		{ "lock_wait_ms", "lock wait ms", 1 },
+	static const struct {
+		enum replay_metric k;
+		const char *h;
+		int rate;
+	} cols[] = {
+		{ RM_FAULTS, "faults", 0 }, { RM_FAULTS_PER_S, "pf/s", 1 },
+		{ RM_LEAF_ZAPS, "leaf zaps", 0 },
+		{ RM_REFAULTS_NOTIFIER, "refaults (notifier)", 0 },
+		{ RM_REFAULTS_NX_RECOVERY, "refaults (NX recovery)", 0 },
+		{ RM_TLB_FLUSHES, "TLB flushes", 0 },
+		{ RM_TLB_FLUSHES_PER_S, "tlb/s", 1 },
+		{ RM_LOCK_WAIT_MS, "lock wait ms", 1 },
 	};
 	size_t c;
 	int i;
@@ -382,7 +388,7 @@ static void section_whatif(FILE *o, const struct stored_run *r, int n)
 			continue;
 		}
 		for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
-			double v = replay_metrics_get(&r[i].m, cols[c].k);
+			double v = r[i].m.v[cols[c].k];
 
 			if (cols[c].rate)
 				fprintf(o, "<td>%.1f</td>", v);

@@ -42,10 +42,11 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 		if (m[i].limits)
 			cJSON_AddStringToObject(p, "not_modelled",
 						m[i].limits);
-		for (j = 0; j < m[i].n; j++)
-			if (!replay_metric_is_self_check(m[i].m[j].name))
-				cJSON_AddNumberToObject(p, m[i].m[j].name,
-							m[i].m[j].value);
+		for (j = 0; j < REPLAY_METRICS; j++)
+			if (replay_metric_kinds[j] == RM_WHATIF)
+				cJSON_AddNumberToObject(p,
+							replay_metric_names[j],
+							m[i].v[j]);
 		a = cJSON_AddArrayToObject(p, "series");
 		for (j = 0; j < r[i].nseconds; j++) {
 			const struct replay_second *s = &r[i].series[j];

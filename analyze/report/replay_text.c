@@ -7,16 +7,16 @@
 #include <string.h>
 
 static const struct {
-	const char *metric;
+	enum replay_metric metric;
 	const char *head;
 	int rate;
 } cols[] = {
-	{ "faults", "faults", 0 },
-	{ "faults_per_s", "pf/s", 1 },
-	{ "leaf_zaps", "leaf zaps", 0 },
-	{ "tlb_flushes", "flushes", 0 },
-	{ "tlb_flushes_per_s", "tlb/s", 1 },
-	{ "lock_wait_ms", "wait ms", 1 },
+	{ RM_FAULTS, "faults", 0 },
+	{ RM_FAULTS_PER_S, "pf/s", 1 },
+	{ RM_LEAF_ZAPS, "leaf zaps", 0 },
+	{ RM_TLB_FLUSHES, "flushes", 0 },
+	{ RM_TLB_FLUSHES_PER_S, "tlb/s", 1 },
+	{ RM_LOCK_WAIT_MS, "wait ms", 1 },
 };
 
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
@@ -87,7 +87,7 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 			continue;
 		}
 		for (c = 0; c < NCOLS; c++) {
-			double v = replay_metrics_get(&m[i], cols[c].metric);
+			double v = m[i].v[cols[c].metric];
 
 			if (cols[c].rate)
 				fprintf(out, " %11.1f", v);
@@ -102,9 +102,9 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 	fprintf(out, "  %.*s %11s %11s %11s %11s\n", w, RULE,
 		"-----------", "-----------", "-----------", "-----------");
 	for (i = 0; i < n; i++) {
-		static const char *const k[] = {
-			"leaf_zaps.notifier", "leaf_zaps.nx_recovery",
-			"leaf_zaps.fault_path", "leaf_zaps.teardown",
+		static const enum replay_metric k[] = {
+			RM_LEAF_ZAPS_NOTIFIER, RM_LEAF_ZAPS_NX_RECOVERY,
+			RM_LEAF_ZAPS_FAULT_PATH, RM_LEAF_ZAPS_TEARDOWN,
 		};
 
 		if (m[i].not_applicable)
@@ -113,14 +113,14 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 		for (c = 0; c < 4; c++)
 			fprintf(out, " %11s", report_fmt_count(
 				buf, sizeof(buf),
-				(int64_t)replay_metrics_get(&m[i], k[c])));
+				(int64_t)m[i].v[k[c]]));
 		fputc('\n', out);
 	}
 	/* When an invalidation let mmu_lock go no event says: the waits a
 	 * policy leaves are a range (engine_lock.c). */
 	for (c = 0, i = 0; i < n; i++) {
-		double lo = replay_metrics_get(&m[i], "lock_wait_min_ms");
-		double hi = replay_metrics_get(&m[i], "lock_wait_ms");
+		double lo = m[i].v[RM_LOCK_WAIT_MIN_MS];
+		double hi = m[i].v[RM_LOCK_WAIT_MS];
 
 		if (hi - lo < 0.05 || m[i].not_applicable)
 			continue;
