@@ -121,22 +121,31 @@ enum cli_parse_status {
 	CLI_PARSE_ERROR,        /* a usage error was printed */
 };
 
-/* Parse argv against cmd->options into *a (positionals: a->pos). */
+/*
+ * Parses argv against cmd->options into *a, the positional arguments
+ * into a->pos.  Returns CLI_PARSE_OK; CLI_PARSE_HELP after printing
+ * --help; CLI_PARSE_ERROR after printing the usage error on stderr.
+ */
 enum cli_parse_status cli_parse(const struct cli_command *cmd, int argc,
 				char **argv, struct cli_args *a);
+/* Prints cmd's --help (usage, details, options, exit codes) on stdout. */
 void cli_help(const struct cli_command *cmd);
 
 /* Writes res as text, naming the DB it came from. */
 typedef void cli_text_fn(FILE *out, const void *res, const char *db_path);
 /*
- * A command's result to path (NULL or "-": stdout), whole or not at all:
- * json (malloc'd, freed here; NULL: out of memory) when as_json, else
- * text(res).  A CLI_EXIT_*, after the error was printed.
+ * Writes a command's result to path (NULL or "-": stdout), whole or not
+ * at all: json (malloc'd, freed here; NULL means out of memory) when
+ * as_json, else text(res).  Returns CLI_EXIT_OK; on error, after saying
+ * why on stderr, CLI_EXIT_OUTPUT (path cannot be written) or
+ * CLI_EXIT_INTERNAL (out of memory).
  */
 int cli_output(const char *path, int as_json, char *json,
 	       cli_text_fn *text, const void *res, const char *db_path);
 
-/* summary_compute()'s status as an exit code (metrics/summary.h). */
+/* Returns the exit code for summary_compute()'s status
+ * (metrics/summary.h): CLI_EXIT_OK, CLI_EXIT_INTERNAL or
+ * CLI_EXIT_INPUT. */
 int cli_exit_summary(int summary_status);
 
 extern const struct cli_command cli_cmd_ingest;
@@ -147,30 +156,47 @@ extern const struct cli_command cli_cmd_report;
 extern const struct cli_command cli_cmd_spikes;
 extern const struct cli_command cli_cmd_compare;
 
+/* cli/replay_common.c: what the commands that replay share. */
 struct capture_info;
+struct fidelity;
 struct policy;
 struct replay_result;
+
 /*
- * Replay db under each of pols[0..n) into res[] (shared by fidelity and
- * replay); a CLI_EXIT_*; *done results were filled (the caller frees
- * them).  A run is the self-check when its policy is the one ci says was
- * recorded.  The first pass is made once for all the policies.
+ * Replays db (path names it in messages) under each of pols[0..n), in
+ * one first pass and one pass per policy, into res[0..n).  A run is the
+ * self-check when its policy is the one ci says was recorded; rules_off
+ * holds model rules a test switched off (engine.h, enum replay_rule), 0
+ * otherwise.  Sets *done to the number of results filled, which the
+ * caller frees with replay_result_free(), on success and on error.
+ * Returns CLI_EXIT_OK; on error, after saying why on stderr,
+ * CLI_EXIT_USAGE (a policy's period is not a multiple of the recorded
+ * one), CLI_EXIT_INTERNAL (out of memory) or CLI_EXIT_INPUT (the DB
+ * cannot be read).
  */
 int cli_replay_policies(sqlite3 *db, const char *path,
 			const struct capture_info *ci,
 			const struct policy *const *pols, int n,
 			unsigned rules_off, struct replay_result *res,
 			int *done);
-/* The same for one policy; rules_off: model rules a test switched off
- * (engine.h, enum replay_rule), 0 otherwise. */
+/* Replays db under pol alone into *res, as cli_replay_policies() does;
+ * returns its exit code, and res holds a result (to free) only when
+ * that is CLI_EXIT_OK. */
 int cli_replay_one(sqlite3 *db, const char *path,
 		   const struct capture_info *ci, const struct policy *pol,
 		   unsigned rules_off, struct replay_result *res);
-/* The policy db was recorded with (CLI_EXIT_OK), or an error status. */
+/*
+ * Fills *ci with what the replay needs to know of db (capture_info.h),
+ * the policy it was recorded with among it.  Returns CLI_EXIT_OK; on
+ * error, after saying why on stderr, CLI_EXIT_CANNOT (the source lacks
+ * the events a replay needs), CLI_EXIT_INTERNAL (out of memory) or
+ * CLI_EXIT_INPUT (the DB cannot be read, or the recorded knobs make no
+ * policy).
+ */
 int cli_recorded_policy(sqlite3 *db, const char *path,
 			struct capture_info *ci);
-struct fidelity;
-/* Copy the capture's damage into fid and warn about it on stderr. */
+/* Copies the damage ci says the capture carries (lost events, a stream
+ * cut short) into fid, and warns on stderr when there is any. */
 void cli_capture_damage(const struct capture_info *ci, const char *path,
 			struct fidelity *fid);
 
