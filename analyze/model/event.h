@@ -9,6 +9,7 @@
 #define MMUREPLAY_MODEL_EVENT_H
 
 #include "model/fault.h"
+#include "model/kernel.h"
 
 #include <stdint.h>
 
@@ -43,8 +44,9 @@ enum model_syscall {
 
 /*
  * Traced values with a meaning (schemas/capture.sql documents the same
- * numbers).  The event fields stay int, as the stream encodes them
- * (replay/stream.c); compare them with these names, never with numbers.
+ * numbers).  The event fields stay int, as their lists type them
+ * (model/event_fields.h); compare them with these names, never with
+ * numbers.
  */
 enum mev_phase {                /* notifier, lock contention */
 	MEV_PHASE_START = 0,
@@ -73,7 +75,6 @@ enum mev_unmap_decision {       /* kvm_unmap_gfn_range() (patched) */
 	MEV_UNMAP_SKIPPED = 1,  /* a pure permission upgrade */
 };
 
-#define MEV_PAGE_SHIFT 12
 
 /* The level of a shadow page: kvm_mmu_page_role.level, bits 0-3. */
 static inline int mev_role_level(uint64_t role)
@@ -86,14 +87,14 @@ static inline uint64_t mev_gpa_to_gfn(uint64_t gpa)
 	return gpa >> MEV_PAGE_SHIFT;
 }
 
-/* MMU notifier event types (enum mmu_notifier_event, Linux 6.1). */
-#define MEV_MMU_NOTIFY_PROTECTION_VMA 2
+/* The kernel's constants (ISAs, exit reasons, notifier events, error
+ * code bits): model/kernel.h. */
 
-/* Each ISA's nested page fault exit (the ISAs and the fault's error
- * code: model/fault.h).  EPT_MISCONFIG (49) is MMIO, not a TDP fault. */
-#define MEV_SVM_EXIT_NPF 0x400
-#define MEV_VMX_EXIT_EPT_VIOLATION 48
-
+/*
+ * Which members an event of each kind carries, and the table column each
+ * comes from: its list in model/event_fields.h, from which the table
+ * source and the replay stream are made (a new member is listed there).
+ */
 struct model_event {
 	uint64_t seq;
 	int64_t ts;                     /* ns from the capture time base */

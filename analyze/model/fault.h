@@ -36,30 +36,9 @@
 #ifndef MMUREPLAY_MODEL_FAULT_H
 #define MMUREPLAY_MODEL_FAULT_H
 
+#include "model/kernel.h"
+
 #include <stdint.h>
-
-/* x86 page fault error code bits, as KVM's fault handler takes them
- * (arch/x86/include/asm/kvm_host.h, 6.1 and 6.12). */
-#define MEV_PFERR_PRESENT     (1ULL << 0)
-#define MEV_PFERR_WRITE       (1ULL << 1)
-#define MEV_PFERR_USER        (1ULL << 2)
-#define MEV_PFERR_RSVD        (1ULL << 3)
-#define MEV_PFERR_FETCH       (1ULL << 4)
-#define MEV_PFERR_GUEST_FINAL (1ULL << 32)
-#define MEV_PFERR_GUEST_PAGE  (1ULL << 33)
-
-/* EPT-violation exit qualification bits (arch/x86/include/asm/vmx.h). */
-#define MEV_EPT_QUAL_ACC_READ       (1ULL << 0)
-#define MEV_EPT_QUAL_ACC_WRITE      (1ULL << 1)
-#define MEV_EPT_QUAL_ACC_INSTR      (1ULL << 2)
-#define MEV_EPT_QUAL_RWX_MASK       (7ULL << 3)
-#define MEV_EPT_QUAL_GVA_IS_VALID   (1ULL << 7)
-#define MEV_EPT_QUAL_GVA_TRANSLATED (1ULL << 8)
-
-/* kvm_x86_exit's isa field (KVM_ISA_VMX, KVM_ISA_SVM); 0: not known. */
-#define MEV_ISA_UNKNOWN 0
-#define MEV_ISA_VMX 1
-#define MEV_ISA_SVM 2
 
 enum mev_access {
 	MEV_ACCESS_READ = 0,

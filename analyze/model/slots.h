@@ -16,10 +16,11 @@
 #ifndef MMUREPLAY_MODEL_SLOTS_H
 #define MMUREPLAY_MODEL_SLOTS_H
 
+#include "model/kernel.h"
+
 #include <stdint.h>
 
 #define SLOTS_MAX 64
-#define KVM_MEM_LOG_DIRTY_PAGES 0x1
 
 struct slot {
 	int as_id, id;

@@ -25,17 +25,13 @@
 #define MMUREPLAY_REPLAY_SCAN_H
 
 #include "model/slots.h"
+#include "model/kernel.h"
 #include "model/spte.h"
 #include "replay/policy.h"
 #include "replay/source.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-#define KVM_SET_USER_MEMORY_REGION 0x4020ae46ULL
-#define KVM_GET_DIRTY_LOG 0x4010ae42ULL
-#define KVM_CLEAR_DIRTY_LOG 0xc018aec0ULL
-#define UFFDIO_WRITEPROTECT 0xc018aa06ULL
 
 struct scan_interval {
 	uint64_t from_seq, to_seq;      /* [from, to) */

@@ -8,6 +8,7 @@
 #include "replay/source.h"
 
 #include "db/db.h"
+#include "model/event_fields.h"
 #include "replay/stream.h"
 #include "util/log.h"
 
@@ -18,6 +19,7 @@
 struct table_spec {
 	enum model_event_kind kind;
 	const char *sql;
+	const char *table;      /* where the rows come from */
 	const char *tables;     /* what it reads (for the stream's guards) */
 };
 
@@ -28,59 +30,18 @@ struct table_reader {
 	int64_t next_seq;               /* seq of the current row */
 };
 
+/*
+ * One statement per kind, made from its field list (model/event_fields.h):
+ * seq, ts, cpu, tid, then the fields' columns in the list's order, which
+ * decode() reads by the same list.
+ */
+#define SQL_COLUMN(column, type, member) ", " column
+#define TABLE_SPEC(kind, fields, table, also, join) \
+	{ kind, "SELECT seq, ts, cpu, tid" fields(SQL_COLUMN) " FROM " table \
+	  join " ORDER BY seq", table, table also },
+
 static const struct table_spec tables[] = {
-	{ MEV_SPTE_CHANGE, "SELECT seq, ts, cpu, tid, as_id, gfn, level, "
-	  "old_spte, new_spte FROM spte_change ORDER BY seq",
-	  "spte_change" },
-	{ MEV_FAULT, "SELECT seq, ts, cpu, tid, vcpu, gpa, error_code FROM "
-	  "fault ORDER BY seq",
-	  "fault" },
-	{ MEV_FAST_FAULT, "SELECT seq, ts, cpu, tid, vcpu, gpa, error_code, "
-	  "old_spte, new_spte FROM fast_fault ORDER BY seq",
-	  "fast_fault" },
-	{ MEV_NOTIFIER, "SELECT seq, ts, cpu, tid, phase, hva_start, hva_end, "
-	  "event, flags, perm_upgrade FROM notifier ORDER BY seq",
-	  "notifier" },
-	{ MEV_SP_ALLOC, "SELECT seq, ts, cpu, tid, gfn, role FROM sp_alloc "
-	  "ORDER BY seq",
-	  "sp_alloc" },
-	{ MEV_SP_FREE, "SELECT seq, ts, cpu, tid, gfn, role FROM sp_free "
-	  "ORDER BY seq",
-	  "sp_free" },
-	{ MEV_VCPU_EXIT, "SELECT seq, ts, cpu, tid, vcpu, exit_reason FROM "
-	  "vcpu_exit ORDER BY seq",
-	  "vcpu_exit" },
-	{ MEV_VCPU_ENTRY, "SELECT seq, ts, cpu, tid, vcpu FROM vcpu_entry "
-	  "ORDER BY seq",
-	  "vcpu_entry" },
-	{ MEV_SYSCALL, "SELECT s.seq, s.ts, s.cpu, s.tid, r.name, s.a0, s.a1, "
-	  "s.a2 FROM syscall s JOIN raw_event r ON r.id = s.raw_id ORDER BY "
-	  "s.seq",
-	  "syscall raw_event" },
-	{ MEV_UNMAP_DECISION, "SELECT seq, ts, cpu, tid, as_id, slot, "
-	  "gfn_start, gfn_end, perm_upgrade, decision, flush, event FROM "
-	  "unmap_decision ORDER BY seq",
-	  "unmap_decision" },
-	{ MEV_TLB_FLUSH, "SELECT seq, ts, cpu, tid, gfn_start, pages, ranged "
-	  "FROM tlb_flush ORDER BY seq",
-	  "tlb_flush" },
-	{ MEV_NX_RECOVERY, "SELECT seq, ts, cpu, tid, phase, lock_mode, pages, "
-	  "to_zap, zapped, skipped_dirty, gfn, level, ratio, raced, action "
-	  "FROM nx_recovery ORDER BY seq",
-	  "nx_recovery" },
-	{ MEV_LOCK_WAIT, "SELECT seq, ts, cpu, tid, vcpu, wait_ns, gfn, "
-	  "error_code, lock_mode FROM lock_wait ORDER BY seq",
-	  "lock_wait" },
-	{ MEV_LOCK_CONTENTION, "SELECT seq, ts, cpu, tid, phase, lock_addr "
-	  "FROM lock_contention ORDER BY seq",
-	  "lock_contention" },
-	{ MEV_MEMSLOT, "SELECT seq, ts, cpu, tid, as_id, slot, change, "
-	  "base_gfn, npages, hva, old_flags, new_flags FROM memslot ORDER BY "
-	  "seq",
-	  "memslot" },
-	{ MEV_SPTE_REQUEST, "SELECT seq, ts, cpu, tid, gfn, level FROM "
-	  "spte_request ORDER BY seq",
-	  "spte_request" },
+	MEV_EVENT_TABLES(TABLE_SPEC)
 };
 
 #define NREADERS (sizeof(tables) / sizeof(tables[0]))
@@ -109,11 +70,6 @@ struct source {
 	char what[64];
 	uint64_t done, total;
 };
-
-static uint64_t u(sqlite3_stmt *st, int i)
-{
-	return (uint64_t)sqlite3_column_int64(st, i);
-}
 
 static int advance(struct source *s, struct table_reader *r)
 {
@@ -209,10 +165,9 @@ int source_is_stream(const struct source *s)
 }
 
 /*
- * Copy the tables' events into a stream in out (open, in a transaction
- * of the stream writer).  The caller's choice of what to guard against.
- * 0; -1 after a corrupt event or a failed write (logged), *corrupt set
- * for the first.
+ * Copy the events of db's tables into w (begun; the caller chooses which
+ * tables to guard).  Returns 0; -1 after a corrupt event or a failed
+ * write (logged), with *corrupt set for a corrupt event.
  */
 static int stream_copy(sqlite3 *db, struct stream_writer *w, const char *what,
 		       int *corrupt)
@@ -354,125 +309,63 @@ static enum model_syscall sys_call(const char *raw)
 	return MSYS_OTHER;
 }
 
+/*
+ * Column readers, one per field type of model/event_fields.h: column i
+ * of the current row into *v.
+ */
+static void col_INT(sqlite3_stmt *st, int i, int *v)
+{
+	*v = sqlite3_column_int(st, i);
+}
+
+static void col_I64(sqlite3_stmt *st, int i, int64_t *v)
+{
+	*v = sqlite3_column_int64(st, i);
+}
+
+static void col_U64(sqlite3_stmt *st, int i, uint64_t *v)
+{
+	*v = (uint64_t)sqlite3_column_int64(st, i);
+}
+
+#define col_SPT col_U64
+#define col_XOR col_U64
+
+/* Names are borrowed from the raw_event row; keep only the distinction
+ * the replay needs. */
+static void col_SYS(sqlite3_stmt *st, int i, enum model_syscall *v)
+{
+	*v = sys_call((const char *)sqlite3_column_text(st, i));
+}
+
+/* LTTng names an entry syscall_entry_X, ftrace syscalls:sys_enter_X. */
+static void col_ENTRY(sqlite3_stmt *st, int i, int *v)
+{
+	const char *name = (const char *)sqlite3_column_text(st, i);
+
+	*v = name && (strncmp(name, "syscall_entry_", 14) == 0 ||
+		      strncmp(name, "syscalls:sys_enter_", 19) == 0);
+}
+
+/* Straight-line per kind: the column of a field is its place in the
+ * kind's list after seq, ts, cpu, tid (TABLE_SPEC's SELECT). */
+#define DECODE_FIELD(column, type, member) col_##type(st, i++, &ev->member);
+#define DECODE_KIND(kind, fields, table, also, join) \
+	case kind: fields(DECODE_FIELD) break;
+
 static void decode(struct table_reader *r, struct model_event *ev)
 {
 	sqlite3_stmt *st = r->st;
+	int i = 4;
 
 	memset(ev, 0, sizeof(*ev));
 	ev->kind = r->kind;
-	ev->seq = u(st, 0);
+	col_U64(st, 0, &ev->seq);
 	ev->ts = sqlite3_column_int64(st, 1);
 	ev->cpu = sqlite3_column_int(st, 2);
 	ev->tid = sqlite3_column_int(st, 3);
 	switch (r->kind) {
-	case MEV_SPTE_CHANGE:
-		ev->u.spte.as_id = sqlite3_column_int(st, 4);
-		ev->u.spte.gfn = u(st, 5);
-		ev->u.spte.level = sqlite3_column_int(st, 6);
-		ev->u.spte.old_spte = u(st, 7);
-		ev->u.spte.new_spte = u(st, 8);
-		break;
-	case MEV_FAULT:
-	case MEV_FAST_FAULT:
-		ev->u.fault.vcpu = sqlite3_column_int64(st, 4);
-		ev->u.fault.gpa = u(st, 5);
-		ev->u.fault.error_code = u(st, 6);
-		if (r->kind == MEV_FAST_FAULT) {
-			ev->fast_old = u(st, 7);
-			ev->fast_new = u(st, 8);
-		}
-		break;
-	case MEV_NOTIFIER:
-		ev->u.notifier.phase = sqlite3_column_int(st, 4);
-		ev->u.notifier.hva_start = u(st, 5);
-		ev->u.notifier.hva_end = u(st, 6);
-		ev->u.notifier.has_event =
-			sqlite3_column_type(st, 7) != SQLITE_NULL;
-		ev->u.notifier.event = sqlite3_column_int64(st, 7);
-		ev->u.notifier.flags = sqlite3_column_int64(st, 8);
-		ev->u.notifier.perm_upgrade = sqlite3_column_int(st, 9);
-		break;
-	case MEV_SP_ALLOC:
-	case MEV_SP_FREE:
-		ev->u.sp.gfn = u(st, 4);
-		ev->u.sp.role = u(st, 5);
-		break;
-	case MEV_VCPU_EXIT:
-		ev->u.vcpu.vcpu = sqlite3_column_int64(st, 4);
-		ev->u.vcpu.reason = sqlite3_column_int64(st, 5);
-		break;
-	case MEV_VCPU_ENTRY:
-		ev->u.vcpu.vcpu = sqlite3_column_int64(st, 4);
-		break;
-	case MEV_SYSCALL: {
-		const char *name = (const char *)sqlite3_column_text(st, 4);
-
-		/* Names are borrowed from the raw_event row; keep only the
-		 * distinction the replay needs.  LTTng names an entry
-		 * syscall_entry_X, ftrace syscalls:sys_enter_X. */
-		ev->u.sys.entry = name && (strncmp(name, "syscall_entry_",
-						   14) == 0 ||
-					   strncmp(name, "syscalls:sys_enter_",
-						   19) == 0);
-		ev->u.sys.call = sys_call(name);
-		ev->u.sys.a0 = u(st, 5);
-		ev->u.sys.a1 = u(st, 6);
-		ev->u.sys.a2 = u(st, 7);
-		break;
-	}
-	case MEV_UNMAP_DECISION:
-		ev->u.unmap.as_id = sqlite3_column_int(st, 4);
-		ev->u.unmap.slot = sqlite3_column_int(st, 5);
-		ev->u.unmap.gfn_start = u(st, 6);
-		ev->u.unmap.gfn_end = u(st, 7);
-		ev->u.unmap.perm_upgrade = sqlite3_column_int(st, 8);
-		ev->u.unmap.decision = sqlite3_column_int(st, 9);
-		ev->u.unmap.flush = sqlite3_column_int(st, 10);
-		ev->u.unmap.event = sqlite3_column_int(st, 11);
-		break;
-	case MEV_TLB_FLUSH:
-		ev->u.flush.gfn_start = u(st, 4);
-		ev->u.flush.pages = u(st, 5);
-		ev->u.flush.ranged = sqlite3_column_int(st, 6);
-		break;
-	case MEV_NX_RECOVERY:
-		ev->u.nx.phase = sqlite3_column_int(st, 4);
-		ev->u.nx.lock_mode = sqlite3_column_int(st, 5);
-		ev->u.nx.pages = sqlite3_column_int64(st, 6);
-		ev->u.nx.to_zap = sqlite3_column_int64(st, 7);
-		ev->u.nx.zapped = sqlite3_column_int64(st, 8);
-		ev->u.nx.skipped_dirty = sqlite3_column_int64(st, 9);
-		ev->u.nx.gfn = u(st, 10);
-		ev->u.nx.level = sqlite3_column_int(st, 11);
-		ev->u.nx.ratio = sqlite3_column_int64(st, 12);
-		ev->u.nx.raced = sqlite3_column_int64(st, 13);
-		ev->u.nx.action = sqlite3_column_int(st, 14);
-		break;
-	case MEV_LOCK_WAIT:
-		ev->u.lock.vcpu = sqlite3_column_int64(st, 4);
-		ev->u.lock.wait_ns = sqlite3_column_int64(st, 5);
-		ev->u.lock.gfn = u(st, 6);
-		ev->u.lock.error_code = u(st, 7);
-		ev->u.lock.lock_mode = sqlite3_column_int(st, 8);
-		break;
-	case MEV_LOCK_CONTENTION:
-		ev->u.contention.phase = sqlite3_column_int(st, 4);
-		ev->u.contention.lock_addr = u(st, 5);
-		break;
-	case MEV_MEMSLOT:
-		ev->u.memslot.as_id = sqlite3_column_int(st, 4);
-		ev->u.memslot.slot = sqlite3_column_int(st, 5);
-		ev->u.memslot.change = sqlite3_column_int(st, 6);
-		ev->u.memslot.base_gfn = u(st, 7);
-		ev->u.memslot.npages = u(st, 8);
-		ev->u.memslot.hva = u(st, 9);
-		ev->u.memslot.old_flags = u(st, 10);
-		ev->u.memslot.new_flags = u(st, 11);
-		break;
-	case MEV_SPTE_REQUEST:
-		ev->u.req.gfn = u(st, 4);
-		ev->u.req.level = sqlite3_column_int(st, 5);
-		break;
+	MEV_EVENT_TABLES(DECODE_KIND)
 	default:
 		break;
 	}
@@ -533,12 +426,7 @@ static uint64_t source_total(struct source *s)
 		return (uint64_t)db_meta_get_int(s->spool ? s->spool : s->db,
 						 "replay_stream_events", 0);
 	for (i = 0; i < NREADERS; i++) {
-		char name[32];
-
-		/* The first table named is the one the rows come from. */
-		if (sscanf(tables[i].tables, "%31s", name) != 1)
-			continue;
-		c = db_table_rows_hint(s->db, name);
+		c = db_table_rows_hint(s->db, tables[i].table);
 		n += c > 0 ? c : 0;
 	}
 	return (uint64_t)n;

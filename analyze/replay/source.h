@@ -3,9 +3,11 @@
  *
  * Two ways to the same events: the replay stream (stream.h), when the DB
  * has a current one, or the canonical tables, each read in seq (rowid)
- * order by its own statement and merged on seq.  Either way nothing is
- * sorted and memory does not depend on the capture size.  A source can be
- * rewound for a second pass (the replay's inference pre-pass).
+ * order by its own statement (made from the kind's field list,
+ * model/event_fields.h) and merged on seq.  Either way nothing is sorted
+ * and memory does not depend on the capture size.  A source can be
+ * rewound for a second pass (the replay's inference pre-pass).  A source
+ * over a DB borrows it: the DB must stay open until source_close().
  */
 #ifndef MMUREPLAY_REPLAY_SOURCE_H
 #define MMUREPLAY_REPLAY_SOURCE_H
@@ -19,46 +21,74 @@ struct source;
 
 enum source_status {
 	SOURCE_OK = 0,
-	SOURCE_END,
-	SOURCE_ERR,
+	SOURCE_END,             /* no more events */
+	SOURCE_ERR,             /* a read error or a corrupt event (logged) */
 };
 
-/* The replay stream when current, else the canonical tables. */
+/*
+ * Open a source over the replay stream when the DB has a current one,
+ * else over the canonical tables.  Returns the source; NULL on error
+ * (a failed SQL statement, logged) or when out of memory.
+ */
 struct source *source_open(sqlite3 *db);
 /*
- * The replay stream when current; else the tables read once into a
- * stream in a temporary file (SQLite's, deleted at close) and that read
- * in every pass: a replay makes two passes or more, and a pass over the
- * tables costs several over the stream.  For a DB opened read-only
- * (fidelity, compare, report), which cannot keep the stream.  When the
- * temporary file cannot be made, a warning and the tables.  NULL after a
- * corrupt event (logged).
+ * Open a source for a DB opened read-only (fidelity, compare, report),
+ * which cannot keep a replay stream: the DB's stream when current, else
+ * the tables read once into a stream in a temporary file (SQLite's,
+ * deleted at source_close()) that every pass then reads.  A replay makes
+ * two passes or more, and a pass over the tables costs several over the
+ * stream.  When the temporary copy cannot be made it warns and reads the
+ * tables in every pass.  Returns the source; NULL after a corrupt event
+ * or a failed read of the tables (logged), or when out of memory.
  */
 struct source *source_open_spooled(sqlite3 *db);
-/* Always the canonical tables (deriving the stream, tests). */
+/*
+ * Open a source over the canonical tables, whatever stream the DB has
+ * (deriving the stream, tests).  Returns the source, its first rows read;
+ * NULL on error (a failed SQL statement, logged) or when out of memory.
+ */
 struct source *source_open_tables(sqlite3 *db);
-/* Is the source reading the replay stream? */
+/* Returns 1 when s reads a replay stream (the DB's or a temporary one),
+ * 0 when it reads the tables or an array. */
 int source_is_stream(const struct source *s);
 
 /*
- * Derive the replay stream from the canonical tables unless the DB has a
- * current one (one transaction; the DB open read-write).  0 or -1
- * (logged).
+ * Derive the replay stream from the canonical tables and keep it in the
+ * DB (opened read-write), in one transaction, unless the DB has a current
+ * one.  Returns 0 when the DB has a current stream afterwards; -1 on
+ * error (a corrupt event or a failed write, logged), the DB then as it
+ * was.
  */
 int source_stream_ensure(sqlite3 *db);
 /*
- * Show the pass's progress on a terminal (log_progress_of: events
- * returned of the source's count, rate, ETA) under what, until
- * source_next() says the source is done.
+ * Show the pass's progress on a terminal under what (log_progress_of:
+ * events returned of the source's count, rate, ETA) until source_next()
+ * returns anything but SOURCE_OK, which ends the line.
  */
 void source_progress(struct source *s, const char *what);
-/* The next event in seq order. */
+/*
+ * Read the next event in seq order into *ev.  Returns SOURCE_OK; SOURCE_END
+ * after the last event; SOURCE_ERR on a failed read or a corrupt event
+ * (one model_event_implausible() refuses, or a time outside the
+ * capture), logged with the event's table and seq.  On anything but
+ * SOURCE_OK, *ev holds no event to use.
+ */
 enum source_status source_next(struct source *s, struct model_event *ev);
-/* Start again from the first event. */
+/*
+ * Start again from the first event (a further pass).  Returns SOURCE_OK;
+ * SOURCE_ERR when the tables cannot be read again (logged).
+ */
 enum source_status source_rewind(struct source *s);
+/* Free s, its statements and its temporary copy; s may be NULL.  The DB
+ * stays open. */
 void source_close(struct source *s);
 
-/* A source over an array (unit tests, synthetic sequences). */
+/*
+ * Open a source over evs[0..n) (unit tests, synthetic sequences), which
+ * it borrows: they must outlive the source.  Its events pass the same
+ * plausibility check, with no bound on time.  Returns the source; NULL
+ * when out of memory.
+ */
 struct source *source_from_array(const struct model_event *evs, size_t n);
 
 #endif

@@ -10,7 +10,8 @@
  *   varint   seq - previous seq
  *   zvarint  ts - previous ts
  *   zvarint  cpu, zvarint tid         (absent with SAME_CTX)
- *   fields   the kind's fields, in the order of its FIELDS_ list
+ *   fields   the kind's fields, in the order of its list
+ *            (model/event_fields.h)
  *
  * varint: 7 bits a byte, low first; zvarint: zigzag then varint.  A u64
  * field is a zvarint of its difference to the same field of the kind's
@@ -26,6 +27,7 @@
 #include "replay/stream.h"
 
 #include "db/db.h"
+#include "model/event_fields.h"
 #include "util/assert.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -35,79 +37,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STREAM_FORMAT 3        /* bump on any change of the encoding */
+#define STREAM_FORMAT 3        /* bump on any change of the encoding,
+				 * a kind's field list included */
 #define CHUNK_BYTES 65536
 #define EVENT_MAX_BYTES 256     /* header + 16 fields of 10 bytes, rounded */
 #define SAME_CTX 0x10
 
 /*
- * The fields of each kind, in stream order: the one place that says which
- * model_event members an event of each kind carries.  X(type, member);
- * the types are U64, I64, INT (zigzag), SPT (an SPTE), XOR (an SPTE
- * stored XOR the SPTE before it) and SYS (enum model_syscall, a byte).
- * Encoders and decoders are generated from these lists, one straight-line
- * function per kind: a generic loop over a field table spends more on
- * its per-field type dispatch than on the varints.
+ * The fields of each kind, in stream order, are its list in
+ * model/event_fields.h: X(column, type, member).  Encoders and decoders
+ * are generated from these lists, one straight-line function per kind: a
+ * generic loop over a field table spends more on its per-field type
+ * dispatch than on the varints.  A syscall's ENTRY flag is packed as an
+ * INT.
  */
-#define FIELDS_SPTE_CHANGE(X) X(INT, u.spte.as_id) X(INT, u.spte.level) \
-	X(U64, u.spte.gfn) X(SPT, u.spte.old_spte) X(XOR, u.spte.new_spte)
-#define FIELDS_FAULT(X) X(I64, u.fault.vcpu) X(U64, u.fault.gpa) \
-	X(U64, u.fault.error_code)
-#define FIELDS_FAST_FAULT(X) FIELDS_FAULT(X) X(SPT, fast_old) \
-	X(XOR, fast_new)
-#define FIELDS_NOTIFIER(X) X(INT, u.notifier.phase) \
-	X(U64, u.notifier.hva_start) X(U64, u.notifier.hva_end) \
-	X(INT, u.notifier.has_event) X(I64, u.notifier.event) \
-	X(I64, u.notifier.flags) X(INT, u.notifier.perm_upgrade)
-#define FIELDS_SP(X) X(U64, u.sp.gfn) X(U64, u.sp.role)
-#define FIELDS_VCPU_EXIT(X) X(I64, u.vcpu.vcpu) X(I64, u.vcpu.reason)
-#define FIELDS_VCPU_ENTRY(X) X(I64, u.vcpu.vcpu)
-#define FIELDS_SYSCALL(X) X(INT, u.sys.entry) X(SYS, u.sys.call) \
-	X(U64, u.sys.a0) X(U64, u.sys.a1) X(U64, u.sys.a2)
-#define FIELDS_UNMAP(X) X(INT, u.unmap.as_id) X(INT, u.unmap.slot) \
-	X(INT, u.unmap.event) X(INT, u.unmap.perm_upgrade) \
-	X(INT, u.unmap.flush) X(INT, u.unmap.decision) \
-	X(U64, u.unmap.gfn_start) X(U64, u.unmap.gfn_end)
-#define FIELDS_TLB_FLUSH(X) X(INT, u.flush.ranged) \
-	X(U64, u.flush.gfn_start) X(U64, u.flush.pages)
-#define FIELDS_NX(X) X(INT, u.nx.phase) X(INT, u.nx.lock_mode) \
-	X(I64, u.nx.pages) X(I64, u.nx.to_zap) X(I64, u.nx.ratio) \
-	X(I64, u.nx.zapped) X(I64, u.nx.skipped_dirty) X(I64, u.nx.raced) \
-	X(U64, u.nx.gfn) X(INT, u.nx.level) X(INT, u.nx.action)
-#define FIELDS_LOCK_WAIT(X) X(I64, u.lock.vcpu) X(I64, u.lock.wait_ns) \
-	X(U64, u.lock.gfn) X(U64, u.lock.error_code) \
-	X(INT, u.lock.lock_mode)
-#define FIELDS_CONTENTION(X) X(INT, u.contention.phase) \
-	X(U64, u.contention.lock_addr)
-#define FIELDS_MEMSLOT(X) X(INT, u.memslot.as_id) X(INT, u.memslot.slot) \
-	X(INT, u.memslot.change) X(U64, u.memslot.base_gfn) \
-	X(U64, u.memslot.npages) X(U64, u.memslot.hva) \
-	X(U64, u.memslot.old_flags) X(U64, u.memslot.new_flags)
-#define FIELDS_SPTE_REQUEST(X) X(U64, u.req.gfn) X(INT, u.req.level)
-
-/* Every kind with its field list; a kind missing here fails to build. */
-#define KINDS(K) K(MEV_SPTE_CHANGE, FIELDS_SPTE_CHANGE) \
-	K(MEV_FAULT, FIELDS_FAULT) K(MEV_FAST_FAULT, FIELDS_FAST_FAULT) \
-	K(MEV_NOTIFIER, FIELDS_NOTIFIER) K(MEV_SP_ALLOC, FIELDS_SP) \
-	K(MEV_SP_FREE, FIELDS_SP) K(MEV_VCPU_EXIT, FIELDS_VCPU_EXIT) \
-	K(MEV_VCPU_ENTRY, FIELDS_VCPU_ENTRY) K(MEV_SYSCALL, FIELDS_SYSCALL) \
-	K(MEV_UNMAP_DECISION, FIELDS_UNMAP) \
-	K(MEV_TLB_FLUSH, FIELDS_TLB_FLUSH) K(MEV_NX_RECOVERY, FIELDS_NX) \
-	K(MEV_LOCK_WAIT, FIELDS_LOCK_WAIT) \
-	K(MEV_LOCK_CONTENTION, FIELDS_CONTENTION) \
-	K(MEV_MEMSLOT, FIELDS_MEMSLOT) \
-	K(MEV_SPTE_REQUEST, FIELDS_SPTE_REQUEST)
-
 #define FIELDS_MAX 16           /* fields of the widest kind, rounded */
 
 /* Every kind fits the column state, every event the encode buffer's
  * slack (header: kind, seq, ts, cpu, tid; a field at most 10 bytes). */
-#define COUNT_FIELD(type, member) + 1
-#define CHECK_KIND(kind, fields) \
+#define COUNT_FIELD(column, type, member) + 1
+#define CHECK_KIND(kind, fields, table, also, join) \
 	_Static_assert(0 fields(COUNT_FIELD) <= FIELDS_MAX, #kind);
-KINDS(CHECK_KIND)
+MEV_EVENT_TABLES(CHECK_KIND)
 _Static_assert(1 + 4 * 10 + FIELDS_MAX * 10 <= EVENT_MAX_BYTES,
 	       "EVENT_MAX_BYTES");
+/* A kind is bits 0-3 of the event's first byte: a 17th kind needs a new
+ * layout of that byte (and a new STREAM_FORMAT). */
+_Static_assert(MEV_KINDS <= 16, "MEV_KINDS beyond the 4-bit kind");
 
 /*
  * Delta state: what the previous event of the chunk had, and per kind
@@ -215,9 +171,12 @@ static unsigned char *enc_SYS(unsigned char *p, uint64_t *prev,
 	return p;
 }
 
-#define ENC_FIELD(type, member) \
+#define enc_ENTRY enc_INT
+
+#define ENC_FIELD(column, type, member) \
 	p = enc_##type(p, &prev, &d->last[ev->kind][fi++], &ev->member);
-#define ENC_KIND(kind, fields) case kind: fields(ENC_FIELD) break;
+#define ENC_KIND(kind, fields, table, also, join) \
+	case kind: fields(ENC_FIELD) break;
 
 /* Encode ev at p (room for EVENT_MAX_BYTES); returns the end. */
 static unsigned char *event_encode(unsigned char *p, struct delta *d,
@@ -241,7 +200,7 @@ static unsigned char *event_encode(unsigned char *p, struct delta *d,
 	d->cpu = ev->cpu;
 	d->tid = ev->tid;
 	switch (ev->kind) {
-	KINDS(ENC_KIND)
+	MEV_EVENT_TABLES(ENC_KIND)
 	default:
 		break;
 	}
@@ -338,9 +297,12 @@ static inline void dec_SYS(struct cursor *c, uint64_t *prev,
 	*call = (enum model_syscall)*c->p++;
 }
 
-#define DEC_FIELD(type, member) \
+#define dec_ENTRY dec_INT
+
+#define DEC_FIELD(column, type, member) \
 	dec_##type(c, &prev, &d->last[kind][fi++], &ev->member);
-#define DEC_KIND(kind, fields) case kind: fields(DEC_FIELD) break;
+#define DEC_KIND(kind, fields, table, also, join) \
+	case kind: fields(DEC_FIELD) break;
 
 /* Decode one event; returns 0, or -1 when the bytes are not an event. */
 static int event_decode(struct cursor *c, struct delta *d,
@@ -370,7 +332,7 @@ static int event_decode(struct cursor *c, struct delta *d,
 	ev->cpu = d->cpu;
 	ev->tid = d->tid;
 	switch (ev->kind) {
-	KINDS(DEC_KIND)
+	MEV_EVENT_TABLES(DEC_KIND)
 	default:
 		break;
 	}

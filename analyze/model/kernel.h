@@ -1,0 +1,59 @@
+/*
+ * The Linux and KVM constants mmureplay reads traces by, in one place,
+ * each with where the kernel defines it (the same values on 6.1 and
+ * 6.12 unless said).  Values only: what they mean to the model is said
+ * where they are used (model/fault.h decodes the fault bits, replay/
+ * scan.c reads the ioctls).  A kernel that changes one is a new kernel
+ * to add (docs/design.md, "Adding a kernel").
+ */
+#ifndef MMUREPLAY_MODEL_KERNEL_H
+#define MMUREPLAY_MODEL_KERNEL_H
+
+/* PAGE_SHIFT (x86: 4 KiB pages). */
+#define MEV_PAGE_SHIFT 12
+
+/* enum mmu_notifier_event (include/linux/mmu_notifier.h). */
+#define MEV_MMU_NOTIFY_PROTECTION_VMA 2
+
+/* kvm_x86_exit's isa field: KVM_ISA_VMX, KVM_ISA_SVM
+ * (arch/x86/kvm/trace.h); 0: not known. */
+#define MEV_ISA_UNKNOWN 0
+#define MEV_ISA_VMX 1
+#define MEV_ISA_SVM 2
+
+/* Each ISA's nested page fault exit (uapi asm/svm.h SVM_EXIT_NPF, asm/
+ * vmx.h EXIT_REASON_EPT_VIOLATION).  EXIT_REASON_EPT_MISCONFIG (49) is
+ * MMIO and traces no kvm_page_fault: not a TDP fault. */
+#define MEV_SVM_EXIT_NPF 0x400
+#define MEV_VMX_EXIT_EPT_VIOLATION 48
+
+/* x86 page fault error code bits, as KVM's fault handler takes them
+ * (PFERR_*_MASK, arch/x86/include/asm/kvm_host.h). */
+#define MEV_PFERR_PRESENT     (1ULL << 0)
+#define MEV_PFERR_WRITE       (1ULL << 1)
+#define MEV_PFERR_USER        (1ULL << 2)
+#define MEV_PFERR_RSVD        (1ULL << 3)
+#define MEV_PFERR_FETCH       (1ULL << 4)
+#define MEV_PFERR_GUEST_FINAL (1ULL << 32)
+#define MEV_PFERR_GUEST_PAGE  (1ULL << 33)
+
+/* EPT-violation exit qualification bits (EPT_VIOLATION_*, arch/x86/
+ * include/asm/vmx.h). */
+#define MEV_EPT_QUAL_ACC_READ       (1ULL << 0)
+#define MEV_EPT_QUAL_ACC_WRITE      (1ULL << 1)
+#define MEV_EPT_QUAL_ACC_INSTR      (1ULL << 2)
+#define MEV_EPT_QUAL_RWX_MASK       (7ULL << 3)
+#define MEV_EPT_QUAL_GVA_IS_VALID   (1ULL << 7)
+#define MEV_EPT_QUAL_GVA_TRANSLATED (1ULL << 8)
+
+/* A memslot's flag for dirty logging (uapi linux/kvm.h). */
+#define KVM_MEM_LOG_DIRTY_PAGES 0x1
+
+/* ioctl numbers as syscall_entry_ioctl's cmd traces them (uapi
+ * linux/kvm.h, linux/userfaultfd.h; x86_64). */
+#define KVM_SET_USER_MEMORY_REGION 0x4020ae46ULL
+#define KVM_GET_DIRTY_LOG 0x4010ae42ULL
+#define KVM_CLEAR_DIRTY_LOG 0xc018aec0ULL
+#define UFFDIO_WRITEPROTECT 0xc018aa06ULL
+
+#endif
