@@ -120,6 +120,17 @@ int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn, uint64_t spte)
 	return 0;
 }
 
+void tdp_clear(struct tdp *t, int as_id, int level, uint64_t gfn)
+{
+	struct tdp_table *tb;
+
+	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
+	tb = table_find(t, as_id, level, gfn);
+	/* An entry never stored holds 0: its "seen" bit stays clear. */
+	if (tb)
+		tb->spte[entry_index(level, gfn)] = 0;
+}
+
 uint64_t tdp_get(const struct tdp *t, int as_id, int level, uint64_t gfn)
 {
 	const struct tdp_table *tb;

@@ -65,6 +65,13 @@ static inline uint64_t tdp_align(uint64_t gfn, int level)
 /* Store the SPTE of (as_id, level, gfn); -1 when out of memory. */
 int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn,
 	    uint64_t spte);
+/*
+ * Store 0 for (as_id, level, gfn) if an entry is stored there (a leaf
+ * dropped, a mark cleared); an entry never stored stays unstored (it
+ * reads 0 already), so unlike tdp_set() it adds no entry to tdp_size()
+ * or to what blocks reachability.  Allocates nothing: it cannot fail.
+ */
+void tdp_clear(struct tdp *t, int as_id, int level, uint64_t gfn);
 /* The SPTE stored for (as_id, level, gfn), or 0 when never seen. */
 uint64_t tdp_get(const struct tdp *t, int as_id, int level, uint64_t gfn);
 

@@ -207,8 +207,8 @@ void engine_ctx_open(struct engine *e, struct thread_ctx *t,
 /* KVM_SET_USER_MEMORY_REGION brackets the collapse of 4K leaves when
  * dirty logging stops, KVM_GET_DIRTY_LOG / KVM_CLEAR_DIRTY_LOG the
  * write-protection of the pages it reports (see engine_on_fault()). */
-void engine_on_syscall(struct engine *e, struct thread_ctx *t,
-		       const struct model_event *ev)
+static void engine_on_syscall(struct engine *e, struct thread_ctx *t,
+			      const struct model_event *ev)
 {
 	engine_ctx_close(e, t);
 	if (ev->u.sys.call != MSYS_IOCTL)
@@ -234,7 +234,8 @@ void engine_on_syscall(struct engine *e, struct thread_ctx *t,
 	}
 }
 
-void engine_on_memslot(struct engine *e, const struct model_event *ev)
+static void engine_on_memslot(struct engine *e,
+			      const struct model_event *ev)
 {
 	slots_apply_event(&e->slots, ev->u.memslot.as_id,
 			  ev->u.memslot.slot, ev->u.memslot.change,

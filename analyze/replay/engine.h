@@ -188,9 +188,11 @@ extern const char *const mismatch_kind_names[MISMATCH_KINDS];
 extern const char *const fault_exempt_names[EXEMPT_REASONS];
 extern const char *const replay_rule_names[REPLAY_RULES];
 extern const char *const replay_na_texts[REPLAY_NAS];
-/* The rule called name, or REPLAY_RULES. */
+/* Returns the rule whose name (replay_rule_names[]) is name, or
+ * REPLAY_RULES when no rule has that name. */
 enum replay_rule replay_rule_find(const char *name);
-/* "measured" / "inferred" / "unknown". */
+/* Returns the name reports give s ("unknown", "inferred", "measured"),
+ * or "unknown" when s is out of range. */
 const char *replay_source_name(enum replay_source s);
 
 struct mismatch {
@@ -306,7 +308,14 @@ enum replay_status {
 	REPLAY_ERR_POLICY,      /* policy_period_factor() is 0 */
 };
 
-/* Run one policy over the source (rewound first): both passes. */
+/*
+ * Replays opts->policy over src, both passes (each rewinds src first),
+ * into *res.  Returns REPLAY_OK, and the caller frees *res with
+ * replay_result_free().  On error returns REPLAY_ERR_SOURCE (src could
+ * not be rewound or read), REPLAY_ERR_NOMEM, or REPLAY_ERR_POLICY (the
+ * policy cannot run at the recorded recovery period); *res then holds
+ * no memory.
+ */
 enum replay_status replay_run(struct source *src,
 			      const struct replay_opts *opts,
 			      struct replay_result *res);
@@ -314,16 +323,29 @@ enum replay_status replay_run(struct source *src,
 /*
  * The same in two steps, for several policies over one capture: the
  * first pass's facts (scan.h) do not depend on the policy, so
- * replay_prepare() once (the caller frees *scan with scan_free()), then
- * replay_run_scanned() per policy, one pass each.
+ * replay_prepare() once, then replay_run_scanned() per policy, one pass
+ * each.
+ *
+ * replay_prepare() makes the first pass over src (rewound first) into
+ * *scan.  Returns REPLAY_OK, and the caller frees *scan with
+ * scan_free().  On error returns REPLAY_ERR_SOURCE or REPLAY_ERR_NOMEM;
+ * *scan then holds no memory.
  */
 enum replay_status replay_prepare(struct source *src,
 				  const struct replay_opts *opts,
 				  struct scan *scan);
+/*
+ * Replays opts->policy over src (rewound first) with the facts of
+ * replay_prepare()'s *scan, into *res.  Returns and fails as
+ * replay_run() does: on REPLAY_OK the caller frees *res with
+ * replay_result_free(); on error *res holds no memory.
+ */
 enum replay_status replay_run_scanned(struct source *src,
 				      const struct replay_opts *opts,
 				      const struct scan *scan,
 				      struct replay_result *res);
+/* Frees the per-second series *res holds (its counts stay).  Harmless
+ * on a result that holds none: a failed run's, or one freed already. */
 void replay_result_free(struct replay_result *res);
 
 #endif

@@ -383,8 +383,9 @@ void engine_on_fast_fault(struct engine *e, const struct model_event *ev)
 	uint64_t gfn = mev_gpa_to_gfn(ev->u.fault.gpa), spte;
 	int level = tdp_leaf(&e->tdp_obs, 0, gfn, &spte);
 
-	if (level && spte == ev->fast_old && engine_rule(e, RULE_FAST_FAULT))
-		tdp_set(&e->tdp_obs, 0, level, gfn, ev->fast_new);
+	if (level && spte == ev->fast_old && engine_rule(e, RULE_FAST_FAULT) &&
+	    tdp_set(&e->tdp_obs, 0, level, gfn, ev->fast_new) < 0)
+		e->nomem = 1;
 }
 
 void engine_on_vcpu_exit(struct engine *e, struct thread_ctx *t,

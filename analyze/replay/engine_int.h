@@ -19,6 +19,36 @@
  * Adding an input: a handler engine_on_<kind>() in the file of its
  * concern, declared here, and a one-line case in handle() (engine.c).
  *
+ * The files call each other in a circle, through this header alone.
+ * engine.c dispatches: handle() hands each event to engine_on_<kind>()
+ * in the file of its concern, engine_ctx_close() a context to
+ * <concern>_ctx_close().  engine_on_spte() (engine_overlay.c) is the
+ * hub: every traced SPTE change is attributed there to the context the
+ * other files opened, and handed to each concern it touches.  The
+ * calls across files, besides engine.c's services that all the others
+ * use (engine_ctx_open/close(), engine_mismatch(), engine_second_at(),
+ * engine_dirty_logged_*()):
+ *   engine.c           fault_pending_thread_event(), fault_frozen_end()
+ *                      around every event; fault_pending_expire() when
+ *                      an exemption ends, and with nx_batch_close() at
+ *                      the end of the trace;
+ *   engine_overlay.c   teardown_zap_all_starts/open(),
+ *                      teardown_unlinked(), teardown_replaced(),
+ *                      teardown_entry_replaced(); nx_batch_touch();
+ *                      fault_pending_explain(), fault_frozen_begin();
+ *                      window_covers(), window_install();
+ *   engine_window.c    overlay_context_range(), overlay_flush_account();
+ *                      lock_holder_push();
+ *   engine_fault.c     overlay_fault(), overlay_refault(),
+ *                      overlay_kept_leaf(), overlay_flush_account();
+ *                      window_covers(), window_any_covers();
+ *                      nx_batch_close();
+ *   engine_nx.c        overlay_flush_account(); fault_pending_expire();
+ *                      lock_holder_push();
+ *   engine_teardown.c  overlay_context_range(), overlay_flush();
+ *                      nx_recovery_ctx_open(), nx_split_drop();
+ *   engine_lock.c      none.
+ *
  * Each thread has one open context at a time: an invalidation window, a
  * fault being handled, a shadow page being torn down or recovered.  An
  * SPTE change is attributed to the context of the thread that made it;
@@ -267,9 +297,6 @@ void engine_mismatch(struct engine *e, enum mismatch_kind kind,
 		     int64_t predicted, int64_t observed);
 /* The series' entry for the second of ts; NULL (and nomem) on failure. */
 struct replay_second *engine_second_at(struct engine *e, int64_t ts);
-void engine_on_syscall(struct engine *e, struct thread_ctx *t,
-		       const struct model_event *ev);
-void engine_on_memslot(struct engine *e, const struct model_event *ev);
 int engine_dirty_logged_at(struct engine *e, uint64_t gfn, uint64_t seq);
 /* ... as a vCPU's fault sees it (the memslot swap, scan.h). */
 int engine_dirty_logged_for_fault(struct engine *e, uint64_t gfn,
@@ -287,6 +314,8 @@ int overlay_kept_leaf(struct engine *e, int as_id, uint64_t gfn,
 void overlay_zap(struct engine *e, int64_t ts, enum zap_cause cause,
 		 int as_id, int level, uint64_t gfn);
 void overlay_flush(struct engine *e, int64_t ts);
+/* A fault under the policy at ts (the per-second series too). */
+void overlay_fault(struct engine *e, int64_t ts);
 void overlay_flush_account(struct engine *e, int64_t ts, int64_t predicted,
 			   int64_t observed, int64_t policy_zaps,
 			   int64_t flushes, int64_t per_page);
@@ -329,16 +358,17 @@ void fault_pending_expire(struct engine *e, int all);
 /* Thread t's next event: its faults waiting on a stock batch's first
  * zap wait no longer. */
 void fault_pending_thread_event(struct engine *e, struct thread_ctx *t);
-/* A fault under the policy at ts (the per-second series too). */
-void overlay_fault(struct engine *e, int64_t ts);
+/* A ranged flush by t may freeze an entry until t's next event: begin
+ * at the flush, end at that event. */
+void fault_frozen_begin(struct engine *e, struct thread_ctx *t,
+			const struct model_event *ev);
+void fault_frozen_end(struct engine *e, struct thread_ctx *t);
 
 /* engine_nx.c */
 void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 			const struct model_event *ev);
 void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 			   const struct model_event *ev);
-void nx_split_add(struct engine *e, struct nx_splits *l, uint64_t gfn,
-		  int64_t ts);
 void nx_split_drop(struct engine *e, struct nx_splits *l, uint64_t gfn);
 void nx_batch_touch(struct engine *e, const struct model_event *ev);
 void nx_batch_close(struct engine *e);
@@ -351,7 +381,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev);
 void teardown_ctx_close(struct engine *e, struct thread_ctx *t);
 /* A table's unlink by thread tid, and the leaves a new table linked
- * at the entry before its free hides (engine_teardown.c). */
+ * at the entry before its free hides. */
 void teardown_unlinked(struct engine *e, int32_t tid, int as_id, int level,
 		       uint64_t gfn);
 void teardown_replaced(struct engine *e, int as_id, int level, uint64_t gfn,
@@ -362,11 +392,6 @@ int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,
 			    const struct model_event *ev);
 void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
 			   const struct model_event *ev);
-
-/* engine_fault.c: ranged flushes that may freeze an entry. */
-void fault_frozen_begin(struct engine *e, struct thread_ctx *t,
-			const struct model_event *ev);
-void fault_frozen_end(struct engine *e, struct thread_ctx *t);
 
 /* engine_lock.c */
 /* An invalidation window or a recovered page t ends: remember when it

@@ -41,8 +41,8 @@ static int64_t nx_value_ts(uint64_t v)
 	return (int64_t)(v >> NX_COUNT_BITS);
 }
 
-void nx_split_add(struct engine *e, struct nx_splits *l, uint64_t gfn,
-		  int64_t ts)
+static void nx_split_add(struct engine *e, struct nx_splits *l,
+			 uint64_t gfn, int64_t ts)
 {
 	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1);
 	unsigned n = nx_value_count(u64map_get(&l->split_map, key));

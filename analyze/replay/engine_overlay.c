@@ -113,7 +113,7 @@ void overlay_refault(struct engine *e, uint64_t gfn)
 		mark = tdp_get(&e->tdp_zapmark, 0, level, gfn);
 		if (mark) {
 			e->res->refaults[zapmark_cause(mark)]++;
-			tdp_set(&e->tdp_zapmark, 0, level, gfn, 0);
+			tdp_clear(&e->tdp_zapmark, 0, level, gfn);
 		}
 	}
 }
@@ -152,7 +152,7 @@ static void zap_kept_leaf(void *arg, int level, uint64_t gfn, uint64_t spte)
 				      w->walk_as_id, level, gfn), level))
 		return;
 	w->walk_leaves++;
-	tdp_set(&w->walk_engine->tdp_ovl, w->walk_as_id, level, gfn, 0);
+	tdp_clear(&w->walk_engine->tdp_ovl, w->walk_as_id, level, gfn);
 	overlay_zap(w->walk_engine, w->walk_ts, w->walk_cause, w->walk_as_id,
 		    level, gfn);
 }
@@ -321,10 +321,9 @@ static void overlay_table_linked(struct engine *e, int as_id, int level,
 			  gfn + tdp_level_pages(level), stale_leaf_add, &w);
 	if (w.sw_present)
 		teardown_replaced(e, as_id, level, gfn, w.sw_present);
-	for (i = 0; i < w.sw_n && !e->nomem; i++)
-		if (tdp_set(&e->tdp_obs, as_id, w.sw_leaf[i].level,
-			    w.sw_leaf[i].gfn, 0) < 0)
-			e->nomem = 1;
+	for (i = 0; i < w.sw_n; i++)
+		tdp_clear(&e->tdp_obs, as_id, w.sw_leaf[i].level,
+			  w.sw_leaf[i].gfn);
 	free(w.sw_leaf);
 }
 
@@ -353,6 +352,11 @@ static void overlay_kvm_dirty(struct engine *e, const struct thread_ctx *t,
 		e->nomem = 1;
 }
 
+/*
+ * The transition is named once, as handle_changed_spte() names it:
+ * was_present / is_present, and was_leaf / is_leaf (present leaves).
+ * A leaf zap is was_leaf && !is_present (spte_leaf_zapped()).
+ */
 void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		    const struct model_event *ev)
 {
@@ -360,11 +364,14 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	uint64_t old = ev->u.spte.old_spte, new = ev->u.spte.new_spte;
 	uint64_t gfn = ev->u.spte.gfn;
 	int level = ev->u.spte.level, as = ev->u.spte.as_id, span;
+	int was_present = spte_present(f, old);
+	int is_present = spte_present(f, new);
+	int was_leaf = was_present && spte_leaf(f, old, level);
+	int is_leaf = is_present && spte_leaf(f, new, level);
 	enum zap_cause cause;
 	uint64_t kept = 0;
 
-	if (spte_leaf_zapped(f, old, new, level) &&
-	    teardown_zap_all_starts(e, t, ev))
+	if (was_leaf && !is_present && teardown_zap_all_starts(e, t, ev))
 		teardown_zap_all_open(e, t, ev);
 	/* The worker's recovery, not a teardown it runs. */
 	if (t->is_worker && t->ctx_kind != CTX_TEARDOWN)
@@ -373,13 +380,13 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		fault_pending_explain(e, t, as, level, gfn, old, new);
 	/* The traced leaf changes under one the policy kept: was it
 	 * written meanwhile? */
-	if (tdp_size(&e->tdp_ovl) && spte_present_leaf(f, old, level) &&
+	if (tdp_size(&e->tdp_ovl) && was_leaf &&
 	    (kept = tdp_get(&e->tdp_ovl, as, level, gfn)) &&
 	    overlay_kept_written(e, ev->ts, kept, old, as, level, gfn)) {
-		tdp_set(&e->tdp_ovl, as, level, gfn, 0);
+		tdp_clear(&e->tdp_ovl, as, level, gfn);
 		kept = 0;
 	}
-	if (spte_leaf_zapped(f, old, new, level)) {
+	if (was_leaf && !is_present) {
 		e->res->zaps_observed++;
 		t->ctx_last_ts = ev->ts;
 		cause = zap_cause_of(t);
@@ -404,28 +411,25 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 			t->ctx_policy_zaps++;
 			overlay_zap(e, ev->ts, cause, as, level, gfn);
 			if (kept)
-				tdp_set(&e->tdp_ovl, as, level, gfn, 0);
+				tdp_clear(&e->tdp_ovl, as, level, gfn);
 		}
-	} else if (!spte_present_leaf(f, old, level) &&
-		   spte_present_leaf(f, new, level)) {
+	} else if (!was_leaf && is_leaf) {
 		/* The traced kernel re-installed what the policy kept,
 		 * unless in a fault the policy did not take: its leaf
 		 * stays. */
 		if (!(t->ctx_kind == CTX_FAULT && t->ctx_keep) &&
 		    tdp_get(&e->tdp_ovl, as, level, gfn))
-			tdp_set(&e->tdp_ovl, as, level, gfn, 0);
+			tdp_clear(&e->tdp_ovl, as, level, gfn);
 		if (engine_rule(e, RULE_WINDOW_INSTALL))
 			window_install(e, t, as, level, gfn);
-	} else if (level > TDP_LEVEL_4K && spte_present_leaf(f, old, level) &&
-		   spte_present(f, new) && !spte_leaf(f, new, level) &&
-		   engine_rule(e, RULE_EAGER_SPLIT)) {
+	} else if (level > TDP_LEVEL_4K && was_leaf && is_present &&
+		   !is_leaf && engine_rule(e, RULE_EAGER_SPLIT)) {
 		overlay_eager_split(e, as, level, gfn, old);
-	} else if (level > TDP_LEVEL_4K && !spte_present(f, old) &&
-		   spte_present(f, new) && !spte_leaf(f, new, level) &&
-		   engine_rule(e, RULE_REMOVED_TABLE)) {
+	} else if (level > TDP_LEVEL_4K && !was_present && is_present &&
+		   !is_leaf && engine_rule(e, RULE_REMOVED_TABLE)) {
 		overlay_table_linked(e, as, level, gfn);
-	} else if (level > TDP_LEVEL_4K && spte_present(f, old) &&
-		   !spte_leaf(f, old, level) && !spte_present(f, new)) {
+	} else if (level > TDP_LEVEL_4K && was_present && !was_leaf &&
+		   !is_present) {
 		teardown_unlinked(e, ev->tid, as, level, gfn);
 	}
 	overlay_kvm_dirty(e, t, as, level, gfn, old, new);

@@ -36,20 +36,33 @@ struct replay_session {
 };
 
 /*
- * Open db's events and make the first pass; ci: the capture's facts (the
- * caller may have overridden some, e.g. the NX ratio); rules_off: model
- * rules a test switched off (enum replay_rule), else 0.  On failure the
- * session holds nothing.
+ * Opens db's events (from input) as the session's source and makes the
+ * first pass.  ci holds the capture's facts (the caller may have
+ * overridden some, e.g. the NX ratio) and must outlive the session,
+ * which keeps a pointer to its worker list; rules_off holds the model
+ * rules a test switched off (1 << enum replay_rule), else 0.  Returns
+ * REPLAY_OK, and the caller closes the session with
+ * replay_session_close().  On error returns REPLAY_ERR_SOURCE (the
+ * events could not be opened or read) or REPLAY_ERR_NOMEM; the session
+ * then holds nothing.
  */
 enum replay_status replay_session_open(struct replay_session *s,
 				       sqlite3 *db,
 				       const struct capture_info *ci,
 				       unsigned rules_off,
 				       enum replay_session_input input);
-/* One pass under pol into *res. */
+/*
+ * Replays the capture under pol, one pass of the engine, into *res
+ * (the self-check when pol is the recorded policy).  Returns REPLAY_OK,
+ * and the caller frees *res with replay_result_free().  On error
+ * returns what replay_run_scanned() does; *res then holds no memory,
+ * and the session stays open either way.
+ */
 enum replay_status replay_session_run(struct replay_session *s,
 				      const struct policy *pol,
 				      struct replay_result *res);
+/* Frees the session's source and scan.  Harmless on a session whose
+ * open failed, or one closed already. */
 void replay_session_close(struct replay_session *s);
 
 #endif
