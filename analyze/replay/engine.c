@@ -132,9 +132,12 @@ void engine_mismatch(struct engine *e, enum mismatch_kind kind,
 	if (!e->opts->self_check)
 		return;
 	r->mismatches_total++;
-	MR_ASSERT_DBG(r->nmismatches <= REPLAY_MAX_MISMATCHES);
-	if (r->nmismatches == REPLAY_MAX_MISMATCHES)
+	r->mismatches_by_kind[kind]++;
+	if (ALLOC_GROW(r->mismatches, (size_t)r->nmismatches + 1,
+		       r->capmismatches)) {
+		e->nomem = 1;
 		return;
+	}
 	r->mismatches[r->nmismatches++] = (struct mismatch){
 		kind, seq, ts, gfn, predicted, observed,
 	};
@@ -449,4 +452,8 @@ void replay_result_free(struct replay_result *res)
 	free(res->series);
 	res->series = NULL;
 	res->nseconds = 0;
+	free(res->mismatches);
+	res->mismatches = NULL;
+	res->nmismatches = 0;
+	res->capmismatches = 0;
 }

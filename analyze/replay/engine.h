@@ -203,7 +203,9 @@ struct mismatch {
 	int64_t predicted, observed;
 };
 
-#define REPLAY_MAX_MISMATCHES 64
+/* Mismatches a report lists before it says the list is cut (all are
+ * kept in the result and the DB). */
+#define REPLAY_SHOWN_MISMATCHES 64
 
 struct replay_second {
 	int64_t faults, zaps, flushes, lock_wait_ns;
@@ -258,9 +260,13 @@ struct replay_result {
 	/* Recovery batches whose size the trace settled: the worker's
 	 * count may lack splits accounted while it waited for mmu_lock. */
 	int64_t nx_batches_settled;
-	struct mismatch mismatches[REPLAY_MAX_MISMATCHES];
-	int nmismatches;
+	/* Every mismatch, in trace order (malloc'd), and how many of each
+	 * kind; mismatches_total == nmismatches unless memory ran out. */
+	struct mismatch *mismatches;
+	int64_t nmismatches;
+	size_t capmismatches;
 	int64_t mismatches_total;
+	int64_t mismatches_by_kind[MISMATCH_KINDS];
 
 	/* Under the policy (what-if). */
 	int64_t faults;

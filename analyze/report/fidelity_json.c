@@ -101,8 +101,17 @@ void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
 				(double)r->nx_batches_settled);
 	cJSON_AddNumberToObject(root, "mismatches_total",
 				(double)r->mismatches_total);
+	o = cJSON_AddObjectToObject(root, "mismatches_by_kind");
+	for (i = 0; i < MISMATCH_KINDS; i++)
+		if (r->mismatches_by_kind[i])
+			cJSON_AddNumberToObject(o, mismatch_kind_names[i],
+				(double)r->mismatches_by_kind[i]);
+	/* The list is the first ones; every one is in table
+	 * replay_mismatch once the run is stored. */
+	cJSON_AddBoolToObject(root, "mismatches_cut", r->mismatches_total >
+			      REPLAY_SHOWN_MISMATCHES);
 	a = cJSON_AddArrayToObject(root, "mismatches");
-	for (i = 0; i < r->nmismatches; i++) {
+	for (i = 0; i < r->nmismatches && i < REPLAY_SHOWN_MISMATCHES; i++) {
 		const struct mismatch *m = &r->mismatches[i];
 
 		t = cJSON_CreateObject();

@@ -8,6 +8,9 @@
 #include <inttypes.h>
 #include <string.h>
 
+/* Mismatches the text lists (a line each). */
+#define TEXT_MISMATCHES 10
+
 /* The stock upgrade inference scored against the measured flag (see
  * fidelity_json.c), when the capture has both. */
 static void report_upgrade_inference_text(FILE *out,
@@ -97,8 +100,18 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 			"before splits accounted while\n  the worker waited for "
 			"mmu_lock, settled by the trace (not checked): %"
 			PRId64 "\n", r->nx_batches_settled);
-	fprintf(out, "  mismatches: %" PRId64 "\n", r->mismatches_total);
-	for (i = 0; i < r->nmismatches && i < 10; i++) {
+	/* Every kind's count, then the first few; all of them are in the
+	 * JSON's first REPLAY_SHOWN_MISMATCHES and table replay_mismatch. */
+	fprintf(out, "  mismatches: %" PRId64, r->mismatches_total);
+	for (i = 0, sep = " ("; i < MISMATCH_KINDS; i++)
+		if (r->mismatches_by_kind[i]) {
+			fprintf(out, "%s%s %" PRId64, sep,
+				mismatch_kind_names[i],
+				r->mismatches_by_kind[i]);
+			sep = ", ";
+		}
+	fprintf(out, "%s\n", r->mismatches_total ? ")" : "");
+	for (i = 0; i < r->nmismatches && i < TEXT_MISMATCHES; i++) {
 		const struct mismatch *m = &r->mismatches[i];
 
 		fprintf(out, "    %-20s seq %" PRIu64 " at %.6f s, gfn 0x%"
@@ -107,4 +120,9 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 			(double)m->ts / 1e9, m->gfn, m->predicted,
 			m->observed);
 	}
+	if (r->mismatches_total > TEXT_MISMATCHES)
+		fprintf(out, "    (the first %d of %" PRId64 "; --json lists the "
+			"first %d, and 'mmureplay replay'\n    stores every one "
+			"in table replay_mismatch)\n", TEXT_MISMATCHES,
+			r->mismatches_total, REPLAY_SHOWN_MISMATCHES);
 }

@@ -54,8 +54,9 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 	size_t c;
 	int i, w = 16;
 
+	/* m[0], the recorded policy's run, is there even when n is 0. */
 	fprintf(out, "Replay of %s (%.3f s of trace)\n", db_path,
-		n ? m[0].duration_s : 0.0);
+		m[0].duration_s);
 	fputc('\n', out);
 	report_damage_text(out, f);
 	if (!f->ok && !n) {

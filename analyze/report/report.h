@@ -29,7 +29,7 @@
  */
 #define REPORT_JSON_SCHEMA_LIST(X) \
 	X(REPORT_JSON_SUMMARY, "mmureplay-summary", 1) \
-	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 1) \
+	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 2) \
 	X(REPORT_JSON_REPLAY, "mmureplay-replay", 2) \
 	X(REPORT_JSON_SPIKES, "mmureplay-spikes", 1) \
 	X(REPORT_JSON_COMPARE, "mmureplay-compare", 1)
@@ -73,6 +73,8 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 			 const struct replay_result *r,
 			 const struct replay_result *self_check,
 			 const struct fidelity *f, const char *db_path);
+/* The same as text tables, m[0..n) shown; m[0] (the recorded policy's
+ * run) must be there even when n is 0, for the trace's duration. */
 void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 			const struct fidelity *f, const char *db_path);
 
