@@ -65,7 +65,11 @@ const struct cli_command cli_cmd_replay = {
 	"ms; MS must be a multiple of the recorded period: the worker runs\n"
 	"every k-th recorded batch, the others' pages stay split).  Knob\n"
 	"policies combine: perm-upgrade+nx-skip-dirty (a capture recorded\n"
-	"with several knobs on is checked under their combination).\n",
+	"with several knobs on is checked under their combination).  A\n"
+	"policy that changes NX recovery alone is \"not applicable\", with\n"
+	"the reason and no figures, where it cannot act: the manifest says\n"
+	"kvm.nx_huge_pages=N, or no page was NX-split or no batch ran.  At\n"
+	"most 16 policies a run (stored runs accumulate over runs).\n",
 	.options = options,
 	.run = run,
 };

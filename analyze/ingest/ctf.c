@@ -17,6 +17,7 @@
 #include "ingest/reader.h"
 
 #include "ingest/merge.h"
+#include "ingest/firstpacket.h"
 #include "ingest/metaguard.h"
 #include "ingest/salvage.h"
 #include "ingest/sink.h"
@@ -302,28 +303,73 @@ static char *tracer_describe(struct ingest_tables *t)
 
 /*
  * Every trace's metadata through the guard; INGEST_OK or INGEST_ERR_INPUT
- * after the error line.  MMUREPLAY_TEST_NO_METADATA_GUARD=1 skips it, so
- * that the tests can show the watchdog catching what the guard would.
+ * after the error line.  layouts[i] is where trace i's packets carry
+ * their number (valid: 0 from firstpacket_layout()), from the text the
+ * guard read.  MMUREPLAY_TEST_NO_METADATA_GUARD=1 skips the guard, so
+ * that the tests can show the watchdog catching what it would.
  */
-static enum ingest_status metadata_guard(const struct tracedirs *td)
+static enum ingest_status metadata_guard(const struct tracedirs *td,
+					 struct firstpacket_layout *layouts,
+					 int *valid)
 {
 	const char *off = getenv("MMUREPLAY_TEST_NO_METADATA_GUARD");
 	enum ingest_status st = INGEST_OK;
-	char path[4096], *why = NULL;
+	char path[4096], *why = NULL, *head = NULL;
 	int i;
 
+	for (i = 0; i < td->n; i++)
+		valid[i] = -1;
 	if (off && strcmp(off, "1") == 0)
 		return st;
 	for (i = 0; i < td->n && st == INGEST_OK; i++) {
 		snprintf(path, sizeof(path), "%s/metadata", td->dirs[i].path);
-		if (metaguard_check(path, &why) != METAGUARD_OK) {
+		if (metaguard_read(path, &why, &head) != METAGUARD_OK) {
 			log_error("%s: %s", path, why);
 			st = INGEST_ERR_INPUT;
+		} else {
+			valid[i] = firstpacket_layout(head, &layouts[i]);
 		}
 		free(why);
-		why = NULL;
+		free(head);
+		why = head = NULL;
 	}
 	return st;
+}
+
+/*
+ * Streams whose first packet is not their tracer's first (an LTTng
+ * snapshot, a trace cut at its start): recorded as lost packets
+ * (tables_stream_late_start()).  Each stream file babeltrace2 read is
+ * named by its path; a file it did not read is not looked at.
+ */
+static int late_streams(const struct tracedirs *td, struct ingest_tables *t,
+			const struct firstpacket_layout *layouts,
+			const int *valid)
+{
+	const struct tables_stream *ss;
+	char path[4096];
+	const char *dir;
+	struct dirent *de;
+	uint64_t first;
+	DIR *d;
+	int i, rc = 0;
+
+	for (i = 0; i < td->n && rc == 0; i++) {
+		if (valid[i] != 0)
+			continue;
+		dir = td->dirs[i].view ? td->dirs[i].view : td->dirs[i].path;
+		d = opendir(dir);
+		while (d && rc == 0 && (de = readdir(d))) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			ss = tables_stream_find(t, path);
+			if (ss && firstpacket_seq(path, &layouts[i], &first) ==
+			    0 && first > 0)
+				rc = tables_stream_late_start(t, ss, first);
+		}
+		if (d)
+			closedir(d);
+	}
+	return rc;
 }
 
 /*
@@ -371,9 +417,10 @@ enum ingest_status ctf_read(const struct ingest_opts *opts,
 	struct tracedirs td = { 0 };
 	struct ingest_graph g = { 0 };
 	struct ingest_sink *sink = NULL;
+	struct firstpacket_layout *layouts = NULL;
 	const char *bad_dir = NULL;
 	char *why = NULL;
-	int i;
+	int i, *valid = NULL;
 
 	for (i = 0; i < opts->ninputs; i++)
 		if (tracedirs_find(&td, opts->inputs[i]) != TRACEDIRS_OK)
@@ -381,7 +428,12 @@ enum ingest_status ctf_read(const struct ingest_opts *opts,
 	rr->ntraces = td.n;
 	rr->format = "ctf";
 	rr->ts_resolution_ns = 1;
-	st = metadata_guard(&td);
+	st = INGEST_ERR_INTERNAL;
+	layouts = calloc((size_t)td.n + 1, sizeof(*layouts));
+	valid = calloc((size_t)td.n + 1, sizeof(*valid));
+	if (!layouts || !valid)
+		goto end;
+	st = metadata_guard(&td, layouts, valid);
 	if (st != INGEST_OK)
 		goto end;
 	st = INGEST_ERR_INTERNAL;
@@ -426,6 +478,9 @@ enum ingest_status ctf_read(const struct ingest_opts *opts,
 		why = NULL;
 		rr->bad = strdup(bad_dir ? bad_dir : opts->inputs[0]);
 	}
+	st = INGEST_ERR_INTERNAL;
+	if (late_streams(&td, t, layouts, valid) < 0)
+		goto end;
 	rr->tracer = tracer_describe(t);
 	rr->duplicates = sink_duplicates(sink);
 	rr->events = sink_declared(sink);
@@ -435,6 +490,8 @@ end:
 	graph_destroy(&g);
 	sink_destroy(sink);
 	tracedirs_free(&td);
+	free(layouts);
+	free(valid);
 	free(why);
 	return st;
 }

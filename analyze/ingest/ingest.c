@@ -315,6 +315,12 @@ enum ingest_status ingest_run(const struct ingest_opts *opts,
 		st = INGEST_ERR_INPUT;
 		goto end;
 	}
+	if (tables_late_streams(t))
+		log_warn("%s: %llu stream(s) begin mid-way: their first packets "
+			 "are not in the trace (an LTTng snapshot, or a trace "
+			 "cut at its start); counted as lost packets",
+			 opts->inputs[0],
+			 (unsigned long long)tables_late_streams(t));
 	if (rr.truncated)
 		log_error("%s: trace broken after %llu events (kept, marked "
 			  "truncated): %s", rr.bad,

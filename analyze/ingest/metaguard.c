@@ -25,6 +25,10 @@
 #define MG_OFF_SCHEMES 32
 #define MG_OFF_MAJOR 35
 
+/* The text metaguard_read() keeps, at most: the trace and stream
+ * declarations come first in LTTng's metadata. */
+#define MG_HEAD 65536
+
 /* Where the TSDL text scanner is. */
 struct mg_text {
 	long depth;             /* { } nesting */
@@ -32,12 +36,21 @@ struct mg_text {
 	       MG_SLASH, MG_LINE_COMMENT, MG_BLOCK_COMMENT,
 	       MG_BLOCK_STAR } state;
 	char last;              /* last significant code character */
+	char *head;             /* the text's first bytes, or NULL */
+	size_t head_len;
 };
 
 static void text_scan(struct mg_text *t, const unsigned char *s, size_t n)
 {
-	size_t i;
+	size_t i, keep;
 	int c;
+
+	if (t->head && t->head_len < MG_HEAD) {
+		keep = n < MG_HEAD - t->head_len ? n : MG_HEAD - t->head_len;
+		memcpy(t->head + t->head_len, s, keep);
+		t->head_len += keep;
+		t->head[t->head_len] = '\0';
+	}
 
 	for (i = 0; i < n; i++) {
 		c = s[i];
@@ -138,6 +151,12 @@ static uint32_t get32(const unsigned char *p, int swap)
 
 enum metaguard_status metaguard_check(const char *path, char **why)
 {
+	return metaguard_read(path, why, NULL);
+}
+
+enum metaguard_status metaguard_read(const char *path, char **why,
+				     char **head)
+{
 	enum metaguard_status st = METAGUARD_ERR_IO;
 	unsigned char hdr[MG_HEADER], uuid[16], *buf = NULL;
 	struct mg_text text = { 0 };
@@ -149,6 +168,14 @@ enum metaguard_status metaguard_check(const char *path, char **why)
 	FILE *f;
 
 	*why = NULL;
+	if (head) {
+		*head = NULL;
+		text.head = calloc(1, MG_HEAD + 1);
+		if (!text.head) {
+			*why = strdup("out of memory");
+			return METAGUARD_ERR_IO;
+		}
+	}
 	f = fopen(path, "rb");
 	if (!f || fstat(fileno(f), &sb) != 0) {
 		if (asprintf(why, "cannot read: %s", strerror(errno)) < 0)
@@ -273,6 +300,11 @@ end:
 	if (f)
 		fclose(f);
 	free(buf);
+	if (head && st == METAGUARD_OK) {
+		*head = text.head;
+		text.head = NULL;
+	}
+	free(text.head);
 	if (st != METAGUARD_OK && !*why)
 		*why = strdup("out of memory");
 	return st;

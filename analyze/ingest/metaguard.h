@@ -30,7 +30,13 @@ enum metaguard_status {
 	METAGUARD_ERR_IO,       /* cannot read the file; *why says so */
 };
 
-/* Check PATH (a trace's 'metadata' file); *why is malloc'd on error. */
+/* Checks PATH (a trace's 'metadata' file).  Returns METAGUARD_OK, or an
+ * error status with *why (malloc'd) saying what. */
 enum metaguard_status metaguard_check(const char *path, char **why);
+/* The same, and on METAGUARD_OK sets *head to the text's first 64 KiB
+ * (malloc'd, NUL-terminated; packetized metadata without its packet
+ * headers): where the trace and stream declarations are. */
+enum metaguard_status metaguard_read(const char *path, char **why,
+				     char **head);
 
 #endif

@@ -70,6 +70,7 @@ struct ingest_tables {
 	int fault_kind, fault_err;      /* fault and its error_code */
 	int fault_access;               /* access, then present */
 	int isa;                        /* MEV_ISA_*, from the first exit */
+	uint64_t late_streams;          /* tables_stream_late_start() */
 	uint64_t faults_undecoded;      /* before the ISA was known */
 };
 
@@ -239,6 +240,32 @@ uint64_t tables_event_count(const struct ingest_tables *t)
 uint64_t tables_lost_count(const struct ingest_tables *t)
 {
 	return t->lost_events;
+}
+
+int tables_stream_late_start(struct ingest_tables *t,
+			     const struct tables_stream *s,
+			     uint64_t first_seq)
+{
+	MR_ASSERT(first_seq > 0);
+	t->late_streams++;
+	return tables_lost_add(t, s, 1, 0, 0, 0, 1, first_seq);
+}
+
+uint64_t tables_late_streams(const struct ingest_tables *t)
+{
+	return t->late_streams;
+}
+
+const struct tables_stream *tables_stream_find(const struct ingest_tables *t,
+					       const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < t->nstreams; i++)
+		if (t->stream_list[i]->name &&
+		    strcmp(t->stream_list[i]->name, name) == 0)
+			return t->stream_list[i];
+	return NULL;
 }
 
 int64_t tables_raw(struct ingest_tables *t, const char *name)

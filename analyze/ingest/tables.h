@@ -149,6 +149,23 @@ int tables_lost_add(struct ingest_tables *t, const struct tables_stream *s,
 		    int is_packets, int has_range, int64_t begin_ns,
 		    int64_t end_ns, int has_count, uint64_t count);
 
+/*
+ * Records that stream s begins at its tracer's packet first_seq (> 0):
+ * the packets before it are not in the trace (an LTTng snapshot keeps
+ * only the last packets of each ring buffer; a trace cut at its start
+ * does the same).  They are lost packets of unknown time and, since
+ * nothing says how many events they held, of unknown event count.
+ * Returns 0, or -1 when out of memory.
+ */
+int tables_stream_late_start(struct ingest_tables *t,
+			     const struct tables_stream *s,
+			     uint64_t first_seq);
+/* Returns how many streams began late (tables_stream_late_start()). */
+uint64_t tables_late_streams(const struct ingest_tables *t);
+/* Returns the stream named name (a CTF stream's file path), or NULL. */
+const struct tables_stream *tables_stream_find(const struct ingest_tables *t,
+					       const char *name);
+
 /* The first trace added, or NULL. */
 const struct tables_trace *tables_trace_first(const struct ingest_tables *t);
 /* The raw names seen, comma-separated (malloc'ed; NULL: no memory). */
