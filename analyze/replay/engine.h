@@ -57,7 +57,10 @@
 	/* the kernel decided as another policy does (lock mode, skip) */ \
 	X(MISMATCH_POLICY_DECISION, "policy_decision") \
 	/* NX-split pages at a write-locked batch's end != model's list */ \
-	X(MISMATCH_NX_COUNT, "nx_count")
+	X(MISMATCH_NX_COUNT, "nx_count") \
+	/* a context flushed without a zap the model predicts, or the \
+	 * reverse (traced flushes only) */ \
+	X(MISMATCH_FLUSH_CONTEXT, "flush_context")
 
 /*
  * Why a fault on a leaf that permitted the access was not failed at

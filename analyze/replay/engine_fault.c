@@ -354,7 +354,8 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 
 void fault_ctx_close(struct engine *e, struct thread_ctx *t)
 {
-	overlay_flush_account(e, t->ctx_ts, t->ctx_predicted, t->ctx_observed,
+	overlay_flush_account(e, t->ctx_seq, t->ctx_ts, t->ctx_gfn,
+			      t->ctx_predicted, t->ctx_observed,
 			      t->ctx_policy_zaps, t->ctx_flushes, -1);
 }
 

@@ -316,9 +316,10 @@ void overlay_zap(struct engine *e, int64_t ts, enum zap_cause cause,
 void overlay_flush(struct engine *e, int64_t ts);
 /* A fault under the policy at ts (the per-second series too). */
 void overlay_fault(struct engine *e, int64_t ts);
-void overlay_flush_account(struct engine *e, int64_t ts, int64_t predicted,
-			   int64_t observed, int64_t policy_zaps,
-			   int64_t flushes, int64_t per_page);
+void overlay_flush_account(struct engine *e, uint64_t seq, int64_t ts,
+			   uint64_t gfn, int64_t predicted, int64_t observed,
+			   int64_t policy_zaps, int64_t flushes,
+			   int64_t per_page);
 int64_t overlay_context_range(struct engine *e, struct thread_ctx *t,
 			      int as_id, uint64_t start, uint64_t end,
 			      int only_level, enum zap_cause cause);

@@ -142,7 +142,8 @@ void nx_batch_close(struct engine *e)
 	/* Recovery under the read lock (kernel-series patch 8) flushes
 	 * the TLB after each page it zaps, under the write lock once per
 	 * lock hold. */
-	overlay_flush_account(e, b->batch_last_ts, b->zaps_predicted,
+	overlay_flush_account(e, b->batch_first_seq, b->batch_last_ts, 0,
+			      b->zaps_predicted,
 			      b->zaps_observed, b->zaps_policy,
 			      b->flushes_traced,
 			      e->opts->policy->recovery_read_lock &&

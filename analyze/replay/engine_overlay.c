@@ -187,18 +187,21 @@ int64_t overlay_context_range(struct engine *e, struct thread_ctx *t,
 
 /*
  * TLB flushes of one context (an invalidation, a fault, a teardown, a
- * recovery batch).  The kernel flushes after zapping, how often within a
- * context depends on rescheduling (recovery flushes at every
- * cond_resched), so the self-check compares contexts that flushed with
- * contexts the model says zap.  Under the policy a context keeps its
- * traced flushes (measured) or one flush (inferred) while it still zaps,
- * and none when the policy removed all its zaps; per_page >= 0: the
- * policy flushes that many times instead (a read-locked recovery flushes
- * after each page).
+ * recovery batch; seq, ts and gfn name it).  The kernel flushes after
+ * zapping, how often within a context depends on rescheduling (recovery
+ * flushes at every cond_resched), so the self-check compares contexts
+ * that flushed with contexts the model says zap: in total, and, where the
+ * flushes are traced, context by context (a flush without a zap, or a
+ * zap without its flush, is a flush_context mismatch).  Under the policy
+ * a context keeps its traced flushes (measured) or one flush (inferred)
+ * while it still zaps, and none when the policy removed all its zaps;
+ * per_page >= 0: the policy flushes that many times instead (a
+ * read-locked recovery flushes after each page).
  */
-void overlay_flush_account(struct engine *e, int64_t ts, int64_t predicted,
-			   int64_t observed, int64_t policy_zaps,
-			   int64_t flushes, int64_t per_page)
+void overlay_flush_account(struct engine *e, uint64_t seq, int64_t ts,
+			   uint64_t gfn, int64_t predicted, int64_t observed,
+			   int64_t policy_zaps, int64_t flushes,
+			   int64_t per_page)
 {
 	struct replay_result *r = e->res;
 	int64_t i, n;
@@ -208,6 +211,9 @@ void overlay_flush_account(struct engine *e, int64_t ts, int64_t predicted,
 		r->flushes_observed += flushes > 0;
 	else
 		r->flushes_observed += observed > 0;
+	if (r->flushes_measured && (predicted > 0) != (flushes > 0))
+		engine_mismatch(e, MISMATCH_FLUSH_CONTEXT, seq, ts, gfn,
+				predicted > 0, flushes > 0);
 	if (r->flushes_measured)
 		/* A context's flushes go only with all of its zaps. */
 		n = observed && !policy_zaps ? 0 : flushes;
