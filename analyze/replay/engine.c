@@ -402,6 +402,9 @@ enum replay_status replay_run_scanned(struct source *src,
 		  res->faults_observed);
 	MR_ASSERT(res->recovery_batches_run <= res->recovery_batches);
 	res->not_applicable = not_applicable(&e);
+	res->read_lock_unverifiable = opts->self_check &&
+		opts->policy->recovery_read_lock &&
+		!res->recovery_batches_measured;
 	st = e.nomem ? REPLAY_ERR_NOMEM : REPLAY_OK;
 end:
 	ptrmap_free_values(&e.threads);

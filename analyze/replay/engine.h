@@ -60,7 +60,11 @@
 	X(MISMATCH_NX_COUNT, "nx_count") \
 	/* a context flushed without a zap the model predicts, or the \
 	 * reverse (traced flushes only) */ \
-	X(MISMATCH_FLUSH_CONTEXT, "flush_context")
+	X(MISMATCH_FLUSH_CONTEXT, "flush_context") \
+	/* a traced recovery batch began sooner after the previous one \
+	 * than the recorded period (predicted: the period, observed: the \
+	 * gap, ms) */ \
+	X(MISMATCH_RECOVERY_PERIOD, "recovery_period")
 
 /*
  * Why a fault on a leaf that permitted the access was not failed at
@@ -295,6 +299,11 @@ struct replay_result {
 	int64_t upgrade_infer[2][2];    /* scan.h: [inferred][measured] */
 	int64_t recovery_batches;
 	int64_t recovery_batches_run;   /* of those, run under the policy */
+	int64_t recovery_batches_measured;      /* traced begin and end */
+	/* The self-check's policy holds recovery under the read lock, and
+	 * no traced batch says which lock it took (a stock kernel's
+	 * capture): the claim cannot be checked on this capture. */
+	int read_lock_unverifiable;
 	/* NX huge pages recovered by the worker: traced, and as the ratio
 	 * and the model's count of NX-split pages say (ratio known only). */
 	int64_t nx_recovered_observed, nx_recovered_predicted;

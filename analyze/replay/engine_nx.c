@@ -124,6 +124,7 @@ void nx_batch_close(struct engine *e)
 	if (!b->batch_active)
 		return;
 	e->res->recovery_batches++;
+	e->res->recovery_batches_measured += b->batch_measured;
 	if (e->opts->nx_ratio > 0) {
 		/* A count read before splits the model holds: the trace
 		 * settles how many it missed (nx_count_late()). */
@@ -155,6 +156,9 @@ void nx_batch_close(struct engine *e)
 		fault_pending_expire(e, 0);
 }
 
+/* How early a worker may wake: a jiffy (10 ms at HZ=100). */
+#define NX_WAKE_SLACK_NS 10000000
+
 /*
  * Which wake-up of the recorded worker a new batch is, and whether a
  * worker with a period k times longer would have run it.  Wake-ups are
@@ -164,10 +168,31 @@ void nx_batch_close(struct engine *e)
  * sleeps a little longer than its period, so absolute times drift, the
  * gaps do not).
  */
-static void batch_wake(struct engine *e, struct batch *b)
+static void batch_wake(struct engine *e, struct batch *b,
+		       const struct model_event *ev)
 {
 	int64_t period = e->opts->nx_period_ms * 1000000, gap;
 
+	/* The recorded period against the worker's wake-ups: it sleeps a
+	 * period of jiffies after its previous batch returned (6.1
+	 * kvm_nx_lpage_recovery_worker(), 6.12 nx_huge_page_last), so a
+	 * batch that begins much sooner says the period is not the one
+	 * the kernel ran with.  A quarter of the period is allowed: in
+	 * the QEMU TCG lab jiffies run unevenly against the trace clock
+	 * (a 6.12 capture woke 902 ms after a batch with a 1000 ms
+	 * period).  Only between traced batches (the patched begin and
+	 * end events): an inferred batch may be one split at a long
+	 * pause.  What it cannot catch: a recorded period shorter than
+	 * the real one (a worker may wake late), or off by less than a
+	 * quarter. */
+	if (e->batches_seen && period > 0 &&
+	    ev->kind == MEV_NX_RECOVERY && ev->u.nx.phase == MEV_NX_BEGIN &&
+	    e->last_batch.batch_measured &&
+	    b->batch_start_ts - e->last_batch.batch_last_ts < period / 4 * 3)
+		engine_mismatch(e, MISMATCH_RECOVERY_PERIOD, b->batch_first_seq,
+				b->batch_start_ts, 0, e->opts->nx_period_ms,
+				(b->batch_start_ts -
+				 e->last_batch.batch_last_ts) / 1000000);
 	if (e->batches_seen++ && period > 0) {
 		gap = (b->batch_start_ts - e->last_batch.batch_start_ts +
 		       period / 2) / period;
@@ -188,7 +213,6 @@ static void batch_wake(struct engine *e, struct batch *b)
  * previous batch returned (counted in jiffies: up to one early, 10 ms
  * at HZ=100); with the period or a previous batch unknown, none.
  */
-#define NX_WAKE_SLACK_NS 10000000
 
 static int64_t nx_count_late(const struct engine *e,
 			     const struct nx_splits *l)
@@ -227,7 +251,7 @@ void nx_batch_touch(struct engine *e, const struct model_event *ev)
 		b->batch_active = 1;
 		b->batch_start_ts = ev->ts;
 		b->batch_first_seq = ev->seq;
-		batch_wake(e, b);
+		batch_wake(e, b, ev);
 		/* kvm_recover_nx_lpages(): to_zap = ceil(splits / ratio). */
 		if (ratio > 0) {
 			int64_t pr = e->opts->policy->nx_ratio ?

@@ -99,6 +99,11 @@ void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
 	cJSON_AddNumberToObject(o, "leaf_zaps", (double)r->zaps_race_settled);
 	cJSON_AddNumberToObject(o, "recovery_batches",
 				(double)r->nx_batches_settled);
+	/* Claims of the recorded policy no event of this capture shows. */
+	a = cJSON_AddArrayToObject(root, "unverifiable");
+	if (r->read_lock_unverifiable)
+		cJSON_AddItemToArray(a, cJSON_CreateString(
+			"recovery_read_lock"));
 	cJSON_AddNumberToObject(root, "mismatches_total",
 				(double)r->mismatches_total);
 	o = cJSON_AddObjectToObject(root, "mismatches_by_kind");

@@ -90,6 +90,11 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 		replay_source_name(r->dirty_src),
 		replay_source_name(r->lock_src));
 	report_upgrade_inference_text(out, r);
+	if (r->read_lock_unverifiable)
+		fprintf(out, "  recovery under the read lock (the recorded "
+			"policy's) cannot be verified here:\n  no traced "
+			"recovery batch says which lock it took (a stock "
+			"kernel's capture)\n");
 	if (r->race_windows)
 		fprintf(out, "  stock invalidations racing a fault's install, "
 			"settled by the trace (not checked): %" PRId64
