@@ -108,9 +108,8 @@ void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
 				(double)r->mismatches_total);
 	o = cJSON_AddObjectToObject(root, "mismatches_by_kind");
 	for (i = 0; i < MISMATCH_KINDS; i++)
-		if (r->mismatches_by_kind[i])
-			cJSON_AddNumberToObject(o, mismatch_kind_names[i],
-				(double)r->mismatches_by_kind[i]);
+		cJSON_AddNumberToObject(o, mismatch_kind_names[i],
+					(double)r->mismatches_by_kind[i]);
 	/* The list is the first ones; every one is in table
 	 * replay_mismatch once the run is stored. */
 	cJSON_AddBoolToObject(root, "mismatches_cut", r->mismatches_total >
