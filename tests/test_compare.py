@@ -18,6 +18,7 @@ usage: test_compare.py MMUREPLAY DATA_DIR WORK_DIR
 """
 import json
 import os
+import re
 import sys
 
 from mmrtest import (check, db_rows, extract_fixture, finish, fresh_dir, run,
@@ -25,6 +26,10 @@ from mmrtest import (check, db_rows, extract_fixture, finish, fresh_dir, run,
 
 mmr, data, work = sys.argv[1:4]
 fresh_dir(work)
+# What each policy's replay leaves as the recorded run's (its "Not
+# modelled" in replay --help and the policy's limits).
+NOT_MODELLED = {"nx-skip-dirty": ("faults",),
+                "nx-readlock": ("faults", "leaf_zaps")}
 PAIRS = [("bgsnapshot-perm-upgrade", "perm-upgrade",
           "perm_upgrade_skip_zap"),
          ("nxrecovery-skip-dirty", "nx-skip-dirty",
@@ -86,11 +91,24 @@ for pair, policy, knob in PAIRS:
             near(row["change"], (mb - ma) / ma, "%s change %s" % (pair, key))
         check(row["ranges_overlap"] is None,
               "%s %s: overlap with one run a side" % (pair, key))
-    # The what-if is the replay's own figure.
+    # The what-if is the replay's own figure, where it models one: the
+    # figures a policy's replay leaves as A's (its "not modelled") are
+    # marked so, with no value.
     r = run([mmr, "replay", a, "--json", "--policy", policy])
     pol = json.loads(r.stdout)["policies"][policy]
     for key in ("faults", "leaf_zaps", "tlb_flushes"):
         w = rows.get(key, {}).get("what_if", {})
+        want = ("not_modelled" if key in NOT_MODELLED.get(policy, ())
+                else "predicted")
+        check(pol.get("figure_kind", {}).get(key) == want,
+              "%s replay figure_kind %s: %s" %
+              (pair, key, pol.get("figure_kind")))
+        if want == "not_modelled":
+            check(w == {"kind": "not_modelled"},
+                  "%s what-if %s: %s" % (pair, key, w))
+            continue
+        check(w.get("kind") == "predicted", "%s what-if %s kind: %s" %
+              (pair, key, w.get("kind")))
         near(w.get("predicted", {}).get("median"), pol[key],
              "%s what-if %s" % (pair, key))
         mb = rows[key]["b"]["median"]
@@ -104,6 +122,12 @@ for pair, policy, knob in PAIRS:
           "%s: text over 72 columns: %r" % (pair, long_lines))
     check("%s=N: A N, B Y" % knob in r.stdout and "What-if" in r.stdout,
           "%s: text names the knob:\n%s" % (pair, r.stdout[:600]))
+    marked = [ln.split()[0] for ln in r.stdout.splitlines()
+              if re.search(r"\S\s+not modelled\s+[0-9,.]+\s", ln)]
+    check(sorted(marked) == sorted(
+        {"faults": "faults", "leaf_zaps": "leaf"}[k]
+        for k in NOT_MODELLED.get(policy, ())),
+          "%s: text marks %s not modelled" % (pair, marked))
     # The HTML page: the same medians, escaped, self-contained.
     page = os.path.join(work, pair + ".html")
     r = run([mmr, "compare", "--a", a, "--b", b, "--html", "-o", page])

@@ -39,8 +39,8 @@ names = [n for n, _ in stored]
 check(len(names) == len(set(names)), "a figure stored twice: %r" % names)
 pol = doc["policies"].get("perm-upgrade", {})
 shown = [k for k in pol if k not in ("verified", "duration_s",
-                                     "applicable", "not_modelled",
-                                     "series")]
+                                     "figure_kind", "applicable",
+                                     "not_modelled", "series")]
 check(shown and all(k in names for k in shown),
       "JSON figures missing from the DB: %r" %
       [k for k in shown if k not in names])

@@ -83,12 +83,32 @@ static void put(struct compare *c, enum compare_side side, int i,
 		r->v[side][i] = v;
 }
 
-static void put_pred(struct compare *c, int i, const char *key, double v)
+/*
+ * Returns what B's figure predicted from A is: restated when the what-if
+ * runs A's own recorded policy (the recorded value by construction),
+ * not modelled when the policy's replay misses part of what it does to
+ * that figure (policy.h not_modelled), else predicted.
+ */
+static const char *pred_kind(const struct replay_result *self,
+			     const struct replay_result *whatif,
+			     enum policy_figure fig)
+{
+	const struct policy *p = policy_find(whatif->policy);
+
+	if (strcmp(self->policy, whatif->policy) == 0)
+		return "restated";
+	return p && (p->not_modelled & fig) ? "not_modelled" : "predicted";
+}
+
+/* A what-if figure of run i; a not-modelled one is marked, no value. */
+static void put_pred(struct compare *c, int i, const char *key, double v,
+		     const char *kind)
 {
 	struct compare_row *r = row(c, key, key, 1);
 
 	if (r) {
-		r->pred[i] = v;
+		r->pred_kind = kind;
+		r->pred[i] = strcmp(kind, "not_modelled") ? v : NAN;
 		r->has_pred = 1;
 	}
 }
@@ -274,12 +294,16 @@ enum compare_status compare_add_run(struct compare *c, enum compare_side side,
 	 * figures would be A's by construction. */
 	if (whatif && whatif->not_applicable == REPLAY_NA_NONE) {
 		replay_metrics_compute(whatif, d, &m);
-		put_pred(c, i, "faults", m.v[RM_FAULTS]);
-		put_pred(c, i, "leaf_zaps", m.v[RM_LEAF_ZAPS]);
-		put_pred(c, i, "tlb_flushes", m.v[RM_TLB_FLUSHES]);
+		put_pred(c, i, "faults", m.v[RM_FAULTS],
+			 pred_kind(self, whatif, POLICY_FIG_FAULTS));
+		put_pred(c, i, "leaf_zaps", m.v[RM_LEAF_ZAPS],
+			 pred_kind(self, whatif, POLICY_FIG_LEAF_ZAPS));
+		put_pred(c, i, "tlb_flushes", m.v[RM_TLB_FLUSHES],
+			 pred_kind(self, whatif, POLICY_FIG_TLB_FLUSHES));
 		if (coverage_has(&s.cov, "lock_wait"))
-			put_pred(c, i, "lock_wait_ms",
-				 m.v[RM_LOCK_WAIT_MS]);
+			put_pred(c, i, "lock_wait_ms", m.v[RM_LOCK_WAIT_MS],
+				 pred_kind(self, whatif,
+					   POLICY_FIG_LOCK_WAITS));
 	}
 	/* The parameters outside the policy, for compare_check(). */
 	c->others[side][i] = others;

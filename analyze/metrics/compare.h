@@ -51,6 +51,11 @@ struct compare_row {
 	double v[COMPARE_SIDES][COMPARE_MAX_RUNS];      /* NAN: unknown */
 	double pred[COMPARE_MAX_RUNS];  /* B from A[i]; NAN: none */
 	int has_pred;
+	/* What the what-if figure is (metrics/compare.c pred_kind()):
+	 * "predicted", "restated" (B's policy is A's: the recorded value)
+	 * or "not_modelled" (the policy's replay misses part of what the
+	 * policy does to it: no figure is given). */
+	const char *pred_kind;
 	struct compare_cell cell[COMPARE_SIDES], cell_pred;
 	double change;          /* (B - A) / A of the medians; NAN */
 	int overlap;            /* the ranges overlap (-1: unknown, or a

@@ -62,6 +62,14 @@ struct replay_recovery {
 	enum replay_source dirty_src;
 };
 
+/* The figures of a what-if, as bits of struct policy's not_modelled. */
+enum policy_figure {
+	POLICY_FIG_FAULTS = 1 << 0,
+	POLICY_FIG_LEAF_ZAPS = 1 << 1,
+	POLICY_FIG_TLB_FLUSHES = 1 << 2,
+	POLICY_FIG_LOCK_WAITS = 1 << 3,
+};
+
 /* Knob policies a combination holds, at most (there are three). */
 #define POLICY_MAX_PARTS 3
 
@@ -78,6 +86,10 @@ struct policy {
 	/* What its replay does not model ("Not modelled: ..."), said with
 	 * every result; NULL when nothing is known to be missing. */
 	const char *limits;
+	/* The figures (enum policy_figure) on which its replay misses part
+	 * of what the policy does (limits says what): reported as not
+	 * modelled, never as a prediction. */
+	unsigned not_modelled;
 	/* A combination: its knob policies, in registry order; else 0. */
 	const struct policy *parts[POLICY_MAX_PARTS];
 	int nparts;

@@ -14,4 +14,8 @@ const struct policy policy_nx_readlock = {
 	.limits = "the faults vCPUs retry while the read-locked worker "
 		  "zaps (lab pair: 3.7x the NPFs, recovery batches 17x "
 		  "longer)",
+	/* The replay keeps the recorded faults (the retries are not
+	 * modelled) and the recorded recovery's zaps (the same pages,
+	 * under the other lock): both the recorded run's by construction. */
+	.not_modelled = POLICY_FIG_FAULTS | POLICY_FIG_LEAF_ZAPS,
 };

@@ -20,4 +20,5 @@ const struct policy policy_nx_skip_dirty = {
 		  "in the 0.2 s after it (A 2,104 / 1,594, B 1,250 / 662), "
 		  "where identical knob-off runs vary from 251 to 1,327 "
 		  "faults; whole-run faults are judged there, not predicted",
+	.not_modelled = POLICY_FIG_FAULTS,
 };

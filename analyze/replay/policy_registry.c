@@ -212,6 +212,7 @@ const struct policy *policy_combine(const struct policy *const *parts,
 		if (p->limits)
 			text_append(combo_limits[ncombo], "; ", p->limits);
 		c->recovery_read_lock |= p->recovery_read_lock;
+		c->not_modelled |= p->not_modelled;
 	}
 	c->name = combo_names[ncombo];
 	c->summary = combo_summaries[ncombo];

@@ -89,12 +89,18 @@ char *report_compare_json(const struct compare *c)
 		cJSON_AddItemToObject(r, "b", cell_json(&row->cell[COMPARE_B]));
 		add_num(r, "change", row->change);
 		add_tri(r, "ranges_overlap", row->overlap);
-		if (row->cell_pred.n) {
+		if (row->has_pred) {
 			w = cJSON_AddObjectToObject(r, "what_if");
-			cJSON_AddItemToObject(w, "predicted",
-					      cell_json(&row->cell_pred));
-			add_num(w, "error", row->pred_error);
-			add_tri(w, "inside_b_range", row->pred_inside);
+			cJSON_AddStringToObject(w, "kind", row->pred_kind);
+			/* Not modelled: no figure, never one shown as a
+			 * prediction. */
+			if (row->cell_pred.n) {
+				cJSON_AddItemToObject(w, "predicted",
+					cell_json(&row->cell_pred));
+				add_num(w, "error", row->pred_error);
+				add_tri(w, "inside_b_range",
+					row->pred_inside);
+			}
 		}
 		cJSON_AddItemToArray(a, r);
 	}

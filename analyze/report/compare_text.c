@@ -145,7 +145,7 @@ void report_compare_text(FILE *out, const struct compare *c)
 	fprintf(out, "  What-if: B predicted from each A run (replay under "
 		"%s)\n", c->run[COMPARE_B][0].policy);
 	for (i = 0; i < c->nrows; i++)
-		any |= c->rows[i].cell_pred.n > 0;
+		any |= c->rows[i].has_pred;
 	if (!any) {
 		fprintf(out, "  withheld: no A run passed its self-check\n");
 		return;
@@ -153,16 +153,23 @@ void report_compare_text(FILE *out, const struct compare *c)
 	table_head(out, "predicted", "B measured", "error", "inside");
 	for (i = 0; i < c->nrows; i++) {
 		r = &c->rows[i];
-		if (!r->cell_pred.n)
+		if (!r->has_pred)
 			continue;
-		fprintf(out, "  %-*s %*s %*s %7s %7s\n", W_LABEL, r->label,
-			W_CELL, report_fmt_num(x, sizeof(x), r->cell_pred.median,
-					r->decimals),
+		/* A figure the policy does not model is never shown as
+		 * a prediction; a restated one is marked. */
+		fprintf(out, "  %-*s %*s %*s %7s %7s%s\n", W_LABEL, r->label,
+			W_CELL, !r->cell_pred.n ? "not modelled" :
+			report_fmt_num(x, sizeof(x), r->cell_pred.median,
+				       r->decimals),
 			W_CELL, report_fmt_num(y, sizeof(y),
 					r->cell[COMPARE_B].median,
 					r->decimals),
 			fmt_pct(z, sizeof(z), r->pred_error),
-			yes_no(r->pred_inside));
+			yes_no(r->pred_inside),
+			strcmp(r->pred_kind, "restated") ? "" :
+			"  restated");
+		if (!r->cell_pred.n)
+			continue;
 		if (c->n[COMPARE_A] > 1 || c->n[COMPARE_B] > 1)
 			fprintf(out, "  %-*s %*s %*s\n", W_LABEL, "", W_CELL,
 				fmt_range(x, sizeof(x), &r->cell_pred,
@@ -173,7 +180,9 @@ void report_compare_text(FILE *out, const struct compare *c)
 	}
 	fprintf(out, "  error: against B's median; inside: the median "
 		"prediction lies in\n  B's range (-: fewer than two B "
-		"runs)\n");
+		"runs).  not modelled: the policy's\n  replay misses part "
+		"of what it does there ('mmureplay replay' says\n  what); "
+		"restated: B's policy is A's, the figure is A's\n");
 	fprintf(out, "\n  runs\n");
 	for (i = 0; i < c->n[COMPARE_A] + c->n[COMPARE_B]; i++) {
 		const struct compare_run *run = i < c->n[COMPARE_A] ?

@@ -723,7 +723,7 @@ void report_compare_html(FILE *o, const struct compare *c)
 	esc(o, c->run[COMPARE_B][0].policy);
 	fprintf(o, ")</h2>\n");
 	for (i = 0; i < c->nrows; i++)
-		any |= c->rows[i].cell_pred.n > 0;
+		any |= c->rows[i].has_pred;
 	if (!any) {
 		fprintf(o, "<p class=\"bad\">Withheld: no A run passed its "
 			"self-check.</p>\n");
@@ -733,12 +733,16 @@ void report_compare_html(FILE *o, const struct compare *c)
 			"range</th></tr>\n");
 		for (i = 0; i < c->nrows; i++) {
 			r = &c->rows[i];
-			if (!r->cell_pred.n)
+			if (!r->has_pred)
 				continue;
 			fprintf(o, "<tr><td>");
 			esc(o, r->label);
 			fprintf(o, "</td>");
-			compare_td(o, &r->cell_pred, r->decimals);
+			/* Never a not-modelled figure as a prediction. */
+			if (!r->cell_pred.n)
+				fprintf(o, "<td>not modelled</td>");
+			else
+				compare_td(o, &r->cell_pred, r->decimals);
 			compare_td(o, &r->cell[COMPARE_B], r->decimals);
 			pct_td(o, r->pred_error);
 			fprintf(o, "<td>%s</td></tr>\n", tri(r->pred_inside));

@@ -8,14 +8,26 @@
  */
 #include "report/report.h"
 
+#include "replay/policy.h"
+
 #include <cjson/cJSON.h>
+#include <string.h>
 
 char *report_replay_json(const struct replay_metrics *m, int n,
 			 const struct replay_result *r,
 			 const struct replay_result *self_check,
 			 const struct fidelity *f, const char *db_path)
 {
-	cJSON *root = cJSON_CreateObject(), *pols, *p, *o, *a, *t;
+	static const struct {
+		const char *name;
+		enum policy_figure fig;
+	} figs[] = {
+		{ "faults", POLICY_FIG_FAULTS },
+		{ "leaf_zaps", POLICY_FIG_LEAF_ZAPS },
+		{ "tlb_flushes", POLICY_FIG_TLB_FLUSHES },
+		{ "lock_wait_ms", POLICY_FIG_LOCK_WAITS },
+	};
+	cJSON *root = cJSON_CreateObject(), *pols, *p, *o, *a, *t, *k;
 	char *out;
 	int i, j;
 
@@ -42,6 +54,14 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 		if (m[i].limits)
 			cJSON_AddStringToObject(p, "not_modelled",
 						m[i].limits);
+		/* What each headline figure is (compare says the same). */
+		k = cJSON_AddObjectToObject(p, "figure_kind");
+		for (j = 0; j < (int)(sizeof(figs) / sizeof(figs[0])); j++)
+			cJSON_AddStringToObject(k, figs[j].name,
+				!strcmp(m[i].policy, f->policy) ? "restated" :
+				replay_figure_not_modelled(&m[i], f,
+							   figs[j].fig) ?
+				"not_modelled" : "predicted");
 		for (j = 0; j < REPLAY_METRICS; j++)
 			if (replay_metric_kinds[j] == RM_WHATIF)
 				cJSON_AddNumberToObject(p,

@@ -4,25 +4,41 @@
  */
 #include "report/report.h"
 
+#include "replay/policy.h"
+
 #include <string.h>
 
 static const struct {
 	enum replay_metric metric;
 	const char *head;
 	int rate;
+	enum policy_figure fig;         /* what the policy may not model */
 } cols[] = {
-	{ RM_FAULTS, "faults", 0 },
-	{ RM_FAULTS_PER_S, "pf/s", 1 },
-	{ RM_LEAF_ZAPS, "leaf zaps", 0 },
-	{ RM_TLB_FLUSHES, "flushes", 0 },
-	{ RM_TLB_FLUSHES_PER_S, "tlb/s", 1 },
-	{ RM_LOCK_WAIT_MS, "wait ms", 1 },
+	{ RM_FAULTS, "faults", 0, POLICY_FIG_FAULTS },
+	{ RM_FAULTS_PER_S, "pf/s", 1, POLICY_FIG_FAULTS },
+	{ RM_LEAF_ZAPS, "leaf zaps", 0, POLICY_FIG_LEAF_ZAPS },
+	{ RM_TLB_FLUSHES, "flushes", 0, POLICY_FIG_TLB_FLUSHES },
+	{ RM_TLB_FLUSHES_PER_S, "tlb/s", 1, POLICY_FIG_TLB_FLUSHES },
+	{ RM_LOCK_WAIT_MS, "wait ms", 1, POLICY_FIG_LOCK_WAITS },
 };
 
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
 /* Dashes under a header, cut to the column's width. */
 static const char RULE[] =
 	"------------------------------------------------------------";
+
+/* Whether m's figure fig is one its policy's replay does not model in
+ * full (not a prediction): never for the recorded policy, whose figures
+ * are the trace's. */
+int replay_figure_not_modelled(const struct replay_metrics *m,
+			       const struct fidelity *f,
+			       enum policy_figure fig)
+{
+	const struct policy *p = policy_find(m->policy);
+
+	return p && strcmp(m->policy, f->policy) != 0 &&
+		(p->not_modelled & fig) != 0;
+}
 
 /* "BEFORE POLICY AFTER TEXT." wrapped at 72 columns, as in a mail. */
 static void limits_print(FILE *out, const char *before, const char *policy,
@@ -52,7 +68,7 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 {
 	char buf[32];
 	size_t c;
-	int i, w = 16;
+	int i, w = 16, marked = 0;
 
 	/* m[0], the recorded policy's run, is there even when n is 0. */
 	fprintf(out, "Replay of %s (%.3f s of trace)\n", db_path,
@@ -89,15 +105,24 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 		}
 		for (c = 0; c < NCOLS; c++) {
 			double v = m[i].v[cols[c].metric];
+			/* A figure the policy does not model in full is
+			 * marked, never shown as a prediction. */
+			int nm = replay_figure_not_modelled(&m[i], f,
+							    cols[c].fig);
 
+			marked |= nm;
 			if (cols[c].rate)
-				fprintf(out, " %11.1f", v);
+				snprintf(buf, sizeof(buf), "%.1f", v);
 			else
-				fprintf(out, " %11s", report_fmt_count(
-					buf, sizeof(buf), (int64_t)v));
+				report_fmt_count(buf, sizeof(buf),
+						 (int64_t)v);
+			fprintf(out, nm ? " %10s*" : " %11s", buf);
 		}
 		fputc('\n', out);
 	}
+	if (marked)
+		fprintf(out, "  *: not modelled in full by the policy's "
+			"replay (below): not a prediction\n");
 	fprintf(out, "\n  %-*s %11s %11s %11s %11s\n", w, "leaf zaps by",
 		"notifier", "nx_recovery", "fault_path", "teardown");
 	fprintf(out, "  %.*s %11s %11s %11s %11s\n", w, RULE,
