@@ -1500,6 +1500,7 @@ static void test_unlink_after_new_table(void)
 	syscall_exit(VMM);
 	stock_notifier(0x200, 4);
 	spte(VMM, 1, 0x201, RW_4K + 0x1000, NONPRESENT_612);
+	ranged_flush(VMM, 0x200, 4);    /* the flush after the zap */
 	syscall_exit(VMM);
 	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
 	CHECK(b.faults_observed == 1 && b.faults_predicted == 1);
