@@ -10,10 +10,10 @@ const struct policy policy_nx_readlock = {
 	.keep_invalidation = policy_keep_none,
 	.skip_recovery = policy_skip_none,
 	.recovery_read_lock = 1,
-	/* Measured in the lab A/B pair (tests/data, readlock-on). */
+	/* What the lab pairs measured of it: docs/design.md, "What the
+	 * policies leave out". */
 	.limits = "the faults vCPUs retry while the read-locked worker "
-		  "zaps (lab pair: 3.7x the NPFs, recovery batches 17x "
-		  "longer)",
+		  "zaps",
 	/* The replay keeps the recorded faults (the retries are not
 	 * modelled) and the recorded recovery's zaps (the same pages,
 	 * under the other lock): both the recorded run's by construction. */

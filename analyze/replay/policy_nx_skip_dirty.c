@@ -15,10 +15,9 @@ const struct policy policy_nx_skip_dirty = {
 	.keep_invalidation = policy_keep_none,
 	.skip_recovery = skip_dirty,
 	.recovery_read_lock = 0,
-	.limits = "the faults after dirty logging is switched off: in "
-		  "held-out lab pairs the knob-on runs took 850-930 fewer "
-		  "in the 0.2 s after it (A 2,104 / 1,594, B 1,250 / 662), "
-		  "where identical knob-off runs vary from 251 to 1,327 "
-		  "faults; whole-run faults are judged there, not predicted",
+	/* What the lab pairs measured of it: docs/design.md, "What the
+	 * policies leave out". */
+	.limits = "the faults after dirty logging is switched off, so "
+		  "whole-run faults are not predicted",
 	.not_modelled = POLICY_FIG_FAULTS,
 };

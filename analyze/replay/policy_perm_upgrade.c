@@ -18,9 +18,8 @@ const struct policy policy_perm_upgrade = {
 	.keep_invalidation = keep_upgrade,
 	.skip_recovery = policy_skip_none,
 	.recovery_read_lock = 0,
+	/* What the lab pairs measured of it: docs/design.md, "What the
+	 * policies leave out". */
 	.limits = "the short mmu_lock hold of a kept invalidation (the "
-		  "patched kernel still takes the lock to decide): on the "
-		  "6.1 A/B fixture 8.9 ms of waits remain where 1.5-6.0 ms "
-		  "are predicted (A: 33.1 ms; 6.12: 15.4 ms where 52.8-"
-		  "167.2 ms are predicted, A: 574.2 ms)",
+		  "patched kernel still takes the lock to decide)",
 };
