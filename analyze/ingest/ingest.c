@@ -143,9 +143,7 @@ static int manifest_store(sqlite3 *db, const struct ingest_opts *opts,
 	}
 	vendor = cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(doc, "cpu"), "vendor");
-	if (cJSON_IsString(vendor))
-		*isa = strcmp(vendor->valuestring, "GenuineIntel") == 0 ?
-			MEV_ISA_VMX : MEV_ISA_SVM;
+	*isa = mev_isa_of_vendor(cJSON_GetStringValue(vendor));
 	rc = db_meta_set_text(db, "manifest", text) == DB_OK ? 0 : -1;
 end:
 	cJSON_Delete(doc);

@@ -634,14 +634,20 @@ end:
 	return status;
 }
 
-/* The SQL function mmureplay_fault_pferr(isa, error_code). */
-static void sql_fault_pferr(sqlite3_context *ctx, int argc,
-			    sqlite3_value **argv)
+/* The SQL functions mmureplay_fault_access(isa, error_code) and, with
+ * user data, mmureplay_fault_present(): fault_decode()'s columns. */
+static void sql_fault_kind(sqlite3_context *ctx, int argc,
+			   sqlite3_value **argv)
 {
+	uint64_t pferr = mev_fault_pferr(sqlite3_value_int(argv[0]),
+		(uint64_t)sqlite3_value_int64(argv[1]));
+
 	(void)argc;
-	sqlite3_result_int64(ctx, (int64_t)mev_fault_pferr(
-		sqlite3_value_int(argv[0]),
-		(uint64_t)sqlite3_value_int64(argv[1])));
+	if (sqlite3_user_data(ctx))
+		sqlite3_result_int(ctx, mev_pferr_present(pferr));
+	else
+		sqlite3_result_text(ctx, mev_access_name(
+			mev_pferr_access(pferr)), -1, SQLITE_STATIC);
 }
 
 enum tables_status tables_fault_decode_rest(struct ingest_tables *t,
@@ -649,24 +655,23 @@ enum tables_status tables_fault_decode_rest(struct ingest_tables *t,
 					    int *isa)
 {
 	static const char *const sql =
-		"UPDATE fault SET access = CASE "
-		"WHEN p & 16 THEN 'fetch' WHEN p & 2 THEN 'write' "
-		"ELSE 'read' END, present = p & 1 FROM (SELECT seq AS s, "
-		"mmureplay_fault_pferr(?1, error_code) AS p FROM fault "
-		"WHERE access IS NULL AND error_code IS NOT NULL) "
-		"WHERE seq = s";
+		"UPDATE fault SET access = mmureplay_fault_access(?1, "
+		"error_code), present = mmureplay_fault_present(?1, "
+		"error_code) WHERE access IS NULL AND error_code IS NOT NULL";
+	static int present = 1;
 	sqlite3_stmt *st = NULL;
 	enum tables_status status = TABLES_OK;
 
-	/* The SQL names the bits fault.h names. */
-	MR_ASSERT(MEV_PFERR_FETCH == 16 && MEV_PFERR_WRITE == 2 &&
-		  MEV_PFERR_PRESENT == 1);
 	*isa = t->isa ? t->isa : fallback_isa;
 	if (!t->faults_undecoded || !*isa)
 		return TABLES_OK;
-	if (sqlite3_create_function(db, "mmureplay_fault_pferr", 2,
+	if (sqlite3_create_function(db, "mmureplay_fault_access", 2,
 				    SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
-				    sql_fault_pferr, NULL, NULL) != SQLITE_OK ||
+				    sql_fault_kind, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_create_function(db, "mmureplay_fault_present", 2,
+				    SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+				    &present, sql_fault_kind, NULL,
+				    NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_bind_int(st, 1, *isa) != SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_DONE) {

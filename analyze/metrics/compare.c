@@ -83,21 +83,14 @@ static void put(struct compare *c, enum compare_side side, int i,
 		r->v[side][i] = v;
 }
 
-/*
- * Returns what B's figure predicted from A is: restated when the what-if
- * runs A's own recorded policy (the recorded value by construction),
- * not modelled when the policy's replay misses part of what it does to
- * that figure (policy.h not_modelled), else predicted.
- */
+/* Returns what B's figure predicted from A is (policy_figure_kind()):
+ * the what-if runs B's policy on A, recorded under A's. */
 static const char *pred_kind(const struct replay_result *self,
 			     const struct replay_result *whatif,
 			     enum policy_figure fig)
 {
-	const struct policy *p = policy_find(whatif->policy);
-
-	if (strcmp(self->policy, whatif->policy) == 0)
-		return "restated";
-	return p && (p->not_modelled & fig) ? "not_modelled" : "predicted";
+	return policy_figure_kind_name(policy_figure_kind(
+		whatif->policy, self->policy, fig));
 }
 
 /* A what-if figure of run i; a not-modelled one is marked, no value. */

@@ -6,6 +6,7 @@
 #include "util/assert.h"
 
 #include <stddef.h>
+#include <string.h>
 
 /*
  * handle_ept_violation() (Linux 6.1 arch/x86/kvm/vmx/vmx.c; 6.12 in
@@ -47,6 +48,13 @@ const char *mev_access_name(enum mev_access a)
 	};
 
 	return (unsigned)a < MEV_ACCESS_KINDS ? names[a] : NULL;
+}
+
+int mev_isa_of_vendor(const char *vendor)
+{
+	if (!vendor)
+		return MEV_ISA_UNKNOWN;
+	return strcmp(vendor, "GenuineIntel") == 0 ? MEV_ISA_VMX : MEV_ISA_SVM;
 }
 
 const char *mev_isa_name(int isa)

@@ -83,6 +83,10 @@ static inline int mev_pferr_present(uint64_t pferr)
 /* Returns "read", "write" or "fetch" (the fault table's access column). */
 const char *mev_access_name(enum mev_access a);
 
+/* Returns the exit ISA of a CPU vendor as a capture manifest names it
+ * ("GenuineIntel": VMX, any other: SVM), or MEV_ISA_UNKNOWN for NULL. */
+int mev_isa_of_vendor(const char *vendor);
+
 /* Returns "vmx", "svm" or NULL for an unknown ISA. */
 const char *mev_isa_name(int isa);
 

@@ -49,8 +49,8 @@ static void manifest_read(sqlite3 *db, struct capture_info *ci)
 	vendor = cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(doc, "cpu"), "vendor");
 	if (ci->isa_source == CAPTURE_ISA_ASSUMED && cJSON_IsString(vendor))
-		isa_set(ci, strcmp(vendor->valuestring, "GenuineIntel") == 0 ?
-			MEV_ISA_VMX : MEV_ISA_SVM, CAPTURE_ISA_MANIFEST);
+		isa_set(ci, mev_isa_of_vendor(vendor->valuestring),
+			CAPTURE_ISA_MANIFEST);
 	params = cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(doc, "kvm"), "params");
 	if (!cJSON_IsObject(params))

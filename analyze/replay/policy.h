@@ -70,6 +70,20 @@ enum policy_figure {
 	POLICY_FIG_LOCK_WAITS = 1 << 3,
 };
 
+/* What a what-if figure is, X(enumerator, name in reports). */
+#define POLICY_FIGURE_KIND_LIST(X) \
+	X(POLICY_FIGURE_PREDICTED, "predicted") \
+	/* the recorded policy's: the trace's figure by construction */ \
+	X(POLICY_FIGURE_RESTATED, "restated") \
+	/* the policy's replay misses part of what it does there */ \
+	X(POLICY_FIGURE_NOT_MODELLED, "not_modelled")
+
+#define POLICY_FIGURE_KIND_ENTRY(e, name) e,
+enum policy_figure_kind {
+	POLICY_FIGURE_KIND_LIST(POLICY_FIGURE_KIND_ENTRY)
+};
+#undef POLICY_FIGURE_KIND_ENTRY
+
 /* Knob policies a combination holds, at most (there are three). */
 #define POLICY_MAX_PARTS 3
 
@@ -115,6 +129,18 @@ int policy_nx_only(const struct policy *p);
 /* The baseline decisions, for policies that leave a point alone. */
 int policy_keep_none(const struct replay_invalidation *inv);
 int policy_skip_none(const struct replay_recovery *rec);
+
+/*
+ * Returns what figure fig of the replay under the policy named name is,
+ * on a capture recorded under the policy named recorded: restated when
+ * they are one policy, not modelled when the policy's not_modelled
+ * holds fig, else predicted.
+ */
+enum policy_figure_kind policy_figure_kind(const char *name,
+					   const char *recorded,
+					   enum policy_figure fig);
+/* Returns the kind's name in reports and JSON ("not_modelled", ...). */
+const char *policy_figure_kind_name(enum policy_figure_kind kind);
 
 /* NULL-terminated list of every policy, for the CLI. */
 extern const struct policy *const policy_registry[];

@@ -65,6 +65,29 @@ int policy_nx_only(const struct policy *p)
 		 p->recovery_read_lock || p->nx_ratio || p->nx_period_ms);
 }
 
+enum policy_figure_kind policy_figure_kind(const char *name,
+					   const char *recorded,
+					   enum policy_figure fig)
+{
+	const struct policy *p = policy_find(name);
+
+	if (strcmp(name, recorded) == 0)
+		return POLICY_FIGURE_RESTATED;
+	return p && (p->not_modelled & fig) ? POLICY_FIGURE_NOT_MODELLED :
+		POLICY_FIGURE_PREDICTED;
+}
+
+const char *policy_figure_kind_name(enum policy_figure_kind kind)
+{
+#define POLICY_FIGURE_KIND_NAME(e, name) [e] = name,
+	static const char *const names[] = {
+		POLICY_FIGURE_KIND_LIST(POLICY_FIGURE_KIND_NAME)
+	};
+#undef POLICY_FIGURE_KIND_NAME
+
+	return names[kind];
+}
+
 const struct policy *const policy_registry[] = {
 	&policy_baseline,
 	&policy_perm_upgrade,

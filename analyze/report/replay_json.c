@@ -58,10 +58,9 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 		k = cJSON_AddObjectToObject(p, "figure_kind");
 		for (j = 0; j < (int)(sizeof(figs) / sizeof(figs[0])); j++)
 			cJSON_AddStringToObject(k, figs[j].name,
-				!strcmp(m[i].policy, f->policy) ? "restated" :
-				replay_figure_not_modelled(&m[i], f,
-							   figs[j].fig) ?
-				"not_modelled" : "predicted");
+				policy_figure_kind_name(policy_figure_kind(
+					m[i].policy, f->policy,
+					figs[j].fig)));
 		for (j = 0; j < REPLAY_METRICS; j++)
 			if (replay_metric_kinds[j] == RM_WHATIF)
 				cJSON_AddNumberToObject(p,

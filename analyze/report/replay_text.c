@@ -27,19 +27,6 @@ static const struct {
 static const char RULE[] =
 	"------------------------------------------------------------";
 
-/* Whether m's figure fig is one its policy's replay does not model in
- * full (not a prediction): never for the recorded policy, whose figures
- * are the trace's. */
-int replay_figure_not_modelled(const struct replay_metrics *m,
-			       const struct fidelity *f,
-			       enum policy_figure fig)
-{
-	const struct policy *p = policy_find(m->policy);
-
-	return p && strcmp(m->policy, f->policy) != 0 &&
-		(p->not_modelled & fig) != 0;
-}
-
 /* "BEFORE POLICY AFTER TEXT." wrapped at 72 columns, as in a mail. */
 static void limits_print(FILE *out, const char *before, const char *policy,
 			 const char *after, const char *text, int first)
@@ -107,8 +94,9 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 			double v = m[i].v[cols[c].metric];
 			/* A figure the policy does not model in full is
 			 * marked, never shown as a prediction. */
-			int nm = replay_figure_not_modelled(&m[i], f,
-							    cols[c].fig);
+			int nm = policy_figure_kind(m[i].policy, f->policy,
+						    cols[c].fig) ==
+				POLICY_FIGURE_NOT_MODELLED;
 
 			marked |= nm;
 			if (cols[c].rate)

@@ -73,12 +73,6 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 			 const struct replay_result *r,
 			 const struct replay_result *self_check,
 			 const struct fidelity *f, const char *db_path);
-/* Returns 1 when figure fig of m is one its policy's replay does not
- * model in full (not a prediction), 0 otherwise (and always for f's
- * recorded policy). */
-int replay_figure_not_modelled(const struct replay_metrics *m,
-			       const struct fidelity *f,
-			       enum policy_figure fig);
 /* The same as text tables, m[0..n) shown; m[0] (the recorded policy's
  * run) must be there even when n is 0, for the trace's duration. */
 void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
