@@ -158,3 +158,42 @@ def summary_json(mmr, db):
     if r.returncode != 0:
         raise RuntimeError("summary failed: " + r.stderr)
     return json.loads(r.stdout)
+
+
+def bt_stamps(trace_dir):
+    """Every event's time (CLI, --clock-seconds), in trace order, as
+    integer nanoseconds since the epoch."""
+    p = subprocess.Popen(["babeltrace2", "--clock-seconds", "--no-delta",
+                          trace_dir], stdout=subprocess.PIPE, text=True)
+    stamps = []
+    for line in p.stdout:
+        if line.startswith("["):
+            sec, frac = line[1:line.index("]")].split(".")
+            stamps.append(int(sec) * 10**9 + int(frac.ljust(9, "0")))
+    if p.wait() != 0 or not stamps:
+        raise RuntimeError("babeltrace2 failed on " + trace_dir)
+    return stamps
+
+
+def late_cut(trace_dir, share, out_dir):
+    """A late session, as babeltrace2's own trimmer makes it: the trace
+    from a whole second k after its first event, k the last whole second
+    before the time by which share of its events had passed (at least 1,
+    and short of the last event: the cut holds at least the rest).  Cut at whole seconds, the cut's
+    events are exactly those of the whole capture's seconds >= k of its
+    per-second series.  The manifest goes with it.  Returns (cut trace
+    dir, k, events in the cut as the CLI counts them)."""
+    stamps = bt_stamps(trace_dir)
+    first, last = stamps[0], stamps[-1]
+    at = stamps[min(len(stamps) - 1, int(share * len(stamps)))]
+    k = max(1, (at - first) // 10**9)
+    k = min(k, max(1, (last - first) // 10**9))
+    begin = first + k * 10**9
+    r = run(["babeltrace2", trace_dir, "--begin=%d.%09d"
+             % (begin // 10**9, begin % 10**9), "-o", "ctf", "-w", out_dir])
+    if r.returncode != 0:
+        raise RuntimeError("babeltrace2 trimmer: " + r.stderr)
+    manifest = os.path.join(trace_dir, "manifest.json")
+    if os.path.exists(manifest):
+        shutil.copy(manifest, out_dir)
+    return out_dir, k, sum(1 for t in stamps if t >= begin)

@@ -72,6 +72,10 @@ struct compare_run {
 	const char *policy;                     /* recorded policy */
 	int self_check_ok;
 	double duration_s;
+	/* The capture began while the VM ran (engine.h began_mid_run),
+	 * and its warm-up, s from its first event. */
+	int began_mid_run;
+	double warmup_s;
 };
 
 struct compare {

@@ -4,6 +4,8 @@
  */
 #include "metrics/fidelity.h"
 
+#include "util/assert.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,16 +19,22 @@ const double fidelity_default_tolerance[FID_METRICS] = {
 	0.0, 0.0, 0.10, 0.0,
 };
 
+/* rel_error: of the observed items the model could know (observed -
+ * revealed) against the predicted. */
 static void metric(struct fidelity_metric *m, const char *name,
-		   int64_t observed, int64_t predicted, double tol,
-		   const char *how, enum fidelity_check_kind check)
+		   int64_t observed, int64_t revealed, int64_t predicted,
+		   double tol, const char *how,
+		   enum fidelity_check_kind check)
 {
-	int64_t d = llabs(predicted - observed);
+	int64_t known = observed - revealed;
+	int64_t d = llabs(predicted - known);
 
+	MR_ASSERT(revealed >= 0 && revealed <= observed);
 	m->name = name;
 	m->observed = observed;
+	m->revealed = revealed;
 	m->predicted = predicted;
-	m->rel_error = observed ? (double)d / (double)observed :
+	m->rel_error = known ? (double)d / (double)known :
 		(predicted ? 1.0 : 0.0);
 	m->tolerance = tol;
 	m->ok = check == FID_CHECK_UNCHECKED || m->rel_error <= tol;
@@ -42,22 +50,23 @@ void fidelity_compute(const struct replay_result *r,
 	memset(out, 0, sizeof(*out));
 	out->policy = r->policy;
 	metric(&out->m[FID_FAULTS], "faults", r->faults_observed,
-	       r->faults_predicted, tol[FID_FAULTS], "measured",
+	       r->faults_revealed, r->faults_predicted, tol[FID_FAULTS], "measured",
 	       FID_CHECK_ONE_SIDED);
 	metric(&out->m[FID_LEAF_ZAPS], "leaf_zaps", r->zaps_observed,
-	       r->zaps_predicted, tol[FID_LEAF_ZAPS], "measured",
+	       r->zaps_revealed, r->zaps_predicted, tol[FID_LEAF_ZAPS], "measured",
 	       FID_CHECK_PREDICTED);
 	/* Without flush events the observed side is the contexts that
 	 * zapped: the zap check again, in other units. */
 	metric(&out->m[FID_TLB_FLUSHES], "flush_contexts", r->flushes_observed,
-	       r->flushes_predicted, tol[FID_TLB_FLUSHES],
+	       r->flushes_revealed, r->flushes_predicted, tol[FID_TLB_FLUSHES],
 	       r->flushes_measured ? "measured" : "inferred",
 	       r->flushes_measured ? FID_CHECK_PREDICTED :
 	       FID_CHECK_RESTATED);
 	/* Without a way to tell the worker's zaps from others (no thread
 	 * names, no recovery events) the observed side is unknown. */
 	metric(&out->m[FID_NX_RECOVERED], "nx_recovered",
-	       r->nx_recovered_observed, r->nx_recovered_predicted,
+	       r->nx_recovered_observed, r->nx_recovered_revealed,
+	       r->nx_recovered_predicted,
 	       tol[FID_NX_RECOVERED], !r->nx_workers_known ? "unknown" :
 	       r->nx_ratio_known ? "measured" : "unchecked",
 	       r->nx_ratio_known && r->nx_workers_known ?
@@ -74,4 +83,11 @@ void fidelity_compute(const struct replay_result *r,
 		(double)out->exempt_total / (double)r->faults_observed : 0;
 	out->exempt_ok = out->exempt_share <= FIDELITY_MAX_EXEMPT_SHARE;
 	out->ok = out->metrics_ok && !out->mismatches && out->exempt_ok;
+	out->began_mid_run = r->began_mid_run;
+	if (r->began_mid_run && r->warmup_ts > r->first_ts) {
+		out->warmup_s = (double)(r->warmup_ts - r->first_ts) / 1e9;
+		out->warmup_share = r->last_ts > r->first_ts ?
+			(double)(r->warmup_ts - r->first_ts) /
+			(double)(r->last_ts - r->first_ts) : 1.0;
+	}
 }

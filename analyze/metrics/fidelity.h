@@ -13,6 +13,10 @@
  *   - at most FIDELITY_MAX_EXEMPT_SHARE of the traced faults needed a
  *     race the kernel allows (enum fault_exempt) to be explained.
  * What-if results of other policies are only presented when it holds.
+ *
+ * On a capture that began while the VM ran, what the trace only
+ * revealed (state from before the capture) is counted apart in each
+ * metric and judged by nothing: the verdict judges the rest.
  */
 #ifndef MMUREPLAY_METRICS_FIDELITY_H
 #define MMUREPLAY_METRICS_FIDELITY_H
@@ -59,7 +63,10 @@ extern const char *const fidelity_check_kind_names[FID_CHECK_KINDS];
 
 struct fidelity_metric {
 	const char *name;
-	int64_t observed, predicted;
+	/* revealed: of the observed, the items a capture that began
+	 * mid-run only revealed (engine.h began_mid_run); the prediction
+	 * meets the rest. */
+	int64_t observed, revealed, predicted;
 	double rel_error, tolerance;
 	int ok;
 	const char *observed_how;       /* "measured" / "inferred" */
@@ -81,6 +88,12 @@ struct fidelity {
 	 * beside the verdict, never hidden in it. */
 	int64_t lost_events, lost_ranges;
 	int truncated;
+	/* The capture began while the VM ran: the verdict judges what
+	 * could be predicted; warmup_s is when the model last met an entry
+	 * it could not know (s from the capture's first event), and
+	 * warmup_share that time as a share of the capture's span. */
+	int began_mid_run;
+	double warmup_s, warmup_share;
 };
 
 /* Default tolerances: exact for faults, leaf zaps and recovered pages,

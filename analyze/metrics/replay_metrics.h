@@ -29,6 +29,8 @@
 	X(RM_FAULTS_PER_S, "faults_per_s", rate(r->faults, d), RM_WHATIF) \
 	X(RM_FAULTS_AVOIDED, "faults_avoided", r->faults_avoided, RM_WHATIF) \
 	X(RM_FAULTS_ADDED, "faults_added", r->faults_added, RM_WHATIF) \
+	X(RM_FAULTS_UNDECIDED, "faults_undecided", r->faults_undecided, \
+	  RM_WHATIF) \
 	X(RM_LEAF_ZAPS, "leaf_zaps", zaps_total(r), RM_WHATIF) \
 	X(RM_LEAF_ZAPS_PER_S, "leaf_zaps_per_s", rate(zaps_total(r), d), \
 	  RM_WHATIF) \
@@ -90,6 +92,20 @@
 	  r->nx_recovered_observed, RM_SELF_CHECK) \
 	X(RM_PREDICTED_NX_RECOVERED, "predicted.nx_recovered", \
 	  r->nx_recovered_predicted, RM_SELF_CHECK) \
+	/* A capture that began mid-run: what it only revealed (engine.h \
+	 * began_mid_run), and its warm-up (s from its first event). */ \
+	X(RM_BEGAN_MID_RUN, "began_mid_run", r->began_mid_run, \
+	  RM_SELF_CHECK) \
+	X(RM_REVEALED_FAULTS, "revealed.faults", r->faults_revealed, \
+	  RM_SELF_CHECK) \
+	X(RM_REVEALED_LEAF_ZAPS, "revealed.leaf_zaps", r->zaps_revealed, \
+	  RM_SELF_CHECK) \
+	X(RM_REVEALED_FLUSH_CONTEXTS, "revealed.flush_contexts", \
+	  r->flushes_revealed, RM_SELF_CHECK) \
+	X(RM_REVEALED_NX_RECOVERED, "revealed.nx_recovered", \
+	  r->nx_recovered_revealed, RM_SELF_CHECK) \
+	X(RM_WARMUP_S, "warmup_s", r->warmup_ts > r->first_ts ? \
+	  (r->warmup_ts - r->first_ts) / 1e9 : 0, RM_SELF_CHECK) \
 	X(RM_MISMATCHES, "mismatches", r->mismatches_total, RM_SELF_CHECK) \
 	X(RM_EXEMPT_WINDOW, "exempt.invalidation_window", \
 	  r->faults_exempt[EXEMPT_WINDOW], RM_SELF_CHECK) \

@@ -548,6 +548,19 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 		tl->zaps_fmt = zs.fmt;
 	}
 	s->leaf_zaps = zs.zaps;
+	/* The first event the replay decides on (engine.c began_decide()):
+	 * none, and there is nothing it began in the middle of. */
+	s->began_mid_run = query_int(db,
+		"WITH first(seq) AS (SELECT min(m) FROM ("
+		"SELECT min(seq) AS m FROM spte_change UNION ALL "
+		"SELECT min(seq) FROM fault UNION ALL "
+		"SELECT min(seq) FROM fast_fault UNION ALL "
+		"SELECT min(seq) FROM sp_free UNION ALL "
+		"SELECT min(seq) FROM nx_recovery)) "
+		"SELECT (SELECT seq FROM first) IS NOT NULL AND NOT EXISTS ("
+		"SELECT 1 FROM sp_alloc WHERE (role & 15) = 4 AND "
+		"((role >> 24) & 255) = 0 AND gfn = 0 AND "
+		"seq < (SELECT seq FROM first))", 0);
 	s->faults = summary_count(s, "fault");
 	s->faults_per_s = per_s(s->faults, s->duration_s);
 	s->leaf_zaps_per_s = per_s(s->leaf_zaps, s->duration_s);

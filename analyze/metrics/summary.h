@@ -79,6 +79,11 @@ struct summary {
 	/* Faults by access kind (model/fault.h) and those on a present
 	 * entry (permission faults), decoded by the exit ISA. */
 	int64_t fault_access[MEV_ACCESS_KINDS], faults_present;
+	/* The capture began while the VM ran: no allocation of its root
+	 * table is traced before the first event that meets the TDP state
+	 * (the replay's rule, replay/engine.c began_decide()); what that
+	 * leaves unknown the self-check says. */
+	int began_mid_run;
 
 	struct summary_raw *raw;
 	int nraw;

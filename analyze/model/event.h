@@ -82,6 +82,13 @@ static inline int mev_role_level(uint64_t role)
 	return (int)(role & 0xf);
 }
 
+/* The address space of a shadow page: kvm_mmu_page_role.smm, bits
+ * 24-31 on 6.1 and 6.12 (kvm_mmu_role_as_id(): SMM is address space 1). */
+static inline int mev_role_as_id(uint64_t role)
+{
+	return ((role >> 24) & 0xff) ? 1 : 0;
+}
+
 static inline uint64_t mev_gpa_to_gfn(uint64_t gpa)
 {
 	return gpa >> MEV_PAGE_SHIFT;

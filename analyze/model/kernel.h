@@ -49,6 +49,13 @@
 /* A memslot's flag for dirty logging (uapi linux/kvm.h). */
 #define KVM_MEM_LOG_DIRTY_PAGES 0x1
 
+/* enum kvm_mr_change (include/linux/kvm_host.h): a memslot event's
+ * change. */
+#define KVM_MR_CREATE 0
+#define KVM_MR_DELETE 1
+#define KVM_MR_MOVE 2
+#define KVM_MR_FLAGS_ONLY 3
+
 /* ioctl numbers as syscall_entry_ioctl's cmd traces them (uapi
  * linux/kvm.h, linux/userfaultfd.h; x86_64). */
 #define KVM_SET_USER_MEMORY_REGION 0x4020ae46ULL

@@ -44,11 +44,22 @@ void slots_apply_event(struct slots *ss, int as_id, int id, int change,
 	}
 	if (!s)
 		return;
-	s->live = change != 1;          /* 1 = delete */
+	s->live = change != KVM_MR_DELETE;
 	s->base_gfn = base_gfn;
 	s->npages = npages;
 	s->off_lo = s->off_hi = (int64_t)(hva - (base_gfn << PAGE_SHIFT));
 	s->dirty_log = (new_flags & KVM_MEM_LOG_DIRTY_PAGES) != 0;
+}
+
+int slots_traced(const struct slots *ss, int as_id, int id)
+{
+	int i;
+
+	for (i = 0; i < ss->n; i++)
+		if (!ss->s[i].inferred && ss->s[i].as_id == as_id &&
+		    ss->s[i].id == id)
+			return 1;
+	return 0;
 }
 
 void slots_infer(struct slots *ss, int64_t lo, int64_t hi, uint64_t first)

@@ -42,6 +42,9 @@ void slots_init(struct slots *ss);
 void slots_apply_event(struct slots *ss, int as_id, int id, int change,
 		       uint64_t base_gfn, uint64_t npages, uint64_t hva,
 		       uint64_t new_flags);
+/* Whether a traced change of slot (as_id, id) is held (live or
+ * deleted). */
+int slots_traced(const struct slots *ss, int as_id, int id);
 /* Learn from a window whose zaps bound the offset to [lo, hi] and whose
  * lowest zapped leaf is at gfn first (the slot starts at or below it). */
 void slots_infer(struct slots *ss, int64_t lo, int64_t hi, uint64_t first);

@@ -17,6 +17,7 @@ struct tdp_table {
 	uint64_t seen[TDP_TABLE_ENTRIES / 64];  /* entry stored at least once */
 	uint64_t base;          /* gfn of entry 0 */
 	int as_id, level;
+	int born;               /* allocated in the trace: all known */
 };
 
 static unsigned level_shift(int level)
@@ -129,6 +130,53 @@ void tdp_clear(struct tdp *t, int as_id, int level, uint64_t gfn)
 	/* An entry never stored holds 0: its "seen" bit stays clear. */
 	if (tb)
 		tb->spte[entry_index(level, gfn)] = 0;
+}
+
+int tdp_mark_born(struct tdp *t, int as_id, int level, uint64_t gfn)
+{
+	struct tdp_table *tb;
+
+	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
+	tb = table_find(t, as_id, level, gfn);
+	if (!tb && !(tb = table_create(t, as_id, level, gfn)))
+		return -1;
+	tb->born = 1;
+	return 0;
+}
+
+static int entry_seen(const struct tdp_table *tb, size_t i);
+
+int tdp_known(const struct tdp *t, int as_id, int level, uint64_t gfn)
+{
+	const struct tdp_table *tb;
+
+	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
+	tb = table_find(t, as_id, level, gfn);
+	return tb && (tb->born || entry_seen(tb, entry_index(level, gfn)));
+}
+
+int tdp_stored(const struct tdp *t, int as_id, int level, uint64_t gfn)
+{
+	const struct tdp_table *tb;
+
+	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
+	tb = table_find(t, as_id, level, gfn);
+	return tb && entry_seen(tb, entry_index(level, gfn));
+}
+
+int tdp_path_known(const struct tdp *t, int as_id, uint64_t gfn)
+{
+	uint64_t v;
+	int level;
+
+	for (level = TDP_MAX_LEVEL; level >= 1; level--) {
+		if (!tdp_known(t, as_id, level, gfn))
+			continue;
+		v = tdp_get(t, as_id, level, gfn);
+		if (!spte_present(t->fmt, v) || spte_leaf(t->fmt, v, level))
+			return 1;
+	}
+	return 0;
 }
 
 uint64_t tdp_get(const struct tdp *t, int as_id, int level, uint64_t gfn)

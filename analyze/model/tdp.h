@@ -10,11 +10,19 @@
  * the guest pages touched (a table is allocated when the trace first
  * shows an entry in it), never with the event count.
  *
+ * Known and unknown entries: a capture that begins while the VM runs
+ * cannot show what its tables held before.  An entry is known once the
+ * trace stored it, or when the trace showed its table allocated (a new
+ * table is zeroed: every entry not present); any other entry is unknown,
+ * not absent.  tdp_known() and tdp_path_known() tell them apart; a
+ * capture from the VM's creation knows every entry (its root's
+ * allocation is traced, and every table below is linked in the trace).
+ *
  * Invariants: an entry once stored is kept (a zapped SPTE is stored as
  * its non-present value, and its "seen" bit stays set), so tdp_size() is
  * the number of distinct entries ever seen; an entry never seen reads as
  * 0 and does not block the reachability of the entries below it; a table
- * is never freed before tdp_free().
+ * is never freed before tdp_free(), and a table once born stays born.
  */
 #ifndef MMUREPLAY_MODEL_TDP_H
 #define MMUREPLAY_MODEL_TDP_H
@@ -72,6 +80,26 @@ int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn,
  * or to what blocks reachability.  Allocates nothing: it cannot fail.
  */
 void tdp_clear(struct tdp *t, int as_id, int level, uint64_t gfn);
+/*
+ * The table holding the level-`level` entry of gfn was allocated in the
+ * trace (its shadow page's allocation, or its link, was traced): its
+ * entries never stored are known not present.  Returns 0, or -1 when
+ * out of memory.
+ */
+int tdp_mark_born(struct tdp *t, int as_id, int level, uint64_t gfn);
+/* Returns 1 when the entry (as_id, level, gfn) is known: stored, or in
+ * a table born in the trace; 0 when the trace has not shown it. */
+int tdp_known(const struct tdp *t, int as_id, int level, uint64_t gfn);
+/* Returns 1 when the entry (as_id, level, gfn) was ever stored. */
+int tdp_stored(const struct tdp *t, int as_id, int level, uint64_t gfn);
+/*
+ * Returns 1 when the walk to gfn is known to end where the model says:
+ * walking down from the top level, the first entry that is known and
+ * either not present or a leaf decides it.  Returns 0 when every entry
+ * on the path is unknown or a table: a leaf the trace never showed may
+ * map gfn.
+ */
+int tdp_path_known(const struct tdp *t, int as_id, uint64_t gfn);
 /* The SPTE stored for (as_id, level, gfn), or 0 when never seen. */
 uint64_t tdp_get(const struct tdp *t, int as_id, int level, uint64_t gfn);
 

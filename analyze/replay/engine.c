@@ -74,7 +74,8 @@ const char *replay_source_name(enum replay_source s)
 		"unknown";
 }
 
-static struct thread_ctx *thread_get(struct engine *e, int32_t tid)
+static struct thread_ctx *thread_get(struct engine *e, int32_t tid,
+				     int64_t ts)
 {
 	struct thread_ctx *t;
 	int i;
@@ -94,6 +95,7 @@ static struct thread_ctx *thread_get(struct engine *e, int32_t tid)
 		e->nomem = 1;
 		return NULL;
 	}
+	t->fresh = ts - e->res->first_ts <= CAPTURE_EDGE_NS;
 	/* With the mitigation off the worker sleeps for good
 	 * (calc_nx_huge_pages_recovery_period() says disabled): what its
 	 * thread frees is no recovery.  On 6.12 that thread, a vhost task
@@ -120,6 +122,17 @@ struct replay_second *engine_second_at(struct engine *e, int64_t ts)
 		r->nseconds = s + 1 + 16;
 	}
 	return &r->series[s];
+}
+
+void engine_revealed(struct engine *e, int64_t *count, int64_t n,
+		     int64_t ts)
+{
+	MR_ASSERT_DBG(n >= 0);
+	if (!n)
+		return;
+	*count += n;
+	if (ts > e->res->warmup_ts)
+		e->res->warmup_ts = ts;
 }
 
 void engine_mismatch(struct engine *e, enum mismatch_kind kind,
@@ -202,6 +215,7 @@ void engine_ctx_open(struct engine *e, struct thread_ctx *t,
 	t->ctx_gfn = gfn;
 	t->ctx_keep = 0;
 	t->ctx_predicted = t->ctx_observed = t->ctx_policy_zaps = 0;
+	t->ctx_revealed = 0;
 	t->ctx_flushes = 0;
 	t->ctx_last_ts = ev->ts;
 	t->win_nranges = 0;
@@ -246,14 +260,44 @@ static void engine_on_memslot(struct engine *e,
 			  ev->u.memslot.hva, ev->u.memslot.new_flags);
 }
 
+/*
+ * Whether the capture began while the VM ran, decided at the first event
+ * that meets the TDP state: a capture from the VM's creation has traced
+ * its root's allocation by then (kvm_mmu_load() allocates it before the
+ * vCPU first runs), and from it every table below is linked in the
+ * trace.  Without that, entries the trace has not shown are unknown.
+ */
+static void began_decide(struct engine *e, const struct model_event *ev)
+{
+	switch (ev->kind) {
+	case MEV_SPTE_CHANGE:
+	case MEV_FAULT:
+	case MEV_FAST_FAULT:
+	case MEV_SP_FREE:
+	case MEV_NX_RECOVERY:
+		break;
+	default:
+		return;
+	}
+	e->began_decided = 1;
+	e->res->began_mid_run = !tdp_known(&e->tdp_obs, 0, SP_MAX_LEVEL, 0);
+	e->nx_list_known = !e->res->began_mid_run;
+}
+
 static void handle(struct engine *e, const struct model_event *ev)
 {
-	struct thread_ctx *t = thread_get(e, ev->tid);
+	struct thread_ctx *t;
 
+	if (!e->res->events)
+		e->res->first_ts = ev->ts;
+	e->res->events++;
+	e->res->last_ts = ev->ts;
+	t = thread_get(e, ev->tid, ev->ts);
 	if (!t)
 		return;
 	e->ev = ev;
-	e->res->events++;
+	if (!e->began_decided)
+		began_decide(e, ev);
 	if (t->npending_next)
 		fault_pending_thread_event(e, t);
 	switch (ev->kind) {
@@ -309,6 +353,8 @@ static void handle(struct engine *e, const struct model_event *ev)
 	/* A flush freezes nothing past the flusher's next event. */
 	if (t->frozen_end && ev->kind != MEV_TLB_FLUSH)
 		fault_frozen_end(e, t);
+	if (ev->kind != MEV_SPTE_CHANGE && ev->kind != MEV_TLB_FLUSH)
+		t->fresh = 0;
 }
 
 static void close_each(void *arg, void *t)
@@ -356,16 +402,18 @@ enum replay_status replay_run_scanned(struct source *src,
 	tdp_init(&e.tdp_ovl, e.fmt);
 	tdp_init(&e.tdp_zapmark, e.fmt);
 	tdp_init(&e.tdp_kvmdirty, e.fmt);
+	tdp_init(&e.tdp_shown, e.fmt);
 	u64map_init(&e.nx_traced.split_map);
 	u64map_init(&e.nx_policy.split_map);
 	e.scan = scan;
 	e.tdp_obs.ignore_reachability =
 		!engine_rule(&e, RULE_REACHABILITY);
 	sources_decide(&e);
-	/* Measured memslots are replayed as they change; inferred ones
-	 * hold from the start. */
+	/* Measured memslots are replayed as they change, from those the
+	 * trace shows existed at its start; inferred ones hold from the
+	 * start. */
 	if (e.scan->slots.measured)
-		slots_init(&e.slots);
+		e.slots = e.scan->slots_start;
 	else
 		e.slots = e.scan->slots;
 	res->slots_src = e.scan->slots.measured ? REPLAY_SRC_MEASURED :
@@ -414,6 +462,7 @@ end:
 	tdp_free(&e.tdp_ovl);
 	tdp_free(&e.tdp_zapmark);
 	tdp_free(&e.tdp_kvmdirty);
+	tdp_free(&e.tdp_shown);
 	u64map_free(&e.nx_traced.split_map);
 	u64map_free(&e.nx_policy.split_map);
 	if (st != REPLAY_OK)

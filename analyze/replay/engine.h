@@ -261,6 +261,21 @@ struct replay_result {
 	int64_t faults_exempt[EXEMPT_REASONS];
 	int64_t zaps_predicted;
 	int64_t flushes_predicted;
+	/* A capture that began while the VM ran (its root's allocation is
+	 * not traced before the first change): what its first changes and
+	 * faults met the model could not know (tdp.h, known entries).
+	 * Counted apart, inside the observed counts, never predicted and
+	 * never a mismatch: faults on a walk the trace never showed,
+	 * leaf zaps of entries it never showed (or by a thread whose
+	 * context began before the capture), contexts that flushed with
+	 * only such zaps, NX pages of batches that began with a page split
+	 * before the capture.  warmup_ts: the last such event (the model
+	 * knew every entry it needed after it); first_ts, last_ts: the
+	 * capture's span. */
+	int began_mid_run;
+	int64_t faults_revealed, zaps_revealed, flushes_revealed;
+	int64_t nx_recovered_revealed, nx_batches_revealed;
+	int64_t warmup_ts, first_ts, last_ts;
 	/* Stock windows whose walk's time the trace does not fix, and the
 	 * zaps they were settled by (engine_window.c window_settle()). */
 	int64_t race_windows, zaps_race_settled;
@@ -284,6 +299,12 @@ struct replay_result {
 	 * leaf that replaced it). */
 	int64_t faults_avoided;
 	int64_t faults_added;
+	/* A capture that began mid-run: faults the policy takes on a page
+	 * where the trace has not yet shown a present leaf.  Its state
+	 * there may be a leaf it kept before the capture began, which
+	 * would have spared the fault: up to this many more could be
+	 * avoided (0 on a capture from the VM's creation). */
+	int64_t faults_undecided;
 	int64_t zaps[ZAP_CAUSES];
 	int64_t zaps_kept;              /* traced zaps the policy skips */
 	int64_t refaults[ZAP_CAUSES];   /* faults on a gfn zapped by cause */

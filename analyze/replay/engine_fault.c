@@ -289,6 +289,21 @@ static int fault_zaps_huge(struct engine *e)
 		!e->scan->fault_splits_in_place;
 }
 
+/*
+ * Whether the trace has shown a present 4K leaf at gfn (a capture that
+ * began mid-run): the traced kernel's install there made the policy's
+ * 4K entry its own, not one kept from before the capture.  A huge leaf
+ * shown does not: a policy that kept the page split before the capture
+ * (nx-skip-dirty, a slower recovery) still maps it with the 4K leaves
+ * it kept.  What this cannot see: a huge leaf the policy kept before
+ * the capture where the trace now maps 4K (perm-upgrade on THP memory
+ * zapped before the capture): such a fault counts as decided.
+ */
+static int fault_shown(const struct engine *e, uint64_t gfn)
+{
+	return tdp_get(&e->tdp_shown, 0, TDP_LEVEL_4K, gfn) != 0;
+}
+
 void engine_on_fault(struct engine *e, struct thread_ctx *t,
 		     const struct model_event *ev)
 {
@@ -313,10 +328,13 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 	/* Self-check: the traced state must require this fault. */
 	level = tdp_leaf(&e->tdp_obs, 0, gfn, &spte);
 	allowed = level && permits(e->fmt, spte, err);
-	if (!allowed)
-		r->faults_predicted++;
-	else
+	if (allowed)
 		fault_defer(e, t, ev, gfn, err);
+	else if (!level && !tdp_path_known(&e->tdp_obs, 0, gfn))
+		/* A leaf the trace never showed may map gfn. */
+		engine_revealed(e, &r->faults_revealed, 1, ev->ts);
+	else
+		r->faults_predicted++;
 	/*
 	 * A huge leaf is zapped by the fault only when the fault maps below
 	 * its level (kvm_tdp_mmu_map(): a large SPTE above goal_level is
@@ -350,13 +368,16 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 	}
 	overlay_fault(e, ev->ts);
 	overlay_refault(e, gfn);
+	if (r->began_mid_run && !fault_shown(e, gfn))
+		r->faults_undecided++;
 }
 
 void fault_ctx_close(struct engine *e, struct thread_ctx *t)
 {
 	overlay_flush_account(e, t->ctx_seq, t->ctx_ts, t->ctx_gfn,
 			      t->ctx_predicted, t->ctx_observed,
-			      t->ctx_policy_zaps, t->ctx_flushes, -1);
+			      t->ctx_revealed, t->ctx_policy_zaps,
+			      t->ctx_flushes, -1);
 }
 
 /*

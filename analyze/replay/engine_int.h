@@ -68,7 +68,12 @@
  *     not);
  *   - every traced fault is judged once by the self-check: required
  *     (faults_predicted), or a mismatch, or pending until the change
- *     that explains it or the end of its exemption.
+ *     that explains it or the end of its exemption, or (a capture that
+ *     began mid-run) revealed: its walk met only entries the trace had
+ *     not shown (faults_revealed);
+ *   - every traced leaf zap is counted once in its context: observed
+ *     where the model knew the entry, revealed where it did not, and
+ *     only observed zaps meet the context's prediction.
  * The checks (util/assert.h) cover the last two and the bookkeeping;
  * the first two hold by how the code is arranged, not by a check.
  */
@@ -88,6 +93,10 @@
 #define NS_PER_S 1000000000LL
 /* Worker events further apart than this start a new recovery batch. */
 #define BATCH_GAP_NS 50000000LL
+/* A thread first traced this soon after a mid-run capture began may be
+ * inside a context that began before it (struct thread_ctx fresh): a
+ * thread busy in a context traces events far closer together. */
+#define CAPTURE_EDGE_NS BATCH_GAP_NS
 /* gfn ranges one invalidation window maps to (one per memslot hit). */
 #define WINDOW_MAX_RANGES 8
 /* Shadow pages the model follows: 4-level TDP, the root is level 4. */
@@ -114,7 +123,9 @@ struct thread_ctx {
 	uint64_t ctx_gfn;               /* fault gfn / SP gfn */
 	int ctx_keep;                   /* policy keeps this context's zaps */
 	int64_t ctx_predicted;          /* leaves the model says it zaps */
-	int64_t ctx_observed;           /* leaves it zapped (traced) */
+	int64_t ctx_observed;           /* leaves it zapped (traced) that
+					 * the model knew */
+	int64_t ctx_revealed;           /* ... that it did not know */
 	int64_t ctx_policy_zaps;        /* leaves it zaps under the policy */
 	int64_t ctx_flushes;            /* measured flushes in the context */
 	int64_t ctx_last_ts;            /* its last zap or flush (or open) */
@@ -132,6 +143,11 @@ struct thread_ctx {
 	int sp_level;
 	/* The thread, across contexts. */
 	int is_worker;                  /* an NX recovery thread */
+	/* First traced within CAPTURE_EDGE_NS of the capture's start, and
+	 * no event of it but SPTE changes and flushes yet: on a capture
+	 * that began mid-run, it may be inside a context that began
+	 * before the capture (engine_on_spte()). */
+	int fresh;
 	int64_t npf_exit_ts;            /* 0: not in an NPF exit */
 	int64_t contention_ts;          /* 0: not waiting for a lock */
 	int in_setregion;               /* KVM_SET_USER_MEMORY_REGION */
@@ -152,8 +168,12 @@ struct batch {
 	int batch_read_lock;            /* measured lock mode (patched) */
 	int64_t batch_wake;             /* recorded wake-up index */
 	int batch_skipped;              /* the policy's worker sleeps */
-	/* Leaves zapped by its pages: predicted, traced, under the policy. */
-	int64_t zaps_predicted, zaps_observed, zaps_policy;
+	/* Leaves zapped by its pages: predicted, traced (known entries,
+	 * and the entries the trace revealed), under the policy. */
+	int64_t zaps_predicted, zaps_observed, zaps_revealed, zaps_policy;
+	/* Its first page was split before the capture began: its size is
+	 * revealed, not predicted (engine_nx.c nx_batch_first_page()). */
+	int batch_revealed;
 	/* NX-split pages recovered: traced, predicted from the ratio, and
 	 * the least the ratio gives from a count that missed the splits
 	 * accounted while the worker waited for mmu_lock. */
@@ -254,6 +274,11 @@ struct engine {
 	struct tdp tdp_zapmark;         /* zap cause + 1 of leaves zapped */
 	struct tdp tdp_kvmdirty;        /* 1: leaf made writable and dirty
 					 * by a fault that did not write */
+	/* A capture that began mid-run: 1 where the trace has shown a
+	 * present 4K leaf (old or new), from which on the policy's state
+	 * of the entry is its own; elsewhere the policy may hold a leaf it
+	 * kept before the capture (engine_fault.c fault_shown()). */
+	struct tdp tdp_shown;
 	struct ptrmap threads;          /* tid -> struct thread_ctx */
 	struct thread_ctx *last_thread; /* thread_get()'s last answer */
 	int32_t last_tid;
@@ -267,6 +292,11 @@ struct engine {
 	/* L1 SPs created by exec faults outside dirty-logged slots; as
 	 * traced, and as they would be under the policy. */
 	struct nx_splits nx_traced, nx_policy;
+	/* Every page in KVM's NX recovery list was split in the trace:
+	 * from the start of a capture from the VM's creation, else from
+	 * the first batch that began with such a page (engine_nx.c). */
+	int nx_list_known;
+	int began_decided;              /* began_mid_run is set */
 	int setregion_threads;          /* inside KVM_SET_USER_MEMORY_REGION */
 	int dirtylog_threads;           /* inside KVM_{GET,CLEAR}_DIRTY_LOG */
 	/* Threads whose last event was a ranged TLB flush. */
@@ -292,6 +322,10 @@ void engine_ctx_open(struct engine *e, struct thread_ctx *t,
 		     enum ctx_kind kind, const struct model_event *ev,
 		     uint64_t gfn);
 void engine_ctx_close(struct engine *e, struct thread_ctx *t);
+/* n items only revealed at ts (engine.h began_mid_run): counted in
+ * *count, and the warm-up lasts at least to ts. */
+void engine_revealed(struct engine *e, int64_t *count, int64_t n,
+		     int64_t ts);
 void engine_mismatch(struct engine *e, enum mismatch_kind kind,
 		     uint64_t seq, int64_t ts, uint64_t gfn,
 		     int64_t predicted, int64_t observed);
@@ -318,8 +352,8 @@ void overlay_flush(struct engine *e, int64_t ts);
 void overlay_fault(struct engine *e, int64_t ts);
 void overlay_flush_account(struct engine *e, uint64_t seq, int64_t ts,
 			   uint64_t gfn, int64_t predicted, int64_t observed,
-			   int64_t policy_zaps, int64_t flushes,
-			   int64_t per_page);
+			   int64_t revealed, int64_t policy_zaps,
+			   int64_t flushes, int64_t per_page);
 int64_t overlay_context_range(struct engine *e, struct thread_ctx *t,
 			      int as_id, uint64_t start, uint64_t end,
 			      int only_level, enum zap_cause cause);

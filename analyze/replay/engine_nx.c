@@ -104,7 +104,14 @@ static int64_t nx_split_count_since(const struct nx_splits *l, int64_t since)
 void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 			const struct model_event *ev)
 {
-	if (mev_role_level(ev->u.sp.role) != TDP_LEVEL_4K ||
+	int level = mev_role_level(ev->u.sp.role);
+
+	/* A new table: its entries are known (tdp.h), none present. */
+	if (level >= 1 && level <= SP_MAX_LEVEL &&
+	    tdp_mark_born(&e->tdp_obs, mev_role_as_id(ev->u.sp.role), level,
+			  ev->u.sp.gfn) < 0)
+		e->nomem = 1;
+	if (level != TDP_LEVEL_4K ||
 	    t->ctx_kind != CTX_FAULT || !t->fault_fetch ||
 	    (e->opts->nx_off && engine_rule(e, RULE_NX_OFF)) ||
 	    (engine_rule(e, RULE_NX_DIRTY_UNTRACKED) &&
@@ -134,8 +141,14 @@ void nx_batch_close(struct engine *e)
 			e->res->nx_batches_settled++;
 		}
 		e->res->nx_recovered_observed += b->sps_observed;
-		e->res->nx_recovered_predicted += b->sps_predicted;
-		if (b->sps_observed != b->sps_predicted)
+		if (b->batch_revealed) {
+			engine_revealed(e, &e->res->nx_recovered_revealed,
+					b->sps_observed, b->batch_last_ts);
+			e->res->nx_batches_revealed++;
+		} else {
+			e->res->nx_recovered_predicted += b->sps_predicted;
+		}
+		if (!b->batch_revealed && b->sps_observed != b->sps_predicted)
 			engine_mismatch(e, MISMATCH_RECOVERY_BATCH,
 					b->batch_first_seq, b->batch_start_ts,
 					0, b->sps_predicted, b->sps_observed);
@@ -145,7 +158,7 @@ void nx_batch_close(struct engine *e)
 	 * lock hold. */
 	overlay_flush_account(e, b->batch_first_seq, b->batch_last_ts, 0,
 			      b->zaps_predicted,
-			      b->zaps_observed, b->zaps_policy,
+			      b->zaps_observed, b->zaps_revealed, b->zaps_policy,
 			      b->flushes_traced,
 			      e->opts->policy->recovery_read_lock &&
 			      !b->batch_read_lock ? b->policy_pages : -1);
@@ -296,11 +309,38 @@ static int recovery_keep(struct engine *e, const struct replay_recovery *rec,
 	/* The recorded policy's batches are the traced ones. */
 	if (level != TDP_LEVEL_4K || e->opts->self_check)
 		return skip;
-	if (e->opts->nx_ratio > 0 && b->policy_taken >= b->policy_quota)
+	/* A batch sized by pages split before the capture: its size is
+	 * the traced one under a policy of the same ratio. */
+	if (e->opts->nx_ratio > 0 && !b->batch_revealed &&
+	    b->policy_taken >= b->policy_quota)
 		return 1;
 	b->policy_taken++;
 	nx_split_drop(e, &e->nx_policy, rec->gfn);
 	return skip;
+}
+
+/*
+ * The first page of a batch, on a capture that began mid-run before the
+ * model's NX list is known to be KVM's.  KVM's list is in split order
+ * (account_nx_huge_page() adds at the tail, the worker takes from the
+ * head), so pages split before the capture come first: a batch whose
+ * first page the model's list holds found none of them left, and from
+ * it the list is known; a batch whose first page it lacks was sized by
+ * a count the model cannot know: revealed, not judged.  What this
+ * cannot catch: a batch that began with a page of the trace although
+ * older ones were left (KVM never does this; the check after it would
+ * fail).
+ */
+static void nx_batch_first_page(struct engine *e, uint64_t gfn)
+{
+	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1);
+
+	if (e->nx_list_known || e->batch.sps_observed)
+		return;
+	if (nx_value_count(u64map_get(&e->nx_traced.split_map, key)))
+		e->nx_list_known = 1;
+	else
+		e->batch.batch_revealed = 1;
 }
 
 /* The worker freed a shadow page (its context just opened): one page of
@@ -312,6 +352,8 @@ void nx_recovery_ctx_open(struct engine *e, struct thread_ctx *t,
 	uint64_t gfn = ev->u.sp.gfn;
 
 	nx_batch_touch(e, ev);
+	if (level == TDP_LEVEL_4K)
+		nx_batch_first_page(e, gfn);
 	e->batch.sps_observed += level == TDP_LEVEL_4K;
 	rec.gfn = gfn;
 	rec.dirty_logged = engine_dirty_logged_at(e, gfn, ev->seq);
@@ -326,6 +368,7 @@ void nx_recovery_ctx_close(struct engine *e, struct thread_ctx *t)
 {
 	e->batch.zaps_predicted += t->ctx_predicted;
 	e->batch.zaps_observed += t->ctx_observed;
+	e->batch.zaps_revealed += t->ctx_revealed;
 	e->batch.zaps_policy += t->ctx_policy_zaps;
 	lock_holder_push(e, t);
 }
@@ -361,6 +404,7 @@ void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 		if (!policy_skips_recovery(e->opts->policy, &rec))
 			engine_mismatch(e, MISMATCH_POLICY_DECISION, ev->seq,
 					ev->ts, ev->u.nx.gfn, 0, 1);
+		nx_batch_first_page(e, ev->u.nx.gfn);
 		e->batch.sps_observed++;
 		nx_split_drop(e, &e->nx_traced, ev->u.nx.gfn);
 		nx_split_drop(e, &e->nx_policy, ev->u.nx.gfn);
@@ -369,7 +413,7 @@ void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 	 * lock: under the write lock no fault is between its table's link
 	 * and its accounting, so the model's list must hold as many.
 	 * (Under the read lock faults account concurrently: not checked.) */
-	if (ev->u.nx.phase == MEV_NX_END &&
+	if (ev->u.nx.phase == MEV_NX_END && e->nx_list_known &&
 	    ev->u.nx.lock_mode == MEV_LOCK_WRITE &&
 	    e->nx_traced.nsplit != ev->u.nx.pages)
 		engine_mismatch(e, MISMATCH_NX_COUNT, ev->seq, ev->ts, 0,

@@ -200,23 +200,27 @@ int64_t overlay_context_range(struct engine *e, struct thread_ctx *t,
  */
 void overlay_flush_account(struct engine *e, uint64_t seq, int64_t ts,
 			   uint64_t gfn, int64_t predicted, int64_t observed,
-			   int64_t policy_zaps, int64_t flushes,
-			   int64_t per_page)
+			   int64_t revealed, int64_t policy_zaps,
+			   int64_t flushes, int64_t per_page)
 {
 	struct replay_result *r = e->res;
-	int64_t i, n;
+	int64_t i, n, flushed;
 
-	r->flushes_predicted += predicted > 0;
-	if (r->flushes_measured)
-		r->flushes_observed += flushes > 0;
-	else
-		r->flushes_observed += observed > 0;
-	if (r->flushes_measured && (predicted > 0) != (flushes > 0))
-		engine_mismatch(e, MISMATCH_FLUSH_CONTEXT, seq, ts, gfn,
-				predicted > 0, flushes > 0);
+	flushed = r->flushes_measured ? flushes > 0 : observed + revealed > 0;
+	r->flushes_observed += flushed;
+	if (!predicted && !observed && revealed) {
+		/* Only zaps of entries the model could not know: whether
+		 * the context had to flush is not its to say. */
+		engine_revealed(e, &r->flushes_revealed, flushed, ts);
+	} else {
+		r->flushes_predicted += predicted > 0;
+		if (r->flushes_measured && (predicted > 0) != (flushes > 0))
+			engine_mismatch(e, MISMATCH_FLUSH_CONTEXT, seq, ts,
+					gfn, predicted > 0, flushes > 0);
+	}
 	if (r->flushes_measured)
 		/* A context's flushes go only with all of its zaps. */
-		n = observed && !policy_zaps ? 0 : flushes;
+		n = observed + revealed && !policy_zaps ? 0 : flushes;
 	else
 		n = policy_zaps > 0;
 	if (per_page >= 0)
@@ -359,6 +363,23 @@ static void overlay_kvm_dirty(struct engine *e, const struct thread_ctx *t,
 }
 
 /*
+ * Whether the model knew the entry a change of thread t meets (tdp.h).
+ * An entry of the table t tears down or recovers belongs to that table,
+ * which a new one may have replaced at the same place before the change
+ * was traced (engine_teardown.c): the new table's birth says nothing of
+ * the old one's entries, only the ones the trace stored do.
+ */
+static int entry_known(const struct engine *e, const struct thread_ctx *t,
+		       int as, int level, uint64_t gfn)
+{
+	if ((t->ctx_kind == CTX_TEARDOWN || t->ctx_kind == CTX_RECOVERY) &&
+	    level <= t->sp_level && t->sp_level < SP_MAX_LEVEL &&
+	    gfn - t->ctx_gfn < tdp_level_pages(t->sp_level + 1))
+		return tdp_stored(&e->tdp_obs, as, level, gfn);
+	return tdp_known(&e->tdp_obs, as, level, gfn);
+}
+
+/*
  * The transition is named once, as handle_changed_spte() names it:
  * was_present / is_present, and was_leaf / is_leaf (present leaves).
  * A leaf zap is was_leaf && !is_present (spte_leaf_zapped()).
@@ -376,8 +397,14 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	int is_leaf = is_present && spte_leaf(f, new, level);
 	enum zap_cause cause;
 	uint64_t kept = 0;
+	/* What the model knew of the entry before this change, and whether
+	 * the thread's context began before a mid-run capture did (its
+	 * start is not in the trace): such a zap is revealed, not judged. */
+	int unknown_ctx = t->fresh && e->res->began_mid_run;
+	int known = !unknown_ctx && entry_known(e, t, as, level, gfn);
 
-	if (was_leaf && !is_present && teardown_zap_all_starts(e, t, ev))
+	if (was_leaf && !is_present && !unknown_ctx &&
+	    teardown_zap_all_starts(e, t, ev))
 		teardown_zap_all_open(e, t, ev);
 	/* The worker's recovery, not a teardown it runs. */
 	if (t->is_worker && t->ctx_kind != CTX_TEARDOWN)
@@ -392,18 +419,32 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		tdp_clear(&e->tdp_ovl, as, level, gfn);
 		kept = 0;
 	}
+	/* The kernel write-protects the leaf in place (dirty logging's
+	 * KVM_GET_DIRTY_LOG, a write-protect walk): the walk meets the
+	 * leaf the policy kept there as well, which maps the same page;
+	 * both are then the traced one. */
+	if (kept && was_leaf && is_leaf && spte_writable(f, old) &&
+	    !spte_writable(f, new) && spte_pfn(f, kept) == spte_pfn(f, new)) {
+		tdp_clear(&e->tdp_ovl, as, level, gfn);
+		kept = 0;
+	}
 	if (was_leaf && !is_present) {
 		e->res->zaps_observed++;
 		t->ctx_last_ts = ev->ts;
 		cause = zap_cause_of(t);
-		t->ctx_observed++;
+		if (known) {
+			t->ctx_observed++;
+		} else {
+			t->ctx_revealed++;
+			engine_revealed(e, &e->res->zaps_revealed, 1, ev->ts);
+		}
 		if (t->ctx_kind == CTX_WINDOW) {
 			span = engine_rule(e, RULE_HUGE_SPAN) ? level :
 				TDP_LEVEL_4K;
 			if (!window_covers(t, as, gfn, span))
 				engine_mismatch(e, MISMATCH_ZAP_OUTSIDE,
 						ev->seq, ev->ts, gfn, 0, 1);
-		} else if (t->ctx_kind == CTX_NONE) {
+		} else if (t->ctx_kind == CTX_NONE && !unknown_ctx) {
 			engine_mismatch(e, MISMATCH_ZAP_UNEXPLAINED, ev->seq,
 					ev->ts, gfn, 0, 1);
 		}
@@ -432,12 +473,20 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		   !is_leaf && engine_rule(e, RULE_EAGER_SPLIT)) {
 		overlay_eager_split(e, as, level, gfn, old);
 	} else if (level > TDP_LEVEL_4K && !was_present && is_present &&
-		   !is_leaf && engine_rule(e, RULE_REMOVED_TABLE)) {
-		overlay_table_linked(e, as, level, gfn);
+		   !is_leaf) {
+		/* A new, zeroed table: every entry of it is known. */
+		if (tdp_mark_born(&e->tdp_obs, as, level - 1, gfn) < 0)
+			e->nomem = 1;
+		if (engine_rule(e, RULE_REMOVED_TABLE))
+			overlay_table_linked(e, as, level, gfn);
 	} else if (level > TDP_LEVEL_4K && was_present && !was_leaf &&
 		   !is_present) {
 		teardown_unlinked(e, ev->tid, as, level, gfn);
 	}
+	if (e->res->began_mid_run && level == TDP_LEVEL_4K &&
+	    (was_leaf || is_leaf) &&
+	    tdp_set(&e->tdp_shown, as, level, gfn, 1) < 0)
+		e->nomem = 1;
 	overlay_kvm_dirty(e, t, as, level, gfn, old, new);
 	/* A removed table's entry whose place a new table took: the
 	 * model's entry is the new table's. */

@@ -102,7 +102,8 @@ void window_ctx_close(struct engine *e, struct thread_ctx *t)
 	lock_holder_push(e, t);
 	overlay_flush_account(e, t->ctx_seq, t->ctx_ts, t->ctx_gfn,
 			      t->ctx_predicted, t->ctx_observed,
-			      t->ctx_policy_zaps, t->ctx_flushes, -1);
+			      t->ctx_revealed, t->ctx_policy_zaps,
+			      t->ctx_flushes, -1);
 }
 
 /*

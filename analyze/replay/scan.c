@@ -55,6 +55,7 @@ struct scan_pass {
 	struct tdp pending_win;         /* gfn -> window index + 1 */
 	int dirty_on;
 	uint64_t dirty_from;
+	uint64_t setregion_last;        /* the last one's entry; 0: none */
 	struct scan_thread *last_thread;        /* thread_get()'s last answer */
 	int32_t last_tid;
 };
@@ -259,6 +260,19 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 	}
 	if (e->u.sys.call != MSYS_IOCTL)
 		return;
+	/*
+	 * A VMM reads the dirty log only while logging is on: a dirty-log
+	 * ioctl while the inference says off reveals it was on since the
+	 * last KVM_SET_USER_MEMORY_REGION, or since the capture began (one
+	 * that began mid-run, or a slot created with logging on, which no
+	 * write-protect sweep announces).
+	 */
+	if (e->u.sys.entry && !p->dirty_on &&
+	    (e->u.sys.a1 == KVM_GET_DIRTY_LOG ||
+	     e->u.sys.a1 == KVM_CLEAR_DIRTY_LOG)) {
+		p->dirty_on = 1;
+		p->dirty_from = p->setregion_last;
+	}
 	if (e->u.sys.entry) {
 		t->in_setregion = e->u.sys.a1 == KVM_SET_USER_MEMORY_REGION;
 		t->setregion_swept = 0;
@@ -268,6 +282,7 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 	if (!t->in_setregion)
 		return;
 	t->in_setregion = 0;
+	p->setregion_last = t->setregion_seq;
 	/*
 	 * The new memslot flags take effect early in the ioctl, before its
 	 * write-protect sweep or collapse (which vCPUs race with), so the
@@ -294,7 +309,23 @@ static int on_memslot(struct scan_pass *p, const struct scan_thread *t,
 {
 	struct scan *sc = p->out;
 	int was, now = (e->u.memslot.new_flags & KVM_MEM_LOG_DIRTY_PAGES) != 0;
+	int change = e->u.memslot.change;
 
+	/* A slot the trace has not seen created, changed in place or
+	 * deleted: it was there from the start, as the event's old flags
+	 * say (a move's old place the event does not give). */
+	if ((change == KVM_MR_FLAGS_ONLY || change == KVM_MR_DELETE) &&
+	    !slots_traced(&sc->slots, e->u.memslot.as_id,
+			  e->u.memslot.slot)) {
+		slots_apply_event(&sc->slots_start, e->u.memslot.as_id,
+				  e->u.memslot.slot, KVM_MR_CREATE,
+				  e->u.memslot.base_gfn, e->u.memslot.npages,
+				  e->u.memslot.hva, e->u.memslot.old_flags);
+		slots_apply_event(&sc->slots, e->u.memslot.as_id,
+				  e->u.memslot.slot, KVM_MR_CREATE,
+				  e->u.memslot.base_gfn, e->u.memslot.npages,
+				  e->u.memslot.hva, e->u.memslot.old_flags);
+	}
 	was = slots_dirty_logged(&sc->slots, e->u.memslot.as_id,
 				 e->u.memslot.base_gfn);
 	if (t->in_setregion && was != now) {
@@ -372,6 +403,7 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 	memset(out, 0, sizeof(*out));
 	memset(&p, 0, sizeof(p));
 	slots_init(&out->slots);
+	slots_init(&out->slots_start);
 	p.fmt = fmt;
 	p.out = out;
 	ptrmap_init(&p.threads);

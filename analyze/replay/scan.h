@@ -54,6 +54,12 @@ struct scan_flip {
 
 struct scan {
 	struct slots slots;             /* at the end of the trace */
+	/* Measured slots at the start of the trace: those whose first
+	 * traced change (a flags change or a delete) reveals they existed
+	 * before it began, with the flags that change replaced (none on a
+	 * capture from the VM's creation: it traces every slot's
+	 * creation). */
+	struct slots slots_start;
 	uint64_t *upgrade_seqs;         /* sorted notifier seqs */
 	size_t nupgrades, capupgrades;
 	enum replay_source upgrade_src;

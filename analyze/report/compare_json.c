@@ -52,6 +52,9 @@ static cJSON *side_json(const struct compare *c, enum compare_side s)
 					c->run[s][i].duration_s);
 		cJSON_AddBoolToObject(r, "self_check_ok",
 				      c->run[s][i].self_check_ok);
+		cJSON_AddBoolToObject(r, "began_mid_run",
+				      c->run[s][i].began_mid_run);
+		cJSON_AddNumberToObject(r, "warmup_s", c->run[s][i].warmup_s);
 		cJSON_AddItemToArray(a, r);
 	}
 	return o;

@@ -141,6 +141,7 @@ char *report_fidelity_json(const struct fidelity *f,
 	report_json_schema_add(root, REPORT_JSON_FIDELITY);
 	cJSON_AddStringToObject(root, "database", db_path);
 	report_damage_json(root, f);
+	report_start_json(root, f);
 	report_fidelity_json_add(root, f, r);
 	out = cJSON_Print(root);
 	cJSON_Delete(root);

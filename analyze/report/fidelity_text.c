@@ -45,17 +45,27 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 			f->exempt_ok ? "" : " too many faults exempt;");
 	fprintf(out, "\n");
 	report_damage_text(out, f);
-	fprintf(out, "  %-16s %10s %10s %8s %8s  %s\n", "metric", "observed",
-		"predicted", "rel.err", "tol.", "check");
-	fprintf(out, "  %-16s %10s %10s %8s %8s  %s\n", "----------------",
-		"----------", "----------", "--------", "--------",
-		"---------");
+	report_start_text(out, f, 0);
+	/* A capture from the VM's creation reveals nothing: no column. */
+	fprintf(out, "  %-16s %10s", "metric", "observed");
+	if (f->began_mid_run)
+		fprintf(out, " %10s", "revealed");
+	fprintf(out, " %10s %8s %8s  %s\n", "predicted", "rel.err", "tol.",
+		"check");
+	fprintf(out, "  %-16s %10s", "----------------", "----------");
+	if (f->began_mid_run)
+		fprintf(out, " %10s", "----------");
+	fprintf(out, " %10s %8s %8s  %s\n", "----------", "--------",
+		"--------", "---------");
 	for (i = 0; i < FID_METRICS; i++) {
 		if (f->m[i].check == FID_CHECK_UNCHECKED)
 			continue;       /* no prediction: not shown */
-		fprintf(out, "  %-16s %10s %10s %7.2f%% %7.2f%%  %s%s\n",
-			f->m[i].name,
-			report_fmt_count(a, sizeof(a), f->m[i].observed),
+		fprintf(out, "  %-16s %10s", f->m[i].name,
+			report_fmt_count(a, sizeof(a), f->m[i].observed));
+		if (f->began_mid_run)
+			fprintf(out, " %10s", report_fmt_count(
+					a, sizeof(a), f->m[i].revealed));
+		fprintf(out, " %10s %7.2f%% %7.2f%%  %s%s\n",
 			report_fmt_count(b, sizeof(b), f->m[i].predicted),
 			100.0 * f->m[i].rel_error, 100.0 * f->m[i].tolerance,
 			fidelity_check_kind_names[f->m[i].check],
@@ -73,6 +83,9 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 	fprintf(out, "\n  one_sided: a fault the state did not require fails; "
 		"a missing fault\n  cannot be seen.  restated: both sides "
 		"come from the zaps.\n");
+	if (f->began_mid_run)
+		fprintf(out, "  revealed: state from before the capture; "
+			"rel.err compares the rest.\n");
 	fprintf(out, "\n  faults explained by a change traced after them: "
 		"%s (%.2f%% of faults,\n  at most %.0f%%)", report_fmt_count(
 			a, sizeof(a), f->exempt_total), 100.0 * f->exempt_share,

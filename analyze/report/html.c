@@ -300,7 +300,11 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 	}, predicted[] = {
 		RM_PREDICTED_FAULTS, RM_PREDICTED_LEAF_ZAPS,
 		RM_PREDICTED_FLUSH_CONTEXTS,
+	}, revealed[] = {
+		RM_REVEALED_FAULTS, RM_REVEALED_LEAF_ZAPS,
+		RM_REVEALED_FLUSH_CONTEXTS,
 	};
+	int mid = b->m.v[RM_BEGAN_MID_RUN] != 0;
 	const char *kind[3] = {
 		fidelity_check_kind_names[FID_CHECK_ONE_SIDED],
 		fidelity_check_kind_names[FID_CHECK_PREDICTED],
@@ -316,16 +320,28 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 	fprintf(o, "<h2 id=\"selfcheck\">Self-check: replay under ");
 	esc(o, b->policy);
 	fprintf(o, "</h2>\n<p class=\"%s\">"
-		"%s</p>\n<table><tr><th>metric</th><th>observed</th>"
-		"<th>predicted</th><th>check</th></tr>\n",
-		b->self_check_ok ? "ok" : "bad", b->self_check_ok ?
+		"%s</p>\n", b->self_check_ok ? "ok" : "bad",
+		b->self_check_ok ?
 		"The model reproduces the trace: every metric within "
 		"tolerance, no context mismatched." :
 		"The model does NOT reproduce the trace: what-if figures are "
 		"withheld.");
+	if (mid)
+		fprintf(o, "<p class=\"note\">Began mid-run: the VM ran "
+			"before this capture began.  What the trace only "
+			"revealed (state from before it) is counted apart "
+			"and judged by nothing; the model knew every entry "
+			"it needed from %.3f s on (its warm-up).  A what-if "
+			"figure can differ from a whole capture's by up to "
+			"what was revealed.</p>\n", b->m.v[RM_WARMUP_S]);
+	fprintf(o, "<table><tr><th>metric</th><th>observed</th>%s"
+		"<th>predicted</th><th>check</th></tr>\n",
+		mid ? "<th>revealed</th>" : "");
 	for (i = 0; i < 3; i++) {
 		fprintf(o, "<tr><td>%s</td>", m[i]);
 		td_count(o, b->m.v[observed[i]]);
+		if (mid)
+			td_count(o, b->m.v[revealed[i]]);
 		td_count(o, b->m.v[predicted[i]]);
 		fprintf(o, "<td>%s</td></tr>\n", kind[i]);
 	}

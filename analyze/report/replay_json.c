@@ -38,6 +38,7 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 	o = cJSON_AddObjectToObject(root, "self_check");
 	report_fidelity_json_add(o, f, self_check);
 	report_damage_json(root, f);
+	report_start_json(root, f);
 	cJSON_AddBoolToObject(root, "withheld", !f->ok && n == 0);
 	pols = cJSON_AddObjectToObject(root, "policies");
 	for (i = 0; i < n; i++) {

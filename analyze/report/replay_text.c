@@ -62,6 +62,7 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 		m[0].duration_s);
 	fputc('\n', out);
 	report_damage_text(out, f);
+	report_start_text(out, f, 1);
 	if (!f->ok && !n) {
 		fprintf(out, "  The self-check under %s failed (see "
 			"'mmureplay fidelity'):\n  what-if figures are "

@@ -28,11 +28,11 @@
  * outputs").
  */
 #define REPORT_JSON_SCHEMA_LIST(X) \
-	X(REPORT_JSON_SUMMARY, "mmureplay-summary", 1) \
-	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 2) \
-	X(REPORT_JSON_REPLAY, "mmureplay-replay", 2) \
+	X(REPORT_JSON_SUMMARY, "mmureplay-summary", 2) \
+	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 3) \
+	X(REPORT_JSON_REPLAY, "mmureplay-replay", 3) \
 	X(REPORT_JSON_SPIKES, "mmureplay-spikes", 1) \
-	X(REPORT_JSON_COMPARE, "mmureplay-compare", 2)
+	X(REPORT_JSON_COMPARE, "mmureplay-compare", 3)
 
 #define REPORT_JSON_SCHEMA_ENUM(id, name, version) id,
 enum report_json_schema {
@@ -96,6 +96,12 @@ char *report_spikes_json(const struct spikes *s, const char *db_path);
  * paragraph of text / a "capture_damage" object in root. */
 void report_damage_text(FILE *out, const struct fidelity *f);
 void report_damage_json(struct cJSON *root, const struct fidelity *f);
+/* A capture that began while the VM ran: what it only revealed and its
+ * warm-up, a paragraph of text (none for a capture from the VM's
+ * creation; whatif: followed by what-if figures, which it bounds) / a
+ * "capture_start" object in root (always). */
+void report_start_text(FILE *out, const struct fidelity *f, int whatif);
+void report_start_json(struct cJSON *root, const struct fidelity *f);
 
 /* The rows of a latency table, named alike in every format: each probe
  * phase ("probe N"), then the NPF service time when there is one. */

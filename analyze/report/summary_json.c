@@ -112,6 +112,7 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 	add_str(o, "name", s->spte_format);
 	cJSON_AddBoolToObject(o, "detected", s->spte_format_detected);
 	add_str(o, "source", s->isa_source);
+	cJSON_AddBoolToObject(root, "began_mid_run", s->began_mid_run);
 	o = cJSON_AddObjectToObject(root, "fault_access");
 	for (i = 0; i < MEV_ACCESS_KINDS; i++)
 		cJSON_AddNumberToObject(o, mev_access_name((enum mev_access)i),

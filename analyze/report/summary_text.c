@@ -147,6 +147,11 @@ void report_summary_text(FILE *out, const struct summary *s,
 		!s->spte_format_detected ? "assumed" :
 		strcmp(s->isa_source, "manifest") == 0 ?
 		"from the manifest's CPU vendor" : "from the exit ISA");
+	if (s->began_mid_run)
+		fprintf(out, "  began mid-run: the VM ran before the capture "
+			"began (its root table's\n  allocation is not traced); "
+			"'mmureplay fidelity' says what that leaves\n  "
+			"unknown\n");
 	if (s->faults)
 		fprintf(out, "  faults by access: read %s, write %s, fetch %s "
 			"(%s on present entries)\n",
