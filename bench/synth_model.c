@@ -648,6 +648,10 @@ static void gen_setup(struct model *m)
 	gen_setregion_exit(m);
 	gen_memslot(m, 1, 0, 0, KVM_MR_CREATE);
 	gen_setregion_exit(m);
+	/* kvm_mmu_load(): vCPU 0 allocates the root before it first runs
+	 * (the analyzer takes a capture without it as one that began
+	 * while the VM ran). */
+	EMIT(m, 0, C_GET_PAGE, 0, SP_ROLE(4), 0, 0, 1);
 	m->nx_next_ts = m->ts + NX_PERIOD_NS;
 }
 

@@ -155,6 +155,17 @@ int tdp_known(const struct tdp *t, int as_id, int level, uint64_t gfn)
 	return tb && (tb->born || entry_seen(tb, entry_index(level, gfn)));
 }
 
+void tdp_table_known(const struct tdp *t, int as_id, int level,
+		     uint64_t gfn, int born,
+		     uint64_t known[TDP_TABLE_ENTRIES / 64])
+{
+	const struct tdp_table *tb = table_find(t, as_id, level, gfn);
+	size_t w;
+
+	for (w = 0; w < TDP_TABLE_ENTRIES / 64; w++)
+		known[w] = !tb ? 0 : born && tb->born ? ~0ULL : tb->seen[w];
+}
+
 int tdp_stored(const struct tdp *t, int as_id, int level, uint64_t gfn)
 {
 	const struct tdp_table *tb;

@@ -14,9 +14,8 @@
  * cannot show what its tables held before.  An entry is known once the
  * trace stored it, or when the trace showed its table allocated (a new
  * table is zeroed: every entry not present); any other entry is unknown,
- * not absent.  tdp_known() and tdp_path_known() tell them apart; a
- * capture from the VM's creation knows every entry (its root's
- * allocation is traced, and every table below is linked in the trace).
+ * not absent.  tdp_known() and tdp_path_known() tell them apart (the
+ * replay asks them only of a capture that began while the VM ran).
  *
  * Invariants: an entry once stored is kept (a zapped SPTE is stored as
  * its non-present value, and its "seen" bit stays set), so tdp_size() is
@@ -90,6 +89,12 @@ int tdp_mark_born(struct tdp *t, int as_id, int level, uint64_t gfn);
 /* Returns 1 when the entry (as_id, level, gfn) is known: stored, or in
  * a table born in the trace; 0 when the trace has not shown it. */
 int tdp_known(const struct tdp *t, int as_id, int level, uint64_t gfn);
+/* Stores in known[] one bit per entry of the table holding the level-
+ * `level` entry of gfn (bit i: entry i), set where tdp_known() holds,
+ * or, without born, where tdp_stored() does. */
+void tdp_table_known(const struct tdp *t, int as_id, int level,
+		     uint64_t gfn, int born,
+		     uint64_t known[TDP_TABLE_ENTRIES / 64]);
 /* Returns 1 when the entry (as_id, level, gfn) was ever stored. */
 int tdp_stored(const struct tdp *t, int as_id, int level, uint64_t gfn);
 /*

@@ -281,7 +281,10 @@ static void began_decide(struct engine *e, const struct model_event *ev)
 	}
 	e->began_decided = 1;
 	e->res->began_mid_run = !tdp_known(&e->tdp_obs, 0, SP_MAX_LEVEL, 0);
-	e->nx_list_known = !e->res->began_mid_run;
+	/* With the mitigation off nothing is ever split: KVM's list is
+	 * empty from the start. */
+	e->nx_list_known = !e->res->began_mid_run ||
+		(e->opts->nx_off && engine_rule(e, RULE_NX_OFF));
 }
 
 static void handle(struct engine *e, const struct model_event *ev)

@@ -303,7 +303,8 @@ struct replay_result {
 	 * where the trace has not yet shown a present leaf.  Its state
 	 * there may be a leaf it kept before the capture began, which
 	 * would have spared the fault: up to this many more could be
-	 * avoided (0 on a capture from the VM's creation). */
+	 * avoided (0 on a capture from the VM's creation, and under the
+	 * recorded policy, whose state is the traced one). */
 	int64_t faults_undecided;
 	int64_t zaps[ZAP_CAUSES];
 	int64_t zaps_kept;              /* traced zaps the policy skips */

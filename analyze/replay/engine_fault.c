@@ -330,7 +330,8 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 	allowed = level && permits(e->fmt, spte, err);
 	if (allowed)
 		fault_defer(e, t, ev, gfn, err);
-	else if (!level && !tdp_path_known(&e->tdp_obs, 0, gfn))
+	else if (!level && r->began_mid_run &&
+		 !tdp_path_known(&e->tdp_obs, 0, gfn))
 		/* A leaf the trace never showed may map gfn. */
 		engine_revealed(e, &r->faults_revealed, 1, ev->ts);
 	else
@@ -368,7 +369,8 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 	}
 	overlay_fault(e, ev->ts);
 	overlay_refault(e, gfn);
-	if (r->began_mid_run && !fault_shown(e, gfn))
+	/* The recorded policy's state is the traced one: nothing kept. */
+	if (r->began_mid_run && !e->opts->self_check && !fault_shown(e, gfn))
 		r->faults_undecided++;
 }
 

@@ -45,7 +45,7 @@
  *                      nx_batch_close();
  *   engine_nx.c        overlay_flush_account(); fault_pending_expire();
  *                      lock_holder_push();
- *   engine_teardown.c  overlay_context_range(), overlay_flush();
+ *   engine_teardown.c  overlay_context_range();
  *                      nx_recovery_ctx_open(), nx_split_drop();
  *   engine_lock.c      none.
  *
@@ -141,6 +141,10 @@ struct thread_ctx {
 	int fault_write;                /* ... a write fault */
 	/* CTX_RECOVERY, CTX_TEARDOWN */
 	int sp_level;
+	/* Of a 4K table's entries, those the model knew when its removal
+	 * began (a new table may take its place meanwhile): bit i for
+	 * entry i; valid while sp_level is 1. */
+	uint64_t sp_known[TDP_TABLE_ENTRIES / 64];
 	/* The thread, across contexts. */
 	int is_worker;                  /* an NX recovery thread */
 	/* First traced within CAPTURE_EDGE_NS of the capture's start, and

@@ -106,8 +106,11 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 {
 	int level = mev_role_level(ev->u.sp.role);
 
-	/* A new table: its entries are known (tdp.h), none present. */
-	if (level >= 1 && level <= SP_MAX_LEVEL &&
+	/* A new root: its entries are known (tdp.h), none present.  A
+	 * table below is known from its link (engine_on_spte()): a vCPU
+	 * may allocate one where the table it replaces is still being
+	 * removed, whose entries are not the new one's. */
+	if (level == SP_MAX_LEVEL &&
 	    tdp_mark_born(&e->tdp_obs, mev_role_as_id(ev->u.sp.role), level,
 			  ev->u.sp.gfn) < 0)
 		e->nomem = 1;

@@ -242,6 +242,10 @@ void engine_on_tlb_flush(struct engine *e, struct thread_ctx *t,
 	} else if (t->ctx_kind != CTX_NONE) {
 		t->ctx_flushes++;
 		t->ctx_last_ts = ev->ts;
+		/* A teardown keeps its flushes under every policy: each is
+		 * counted when it happens (a long teardown spans seconds). */
+		if (t->ctx_kind == CTX_TEARDOWN)
+			overlay_flush(e, ev->ts);
 	} else {
 		e->res->flushes_other++;
 		overlay_flush(e, ev->ts);
@@ -366,16 +370,25 @@ static void overlay_kvm_dirty(struct engine *e, const struct thread_ctx *t,
  * Whether the model knew the entry a change of thread t meets (tdp.h).
  * An entry of the table t tears down or recovers belongs to that table,
  * which a new one may have replaced at the same place before the change
- * was traced (engine_teardown.c): the new table's birth says nothing of
- * the old one's entries, only the ones the trace stored do.
+ * was traced (engine_teardown.c): what the model knows of the new table
+ * says nothing of the old one's entries.  A 4K table's are judged by
+ * what the model knew when its removal began; a larger table's by the
+ * entries the trace stored (a new table's birth does not count).
  */
 static int entry_known(const struct engine *e, const struct thread_ctx *t,
 		       int as, int level, uint64_t gfn)
 {
+	size_t i;
+
 	if ((t->ctx_kind == CTX_TEARDOWN || t->ctx_kind == CTX_RECOVERY) &&
 	    level <= t->sp_level && t->sp_level < SP_MAX_LEVEL &&
-	    gfn - t->ctx_gfn < tdp_level_pages(t->sp_level + 1))
+	    gfn - t->ctx_gfn < tdp_level_pages(t->sp_level + 1)) {
+		if (t->sp_level == TDP_LEVEL_4K) {
+			i = (size_t)(gfn - t->ctx_gfn);
+			return (t->sp_known[i / 64] >> (i % 64)) & 1;
+		}
 		return tdp_stored(&e->tdp_obs, as, level, gfn);
+	}
 	return tdp_known(&e->tdp_obs, as, level, gfn);
 }
 
@@ -401,7 +414,8 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	 * the thread's context began before a mid-run capture did (its
 	 * start is not in the trace): such a zap is revealed, not judged. */
 	int unknown_ctx = t->fresh && e->res->began_mid_run;
-	int known = !unknown_ctx && entry_known(e, t, as, level, gfn);
+	int known = !e->res->began_mid_run ||
+		(!unknown_ctx && entry_known(e, t, as, level, gfn));
 
 	if (was_leaf && !is_present && !unknown_ctx &&
 	    teardown_zap_all_starts(e, t, ev))
@@ -470,8 +484,12 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		if (engine_rule(e, RULE_WINDOW_INSTALL))
 			window_install(e, t, as, level, gfn);
 	} else if (level > TDP_LEVEL_4K && was_leaf && is_present &&
-		   !is_leaf && engine_rule(e, RULE_EAGER_SPLIT)) {
-		overlay_eager_split(e, as, level, gfn, old);
+		   !is_leaf) {
+		/* A new table, filled before it was linked. */
+		if (tdp_mark_born(&e->tdp_obs, as, level - 1, gfn) < 0)
+			e->nomem = 1;
+		if (engine_rule(e, RULE_EAGER_SPLIT))
+			overlay_eager_split(e, as, level, gfn, old);
 	} else if (level > TDP_LEVEL_4K && !was_present && is_present &&
 		   !is_leaf) {
 		/* A new, zeroed table: every entry of it is known. */

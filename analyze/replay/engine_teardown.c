@@ -69,6 +69,16 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	kind = t->is_worker ? CTX_RECOVERY : CTX_TEARDOWN;
 	engine_ctx_open(e, t, kind, ev, gfn);
 	t->sp_level = level;
+	/* What the model knows of the table's entries now: of a table a
+	 * new one already replaced (its parent entry present again), only
+	 * what the trace stored, not the new table's birth. */
+	if (level == TDP_LEVEL_4K)
+		tdp_table_known(&e->tdp_obs, mev_role_as_id(ev->u.sp.role),
+				level, gfn, !spte_present(e->fmt, tdp_get(
+					&e->tdp_obs, mev_role_as_id(
+						ev->u.sp.role), level + 1,
+					tdp_align(gfn, level + 1))),
+				t->sp_known);
 	if (kind == CTX_RECOVERY)
 		nx_recovery_ctx_open(e, t, ev, level);
 	else if (level == TDP_LEVEL_4K)
@@ -206,11 +216,8 @@ void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
 					      0, ZAP_TEARDOWN);
 }
 
+/* Its flushes were counted as they came (engine_on_tlb_flush()). */
 void teardown_ctx_close(struct engine *e, struct thread_ctx *t)
 {
-	int64_t i;
-
 	e->res->flushes_teardown += t->ctx_flushes;
-	for (i = 0; i < t->ctx_flushes; i++)
-		overlay_flush(e, t->ctx_ts);
 }

@@ -145,6 +145,21 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 				"mmu_lock until its thread's next event):\n");
 		fprintf(out, "    %-*s %.1f-%.1f ms\n", w, m[i].policy, lo, hi);
 	}
+	/* A capture that began mid-run: leaves a policy kept before it
+	 * may have spared faults the replay gives it (engine.h
+	 * faults_undecided). */
+	for (c = 0, i = 0; i < n; i++) {
+		double u = m[i].v[RM_FAULTS_UNDECIDED];
+
+		if (!u || m[i].not_applicable)
+			continue;
+		if (!c++)
+			fprintf(out, "\n  faults on pages the trace had not yet "
+				"shown mapped: a leaf the policy kept\n  before "
+				"the capture began may have spared them (up to):\n");
+		fprintf(out, "    %-*s %s\n", w, m[i].policy,
+			report_fmt_count(buf, sizeof(buf), (int64_t)u));
+	}
 	for (c = 0, i = 0; i < n; i++)
 		if (m[i].limits && !m[i].not_applicable)
 			limits_print(out, "Not modelled by ", m[i].policy, ":",

@@ -6,9 +6,10 @@
 #
 # Reads /lab/config (written by run.sh): WORKLOAD, WORKLOAD_ARGS,
 # KVM_PARAMS, KVM_AMD_PARAMS, KERNEL_FLAVOR, KERNEL_SERIES, BUF_MB,
-# SUBBUF_MB, EVENTS, SYSCALLS, TIMEOUT, FTRACE_EVENTS, FTRACE_KB,
-# WORKLOAD_BIN, UST, UST_EVENTS, UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS,
-# STATS, SIMULATE_HANG.  Loads kvm/kvm_amd with the parameters, records
+# SUBBUF_MB, SUBBUF_KB, NUM_SUBBUF, CHANNEL_MODE, EVENTS, SYSCALLS,
+# TIMEOUT, FTRACE_EVENTS, FTRACE_KB, WORKLOAD_BIN, UST, UST_EVENTS,
+# UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS, STATS, ATTACH_AFTER,
+# SNAPSHOT_AT, SIMULATE_HANG.  Loads kvm/kvm_amd with the parameters, records
 # the workload with an LTTng kernel session, and writes to the raw output
 # disk /dev/vdc a tar of /out: trace/ (CTF), manifest.json (workload_rc
 # 124 = timeout, 125 = stuck after its RESULT line), console.log,
@@ -53,6 +54,17 @@
 # STATS=1 (run.sh --stats): the UST channel too, and kvm-stats-sampler
 # --debugfs from just before the workload to just after it (with
 # CAPTURE_TOOL=1: mmureplay-capture start --stats runs it).
+#
+# ATTACH_AFTER=S (run.sh --attach-after): the tracer's modules and the
+# session daemon are ready before the workload, but the session is
+# created and started only S seconds after the workload started (the VM
+# then runs); it stops at the workload's end as usual.  SNAPSHOT_AT=S
+# (run.sh --snapshot-at): the session is a snapshot session (channel ch0
+# in overwrite mode, CHANNEL_MODE overwrite, NUM_SUBBUF x SUBBUF_KB per
+# CPU) started before the workload; S seconds into the workload one
+# `lttng snapshot record` saves the buffers, and that snapshot's kernel/
+# becomes /out/trace/kernel.  The manifest records when each step ran,
+# in seconds after the workload's start (/proc/uptime: 10 ms).
 
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 LAB=/lab
@@ -308,6 +320,8 @@ main() {
 			sed 's/^/LAB-event: /'
 		ftrace_start
 		tracecmd_start
+	elif [ -n "${ATTACH_AFTER:-}" ]; then
+		log "late start: the session is created ${ATTACH_AFTER}s after the workload starts"
 	else
 		lab_session || return 1
 	fi
@@ -334,12 +348,18 @@ main() {
 	return 0
 }
 
-# The lab's own session: kernel channel ch0 (discard, BUF_MB per CPU) with
-# EVENTS and SYSCALLS, the UST channel with UST=1; started.
+# The lab's own session: kernel channel ch0 (discard, NUM_SUBBUF x
+# SUBBUF_KB per CPU) with EVENTS and SYSCALLS, the UST channel with UST=1;
+# started.  SNAPSHOT_AT: a snapshot session, ch0 in overwrite mode, its
+# snapshots under /out/snapshot.
 lab_session() {
-	lttng create lab --output="$OUT/trace" >/dev/null || return 1
-	lttng enable-channel -k ch0 --discard --subbuf-size="${SUBBUF_MB}M" \
-		--num-subbuf=$((BUF_MB / SUBBUF_MB)) >/dev/null || return 1
+	if [ -n "${SNAPSHOT_AT:-}" ]; then
+		lttng create lab --snapshot --output="$OUT/snapshot" >/dev/null || return 1
+	else
+		lttng create lab --output="$OUT/trace" >/dev/null || return 1
+	fi
+	lttng enable-channel -k ch0 "--${CHANNEL_MODE:-discard}" --subbuf-size="${SUBBUF_KB}K" \
+		--num-subbuf="$NUM_SUBBUF" >/dev/null || return 1
 	# shellcheck disable=SC2086
 	for ev in $EVENTS; do
 		lttng enable-event -k -c ch0 "$ev" >/dev/null || log "enable-event $ev failed"
@@ -347,8 +367,8 @@ lab_session() {
 	[ -z "$SYSCALLS" ] || lttng enable-event -k -c ch0 --syscall "$SYSCALLS" >/dev/null ||
 		log "enable-event --syscall $SYSCALLS failed"
 	lttng add-context -k -c ch0 -t tid -t procname >/dev/null || log "add-context failed"
-	lttng list lab -k | sed -n '/Recording event rules/,$p' | grep -E '^\s+\S' |
-		sed 's/^/LAB-event: /'
+	# A late start lists them once tracing runs (the listing is slow).
+	[ -n "${ATTACH_AFTER:-}" ] || list_events
 	if [ "${UST:-0}" = 1 ] || [ "${STATS:-0}" = 1 ]; then
 		lttng enable-channel -u uch0 --buffers-uid --discard --subbuf-size=1M \
 			--num-subbuf="${UST_BUF_MB:-8}" >/dev/null || { log "UST channel failed"; return 1; }
@@ -364,7 +384,67 @@ lab_session() {
 	ftrace_start
 	tracecmd_start
 	perf_start
+	[ -z "${ATTACH_AFTER:-}" ] || since_workload LATE_START_AT
 	lttng start >/dev/null || return 1
+	if [ -n "${ATTACH_AFTER:-}" ]; then
+		since_workload LATE_STARTED_AT
+		list_events
+	fi
+}
+
+list_events() {
+	lttng list lab -k | sed -n '/Recording event rules/,$p' | grep -E '^\s+\S' |
+		sed 's/^/LAB-event: /'
+}
+
+# Times for ATTACH_AFTER / SNAPSHOT_AT in centiseconds of /proc/uptime;
+# builtins only (forks are slow under TCG).  to_cs VAR SECONDS.
+to_cs() {
+	local i=${2%%.*} f=
+	[ "$i" = "$2" ] || f=${2#*.}
+	f=${f}00
+	printf -v "$1" '%d' $((10#${i:-0} * 100 + 10#${f:0:2}))
+}
+
+now_cs() {
+	local up _
+	read -r up _ </proc/uptime
+	to_cs "$1" "$up"
+}
+
+# since_workload VAR: seconds since the workload started (WL_CS).
+since_workload() {
+	local n
+	now_cs n
+	n=$((n - WL_CS))
+	printf -v "$1" '%d.%02d' $((n / 100)) $((n % 100))
+}
+
+# ATTACH_AFTER: create and start the session S seconds after the workload
+# started; SNAPSHOT_AT: record the snapshot then.  The workload keeps
+# running meanwhile.
+late_step() {
+	local s=${ATTACH_AFTER:-$SNAPSHOT_AT} target n t
+	to_cs target "$s"
+	target=$((WL_CS + target))
+	now_cs n
+	if [ "$n" -lt "$target" ]; then
+		n=$((target - n))
+		printf -v t '%d.%02d' $((n / 100)) $((n % 100))
+		sleep "$t"
+	fi
+	kill -0 "$wpid" 2>/dev/null || log "the workload ended before ${s}s"
+	if [ -n "${ATTACH_AFTER:-}" ]; then
+		since_workload LATE_CREATE_AT
+		log "late start: creating the session at ${LATE_CREATE_AT}s"
+		lab_session || log "late start: the session failed"
+		log "late start: lttng start called at ${LATE_START_AT:-?}s, returned at ${LATE_STARTED_AT:-?}s after the workload's start"
+	else
+		since_workload SNAP_RECORD_AT
+		t=$(timeout 120 lttng snapshot record -s lab 2>&1)
+		since_workload SNAP_RECORDED_AT
+		log "snapshot: lttng snapshot record called at ${SNAP_RECORD_AT}s, returned at ${SNAP_RECORDED_AT}s after the workload's start: $t"
+	fi
 }
 
 # Run the workload (in /out) and wait for it; sets rc.
@@ -376,6 +456,8 @@ run_workload() {
 	# Kernel backtraces (soft lockups) on the console from here on.
 	echo 1 >/proc/sys/kernel/softlockup_all_cpu_backtrace 2>/dev/null
 	dmesg -n 7
+	now_cs WL_CS
+	printf -v WL_UP '%d.%02d' $((WL_CS / 100)) $((WL_CS % 100))
 	# shellcheck disable=SC2086
 	if [ "${UST:-0}" = 1 ]; then
 		LTTNG_UST_REGISTER_TIMEOUT=30000 LTTNG_UST_ALLOW_BLOCKING=1 \
@@ -394,6 +476,7 @@ run_workload() {
 	fi
 	tail -n +1 -f --pid=$wpid "$OUT/workload.log" &
 	tpid=$!
+	[ -z "${ATTACH_AFTER:-}${SNAPSHOT_AT:-}" ] || late_step
 	# Wait for it, but do not hang forever on a process stuck in the
 	# kernel: give up 60 s after its RESULT line, or after TIMEOUT.
 	deadline=$((SECONDS + TIMEOUT)) done_at= rc=
@@ -446,8 +529,29 @@ lab_stop() {
 	grep -E 'Event-loss mode|Discarded events|Lost packets' "$OUT/lttng-list.txt"
 	disc=$(sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p' "$OUT/lttng-list.txt" |
 		awk '{ n += $1 } END { if (NR) print n }')
+	lost=$(sed -n 's/.*Lost packets: *\([0-9]*\).*/\1/p' "$OUT/lttng-list.txt" |
+		awk '{ n += $1 } END { if (NR) print n }')
 	log "lttng stopped"
 	timeout 60 lttng destroy lab >/dev/null
+	[ -z "${SNAPSHOT_AT:-}" ] || snapshot_to_trace
+}
+
+# The snapshot (/out/snapshot/NAME/kernel) becomes /out/trace/kernel.
+snapshot_to_trace() {
+	local k
+	for k in "$OUT"/snapshot/*/kernel; do
+		[ -d "$k" ] || { log "snapshot: no snapshot in $OUT/snapshot"; return 0; }
+		if [ -z "${SNAP_NAME:-}" ]; then
+			SNAP_NAME=${k%/kernel}
+			SNAP_NAME=${SNAP_NAME##*/}
+			mkdir -p "$OUT/trace"
+			mv "$k" "$OUT/trace/kernel"
+		else
+			log "snapshot: more than one snapshot, kept $SNAP_NAME"
+		fi
+	done
+	rm -rf "$OUT/snapshot"
+	log "snapshot $SNAP_NAME is trace/kernel"
 }
 
 # The lab's manifest (run facts: workload, knobs, channel) on stdout.
@@ -486,7 +590,12 @@ $params
   "lttng_probes": $(json_str "${PROBES:-lab}"),
   "syscalls": $(json_str "$SYSCALLS"),
   "contexts": "tid,procname",
-  "channel": {"name": "ch0", "mode": "discard", "subbuf_size_mb": $SUBBUF_MB, "per_cpu_buffer_mb": $BUF_MB, "cpus": $(nproc)},
+  "channel": {"name": "ch0", "mode": "${CHANNEL_MODE:-discard}", "subbuf_size_mb": $SUBBUF_MB, "per_cpu_buffer_mb": $BUF_MB, "subbuf_size_kb": $SUBBUF_KB, "num_subbuf": $NUM_SUBBUF, "cpus": $(nproc)},
+  "attach_after_s": ${ATTACH_AFTER:-null},
+  "late_start": $(if [ -n "${ATTACH_AFTER:-}" ]; then echo "{\"workload_start_uptime_s\": $WL_UP, \"create_at_s\": ${LATE_CREATE_AT:-null}, \"start_at_s\": ${LATE_START_AT:-null}, \"started_at_s\": ${LATE_STARTED_AT:-null}}"; else echo null; fi),
+  "snapshot_at_s": ${SNAPSHOT_AT:-null},
+  "snapshot": $(if [ -n "${SNAPSHOT_AT:-}" ]; then echo "{\"workload_start_uptime_s\": $WL_UP, \"record_at_s\": ${SNAP_RECORD_AT:-null}, \"recorded_at_s\": ${SNAP_RECORDED_AT:-null}, \"name\": $(json_str "${SNAP_NAME:-}"), \"per_cpu_buffer_kb\": $((SUBBUF_KB * NUM_SUBBUF))}"; else echo null; fi),
+  "lost_packets": ${lost:-null},
   "workload_bin": $(json_str "${WORKLOAD_BIN:-$WORKLOAD}"),
   "ust": $(if [ "${UST:-0}" = 1 ]; then echo "{\"channel\": {\"name\": \"uch0\", \"mode\": \"discard\", \"buffers\": \"per-uid\", \"subbuf_size_mb\": 1, \"per_cpu_buffer_mb\": ${UST_BUF_MB:-8}}, \"events\": $(json_str "${UST_EVENTS:-mmureplay:*}"), \"contexts\": \"vtid,procname\", \"trace_dir\": \"trace/ust\"}"; else echo null; fi),
   "discarded_events": ${disc:-null},

@@ -13,6 +13,16 @@ def convert(lab):
     if lab.get("manifest_version") == 1:
         return lab                      # already a capture manifest
     ch = lab.get("channel", {})
+    # run.sh --snapshot-at sizes the channel in KiB (sub-buffers below
+    # 1 MiB); older lab manifests have the MiB fields only.
+    kb = ch.get("subbuf_size_kb")
+    if kb:
+        subbuf = "%dM" % (kb // 1024) if kb % 1024 == 0 else "%dK" % kb
+        nsubbuf = ch.get("num_subbuf", 0)
+    else:
+        subbuf = "%dM" % ch.get("subbuf_size_mb", 0)
+        nsubbuf = (ch.get("per_cpu_buffer_mb", 0) //
+                   max(ch.get("subbuf_size_mb", 1), 1))
     return {
         "manifest_version": 1,
         "hostname": lab.get("host", ""),
@@ -28,9 +38,8 @@ def convert(lab):
         "trace": {
             "kernel_events": [lab.get("events", "")],
             "missing_events": [],
-            "kernel_subbuf_size": "%dM" % ch.get("subbuf_size_mb", 0),
-            "kernel_num_subbuf": (ch.get("per_cpu_buffer_mb", 0) //
-                                  max(ch.get("subbuf_size_mb", 1), 1)),
+            "kernel_subbuf_size": subbuf,
+            "kernel_num_subbuf": nsubbuf,
             "ust": bool(lab.get("ust")),
             "discarded_events": lab.get("discarded_events"),
         },

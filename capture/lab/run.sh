@@ -97,6 +97,36 @@
 #                         split at spaces in the guest; implies
 #                         --capture-tool), e.g. --capture-arg '--subbuf-size
 #                         4K --num-subbuf 2' to make it lose events
+#   --attach-after S      a capture that begins while the VM runs: the
+#                         workload starts as usual, the LTTng session is
+#                         created and started only S seconds (decimals
+#                         allowed, 10 ms resolution) after the workload
+#                         started, so the VM's creation, its memslots,
+#                         root table and first mappings are not in the
+#                         trace.  Same events, channel and stop at the
+#                         workload's end.  manifest.json: "attach_after_s"
+#                         and "late_start" (when, after the workload's
+#                         start, `lttng create` began, `lttng start` was
+#                         called and returned; tracing begins inside that
+#                         last window)
+#   --snapshot-at S       flight recorder: the session is created with
+#                         `lttng create --snapshot` (channel ch0 in
+#                         overwrite mode, in memory) and started before the
+#                         workload; S seconds into the workload the guest
+#                         runs `lttng snapshot record` once, and the
+#                         snapshot becomes trace/.  The small buffers
+#                         (--snapshot-buf-kb) make the snapshot keep only
+#                         the last moments before S on a busy CPU.
+#                         manifest.json: "snapshot_at_s" and "snapshot"
+#                         (when the record was called and returned);
+#                         verify.txt says which CPUs lost their beginning
+#   --snapshot-buf-kb N   the flight recorder's per-CPU buffer in KiB, a
+#                         power of two, 64..65536 (default 1024: 4
+#                         sub-buffers of 256 KiB, about 20,000 events per
+#                         CPU, under a second of bgsnapshot's unprotect
+#                         loop).  --attach-after and --snapshot-at do not
+#                         combine with each other nor with --capture-tool,
+#                         --ust, --stats, --ftrace, --trace-cmd or --perf
 #   -- ARGS...            arguments for the workload (default per workload)
 #
 # Boots under TCG (qemu-system-x86_64 -accel tcg,thread=multi -cpu
@@ -132,13 +162,14 @@ shift
 KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
 TRACECMD=0 PERF=0 PROBES=lab ALLOW_VERIFY_FAIL=0 TRACECMD_ARGS=
 CAPTURE_TOOL=0 CAPTURE_ARGS=() STATS=0 HANG_AFTER=150
+ATTACH_AFTER= SNAPSHOT_AT= SNAP_KB=1024 HAVE_BUF_MB=0
 KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) KERNEL=${2:?}; shift 2 ;;
 	--knob) KNOBS+=("${2:?}"); shift 2 ;;
 	--out) OUT=${2:?}; shift 2 ;;
-	--buf-mb) BUF_MB=${2:?}; shift 2 ;;
+	--buf-mb) BUF_MB=${2:?}; HAVE_BUF_MB=1; shift 2 ;;
 	--event) EXTRA_EVENTS+=("${2:?}"); shift 2 ;;
 	--timeout) TIMEOUT=${2:?}; shift 2 ;;
 	--ftrace) FTRACE=1; shift ;;
@@ -154,6 +185,9 @@ while [ $# -gt 0 ]; do
 	--capture-tool) CAPTURE_TOOL=1; shift ;;
 	--stats) STATS=1; shift ;;
 	--capture-arg) CAPTURE_TOOL=1; CAPTURE_ARGS+=("${2:?}"); shift 2 ;;
+	--attach-after) ATTACH_AFTER=${2:?}; shift 2 ;;
+	--snapshot-at) SNAPSHOT_AT=${2:?}; shift 2 ;;
+	--snapshot-buf-kb) SNAP_KB=${2:?}; shift 2 ;;
 	--) shift; WARGS=("$@"); HAVE_WARGS=1; break ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -197,6 +231,36 @@ if ! [[ $UST_BUF_MB =~ ^[0-9]+$ ]] || [ "$UST_BUF_MB" -lt 2 ] || [ "$UST_BUF_MB"
 	echo "run.sh: --ust-buf-mb must be 2..256" >&2; exit 2
 fi
 [[ $HANG_AFTER =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --hang-after wants a positive number of seconds" >&2; exit 2; }
+# A late start (--attach-after) or a flight recorder (--snapshot-at):
+# seconds as a JSON number (awk's %g: no leading zeros, no trailing dot).
+for s in "$ATTACH_AFTER" "$SNAPSHOT_AT"; do
+	[ -z "$s" ] || [[ $s =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+		{ echo "run.sh: --attach-after / --snapshot-at want seconds (e.g. 2.5), got '$s'" >&2; exit 2; }
+done
+[ -z "$ATTACH_AFTER" ] || ATTACH_AFTER=$(awk -v s="$ATTACH_AFTER" 'BEGIN { printf "%g", s }')
+[ -z "$SNAPSHOT_AT" ] || SNAPSHOT_AT=$(awk -v s="$SNAPSHOT_AT" 'BEGIN { printf "%g", s }')
+if [ -n "$ATTACH_AFTER" ] || [ -n "$SNAPSHOT_AT" ]; then
+	[ -z "$ATTACH_AFTER" ] || [ -z "$SNAPSHOT_AT" ] ||
+		{ echo "run.sh: --attach-after and --snapshot-at are two ways to begin late: one at a time" >&2; exit 2; }
+	# The other recorders start with the lab's session before the
+	# workload (or are another session): not combined.
+	[ $((CAPTURE_TOOL + UST + STATS + FTRACE + TRACECMD + PERF)) -eq 0 ] ||
+		{ echo "run.sh: --attach-after / --snapshot-at do not combine with --capture-tool, --ust, --stats, --ftrace, --trace-cmd or --perf" >&2; exit 2; }
+fi
+# The kernel channel ch0: BUF_MB per CPU in 8 MiB sub-buffers, or the
+# flight recorder's SNAP_KB in 4 sub-buffers (lttng wants powers of two).
+SUBBUF_KB=8192 NUM_SUBBUF=$((BUF_MB / 8)) SUBBUF_MB=8 CH_MODE=discard
+if [ -n "$SNAPSHOT_AT" ]; then
+	[ "$HAVE_BUF_MB" -eq 0 ] ||
+		{ echo "run.sh: --snapshot-at sizes its buffers with --snapshot-buf-kb, not --buf-mb" >&2; exit 2; }
+	if ! [[ $SNAP_KB =~ ^[0-9]+$ ]] || [ "$SNAP_KB" -lt 64 ] || [ "$SNAP_KB" -gt 65536 ] ||
+		[ $((SNAP_KB & (SNAP_KB - 1))) -ne 0 ]; then
+		echo "run.sh: --snapshot-buf-kb must be a power of two, 64..65536" >&2; exit 2
+	fi
+	SUBBUF_KB=$((SNAP_KB / 4)) NUM_SUBBUF=4 CH_MODE=overwrite
+	BUF_MB=$(awk -v k="$SNAP_KB" 'BEGIN { printf "%g", k / 1024 }')
+	SUBBUF_MB=$(awk -v k="$SUBBUF_KB" 'BEGIN { printf "%g", k / 1024 }')
+fi
 OUT=${OUT:-./lab-out/$WORKLOAD-$KERNEL}
 
 die() { echo "run.sh: FAIL: $*" >&2; exit 1; }
@@ -324,7 +388,9 @@ fi
 	printf 'KVM_AMD_PARAMS=%q\n' "${AMD_PARAMS# }"
 	printf 'KNOBS=%q\n' "$KNOB_STR"
 	printf 'KERNEL_FLAVOR=%q\nKERNEL_SERIES=%q\n' "$FLAVOR" "$KSERIES"
-	printf 'BUF_MB=%q\nSUBBUF_MB=%q\n' "$BUF_MB" 8
+	printf 'BUF_MB=%q\nSUBBUF_MB=%q\n' "$BUF_MB" "$SUBBUF_MB"
+	printf 'SUBBUF_KB=%q\nNUM_SUBBUF=%q\nCHANNEL_MODE=%q\n' "$SUBBUF_KB" "$NUM_SUBBUF" "$CH_MODE"
+	printf 'ATTACH_AFTER=%q\nSNAPSHOT_AT=%q\n' "$ATTACH_AFTER" "$SNAPSHOT_AT"
 	printf 'EVENTS=%q\n' "$EVENTS"
 	printf 'SYSCALLS=%q\n' "ioctl,mprotect,madvise"
 	printf 'TIMEOUT=%q\n' "$TIMEOUT"
@@ -347,6 +413,8 @@ truncate -s 1G "$WORK/out.img"
 
 # ------------------------------------------------------------------ boot
 echo "==> boot ($KERNEL kernel $(cat "$LAB/$KDIR/kernel.release"), $BIN ${WARGS[*]}; kvm:${KVM_PARAMS:- defaults})"
+[ -z "$ATTACH_AFTER" ] || echo "    late start: the session is created ${ATTACH_AFTER}s after the workload starts"
+[ -z "$SNAPSHOT_AT" ] || echo "    flight recorder: ${SNAP_KB} KiB per CPU, one snapshot ${SNAPSHOT_AT}s after the workload starts"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 rm -rf "$OUT/trace" "$OUT/manifest.json" "$OUT/lab-manifest.json" "$OUT/console.log" "$OUT/workload.log" \
