@@ -62,7 +62,10 @@ CREATE TABLE raw_event (
 );
 
 -- Discarded events / packets reported by the tracer (babeltrace2
--- discarded-events and discarded-packets messages).
+-- discarded-events and discarded-packets messages), and a stream's lost
+-- beginning (its first packet is not its tracer's first: an LTTng
+-- snapshot, a trace cut at its start): kind 'packets', count the first
+-- packet's number, begin_ts NULL, end_ts the stream's first event.
 CREATE TABLE lost (
 	id         INTEGER PRIMARY KEY,
 	stream_id  INTEGER NOT NULL REFERENCES stream(id),

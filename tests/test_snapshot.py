@@ -15,7 +15,8 @@ more events than two 4 KiB sub-buffers per stream hold.  Checked:
     (babeltrace2 never shows packet_seq_num: it consumes it);
   - ingest says, in one line, how many streams begin mid-way, and the
     DB's lost table holds, for exactly those streams, a 'packets' row
-    whose count is that first packet number (no time range: unknown);
+    whose count is that first packet number, with no begin and, as its
+    end, the stream's first event (inside the capture);
   - the summary's lost packets are their sum, and its event counts are
     the CLI's.
 What this cannot catch: a kernel-tracer snapshot (same packet context
@@ -112,8 +113,10 @@ con = sqlite3.connect(db)
 rows = con.execute("SELECT s.name, l.kind, l.begin_ts, l.end_ts, l.count "
                    "FROM lost l JOIN stream s ON s.id = l.stream_id"
                    ).fetchall()
+last = int(con.execute("SELECT value FROM meta WHERE key = 'last_ts'")
+           .fetchone()[0])
 check({n: c for n, _, _, _, c in rows} == late and
-      all(k == "packets" and b is None and e is None
+      all(k == "packets" and b is None and e is not None and 0 <= e <= last
           for _, k, b, e, _ in rows),
       "lost rows %s, streams begun late %s" % (rows, late))
 s = summary_json(mmr, db)

@@ -377,6 +377,45 @@ static void test_tdp(void)
 }
 
 /*
+ * Known and unknown entries (tdp.h), with SPTE values from the lab's
+ * traces (npt): a 4K leaf, a table entry, REMOVED_SPTE.
+ */
+static void test_tdp_known(void)
+{
+	const struct spte_format *f = spte_format_by_name("npt");
+	uint64_t known[TDP_TABLE_ENTRIES / 64];
+	struct tdp t;
+
+	tdp_init(&t, f);
+	/* Nothing shown: every entry and every walk is unknown. */
+	CHECK(!tdp_known(&t, 0, 1, 0x1a00) && !tdp_path_known(&t, 0, 0x1a00));
+	/* A leaf stored is known; its neighbours in the table are not. */
+	CHECK(tdp_set(&t, 0, 1, 0x1a00, 0xEC00E67) == 0);
+	CHECK(tdp_known(&t, 0, 1, 0x1a00) && tdp_stored(&t, 0, 1, 0x1a00));
+	CHECK(!tdp_known(&t, 0, 1, 0x1a01) && tdp_path_known(&t, 0, 0x1a00));
+	CHECK(!tdp_path_known(&t, 0, 0x1a01));
+	/* A table born in the trace: all its entries known, none stored. */
+	CHECK(tdp_mark_born(&t, 0, 1, 0x1a00) == 0);
+	CHECK(tdp_known(&t, 0, 1, 0x1a01) && !tdp_stored(&t, 0, 1, 0x1a01));
+	CHECK(tdp_path_known(&t, 0, 0x1a01) && !tdp_known(&t, 0, 1, 0x1c00));
+	tdp_table_known(&t, 0, 1, 0x1a00, 1, known);
+	CHECK(known[0] == ~0ULL && known[7] == ~0ULL);
+	tdp_table_known(&t, 0, 1, 0x1a00, 0, known);
+	CHECK(known[0] == 1 && known[1] == 0);
+	/* A parent known not present decides the walk below it. */
+	CHECK(tdp_set(&t, 0, 2, 0x4000, 0x5A0) == 0);
+	CHECK(tdp_path_known(&t, 0, 0x4001) && !tdp_known(&t, 0, 1, 0x4001));
+	/* A table entry known present does not: the walk goes on. */
+	CHECK(tdp_set(&t, 0, 2, 0x6000, 0x2B11827) == 0);
+	CHECK(!tdp_path_known(&t, 0, 0x6001));
+	/* Flags sit beside the entries: they store none. */
+	CHECK(!tdp_flag(&t, 0, 1, 0x8000));
+	CHECK(tdp_flag_set(&t, 0, 1, 0x8000) == 0 && tdp_flag(&t, 0, 1, 0x8000));
+	CHECK(!tdp_flag(&t, 0, 1, 0x8001) && !tdp_known(&t, 0, 1, 0x8000));
+	tdp_free(&t);
+}
+
+/*
  * The latency tail points: for samples 1..n ns the value at rank r is r,
  * so every point must be exactly the nearest rank of its quantile; the
  * first is the median, quantiles and values increase, the ranks are
@@ -444,6 +483,7 @@ int main(void)
 	test_spte();
 	failures += unit_spte_bits();
 	test_tdp();
+	test_tdp_known();
 	test_fmt();
 	test_catalog_matches_schema(dir);
 	test_db_lifecycle(dir);

@@ -417,10 +417,15 @@ static int handle_event(struct ingest_sink *s, const bt_message *msg)
 	if (c->sideband)
 		return sideband_note(s, c, ev);
 
-	if (c->has_clock)
+	if (c->has_clock) {
 		bt_clock_snapshot_get_ns_from_origin(
 			bt_message_event_borrow_default_clock_snapshot_const(
 				msg), &ns);
+		if (!s->last_sstream->has_first) {
+			s->last_sstream->first_ns = ns;
+			s->last_sstream->has_first = 1;
+		}
+	}
 	if (c->tid_payload >= 0) {
 		uint64_t d = sample_digest(ev, ec, st, ns);
 

@@ -29,6 +29,9 @@ struct tables_lost {
 	int is_packets;
 	int has_range;
 	int64_t begin_ns, end_ns;
+	/* The stream's beginning (tables_stream_late_start()): no begin,
+	 * end_ns its first event (has_range 0 when it had none). */
+	int late_start;
 	int has_count;
 	uint64_t count;
 };
@@ -248,7 +251,11 @@ int tables_stream_late_start(struct ingest_tables *t,
 {
 	MR_ASSERT(first_seq > 0);
 	t->late_streams++;
-	return tables_lost_add(t, s, 1, 0, 0, 0, 1, first_seq);
+	if (tables_lost_add(t, s, 1, s->has_first, s->first_ns, s->first_ns,
+			    1, first_seq) < 0)
+		return -1;
+	t->lost[t->nlost - 1].late_start = 1;
+	return 0;
 }
 
 uint64_t tables_late_streams(const struct ingest_tables *t)
@@ -602,7 +609,10 @@ enum tables_status tables_store(struct ingest_tables *t, sqlite3 *db)
 
 		sqlite3_bind_int64(st, 1, l->stream_id);
 		store_bind_text(st, 2, l->is_packets ? "packets" : "events");
-		if (l->has_range) {
+		if (l->has_range && l->late_start) {
+			sqlite3_bind_null(st, 3);
+			sqlite3_bind_int64(st, 4, l->end_ns - t->ts_base);
+		} else if (l->has_range) {
 			sqlite3_bind_int64(st, 3, l->begin_ns - t->ts_base);
 			sqlite3_bind_int64(st, 4, l->end_ns - t->ts_base);
 		} else {

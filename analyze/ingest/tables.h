@@ -98,6 +98,10 @@ struct tables_stream {
 	struct tables_trace *trace;
 	char *name;
 	uint64_t events;
+	/* Its first event's time (ns from the clock's origin), once it has
+	 * one with a clock. */
+	int64_t first_ns;
+	int has_first;
 };
 
 struct ingest_tables;
@@ -153,9 +157,10 @@ int tables_lost_add(struct ingest_tables *t, const struct tables_stream *s,
  * Records that stream s begins at its tracer's packet first_seq (> 0):
  * the packets before it are not in the trace (an LTTng snapshot keeps
  * only the last packets of each ring buffer; a trace cut at its start
- * does the same).  They are lost packets of unknown time and, since
- * nothing says how many events they held, of unknown event count.
- * Returns 0, or -1 when out of memory.
+ * does the same).  They are lost packets before the stream's first
+ * event (the row's end; it has no begin) and, since nothing says how
+ * many events they held, of unknown event count.  Returns 0, or -1 when
+ * out of memory.
  */
 int tables_stream_late_start(struct ingest_tables *t,
 			     const struct tables_stream *s,

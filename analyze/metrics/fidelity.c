@@ -84,6 +84,8 @@ void fidelity_compute(const struct replay_result *r,
 	out->exempt_ok = out->exempt_share <= FIDELITY_MAX_EXEMPT_SHARE;
 	out->ok = out->metrics_ok && !out->mismatches && out->exempt_ok;
 	out->began_mid_run = r->began_mid_run;
+	out->span_start_s = (double)r->span_start_ts / 1e9;
+	out->events_before_span = r->events_before_span;
 	if (r->began_mid_run && r->warmup_ts > r->first_ts) {
 		out->warmup_s = (double)(r->warmup_ts - r->first_ts) / 1e9;
 		out->warmup_share = r->last_ts > r->first_ts ?

@@ -94,6 +94,11 @@ struct fidelity {
 	 * warmup_share that time as a share of the capture's span. */
 	int began_mid_run;
 	double warmup_s, warmup_share;
+	/* Some stream lost its beginning (a snapshot): the replay began
+	 * where every stream holds data, span_start_s into the capture,
+	 * and left the events_before_span before it out. */
+	double span_start_s;
+	int64_t events_before_span;
 };
 
 /* Default tolerances: exact for faults, leaf zaps and recovered pages,

@@ -15,6 +15,7 @@
 struct tdp_table {
 	uint64_t spte[TDP_TABLE_ENTRIES];
 	uint64_t seen[TDP_TABLE_ENTRIES / 64];  /* entry stored at least once */
+	uint64_t flag[TDP_TABLE_ENTRIES / 64];  /* tdp_flag_set() */
 	uint64_t base;          /* gfn of entry 0 */
 	int as_id, level;
 	int born;               /* allocated in the trace: all known */
@@ -164,6 +165,33 @@ void tdp_table_known(const struct tdp *t, int as_id, int level,
 
 	for (w = 0; w < TDP_TABLE_ENTRIES / 64; w++)
 		known[w] = !tb ? 0 : born && tb->born ? ~0ULL : tb->seen[w];
+}
+
+int tdp_flag_set(struct tdp *t, int as_id, int level, uint64_t gfn)
+{
+	struct tdp_table *tb;
+	size_t i;
+
+	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
+	tb = table_find(t, as_id, level, gfn);
+	if (!tb && !(tb = table_create(t, as_id, level, gfn)))
+		return -1;
+	i = entry_index(level, gfn);
+	tb->flag[i / 64] |= 1ULL << (i % 64);
+	return 0;
+}
+
+int tdp_flag(const struct tdp *t, int as_id, int level, uint64_t gfn)
+{
+	const struct tdp_table *tb;
+	size_t i;
+
+	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
+	tb = table_find(t, as_id, level, gfn);
+	if (!tb)
+		return 0;
+	i = entry_index(level, gfn);
+	return (tb->flag[i / 64] >> (i % 64)) & 1;
 }
 
 int tdp_stored(const struct tdp *t, int as_id, int level, uint64_t gfn)

@@ -95,6 +95,12 @@ int tdp_known(const struct tdp *t, int as_id, int level, uint64_t gfn);
 void tdp_table_known(const struct tdp *t, int as_id, int level,
 		     uint64_t gfn, int born,
 		     uint64_t known[TDP_TABLE_ENTRIES / 64]);
+/* A bit per entry for the caller's own use (the replay: a present
+ * leaf shown there), kept beside the entries at 64 bytes a table:
+ * tdp_flag_set() sets it (-1 when out of memory), tdp_flag() reads it
+ * (0 where never set).  Neither stores the entry. */
+int tdp_flag_set(struct tdp *t, int as_id, int level, uint64_t gfn);
+int tdp_flag(const struct tdp *t, int as_id, int level, uint64_t gfn);
 /* Returns 1 when the entry (as_id, level, gfn) was ever stored. */
 int tdp_stored(const struct tdp *t, int as_id, int level, uint64_t gfn);
 /*

@@ -112,12 +112,21 @@ int capture_info_read(sqlite3 *db, struct capture_info *ci)
 	ci->recorded = &policy_baseline;
 	manifest_read(db, ci);
 	ci->truncated = db_meta_get_int(db, "truncated", 0) != 0;
-	if (sqlite3_prepare_v2(db, "SELECT count(*), coalesce(sum(count), 0) "
-			       "FROM lost", -1, &st, NULL) != SQLITE_OK)
+	/* A stream's lost beginning (begin_ts NULL, end_ts its first
+	 * event: schemas/capture.sql) is no damage in the middle of the
+	 * trace: the replay begins where every stream holds data. */
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FILTER (WHERE NOT "
+			       "(kind = 'packets' AND begin_ts IS NULL AND "
+			       "end_ts IS NOT NULL)), coalesce(sum(count) "
+			       "FILTER (WHERE kind = 'events'), 0), "
+			       "max(end_ts) FILTER (WHERE kind = 'packets' "
+			       "AND begin_ts IS NULL) FROM lost", -1, &st,
+			       NULL) != SQLITE_OK)
 		goto end;
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		ci->lost_ranges = sqlite3_column_int64(st, 0);
 		ci->lost_events = sqlite3_column_int64(st, 1);
+		ci->span_start_ts = sqlite3_column_int64(st, 2);
 	}
 	sqlite3_finalize(st);
 	/* The worker is named by the kernel (kvm_vm_create_worker_thread:

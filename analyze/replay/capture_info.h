@@ -51,6 +51,11 @@ struct capture_info {
 	 * without a count), and a stream cut short. */
 	int64_t lost_events, lost_ranges;
 	int truncated;
+	/* From when every stream holds data (ns from the capture's time
+	 * base): the latest first event of a stream that lost its
+	 * beginning (an LTTng snapshot's per-CPU buffers begin apart); 0
+	 * when none did. */
+	int64_t span_start_ts;
 };
 
 /* 0, or -1 after reporting a query error. */

@@ -291,6 +291,12 @@ static void handle(struct engine *e, const struct model_event *ev)
 {
 	struct thread_ctx *t;
 
+	/* Before every stream holds data, the changes of the others are
+	 * missing: the replay begins where they all do. */
+	if (ev->ts < e->opts->span_start_ts) {
+		e->res->events_before_span++;
+		return;
+	}
 	if (!e->res->events)
 		e->res->first_ts = ev->ts;
 	e->res->events++;
@@ -392,6 +398,7 @@ enum replay_status replay_run_scanned(struct source *src,
 	res->policy = opts->policy->name;
 	res->limits = opts->policy->limits;
 	res->nx_ratio_known = opts->nx_ratio > 0;
+	res->span_start_ts = opts->span_start_ts;
 	res->nx_workers_known = opts->nx_workers_known;
 	e.period_factor = policy_period_factor(opts->policy,
 					       opts->nx_period_ms);
@@ -405,7 +412,6 @@ enum replay_status replay_run_scanned(struct source *src,
 	tdp_init(&e.tdp_ovl, e.fmt);
 	tdp_init(&e.tdp_zapmark, e.fmt);
 	tdp_init(&e.tdp_kvmdirty, e.fmt);
-	tdp_init(&e.tdp_shown, e.fmt);
 	u64map_init(&e.nx_traced.split_map);
 	u64map_init(&e.nx_policy.split_map);
 	e.scan = scan;
@@ -465,7 +471,6 @@ end:
 	tdp_free(&e.tdp_ovl);
 	tdp_free(&e.tdp_zapmark);
 	tdp_free(&e.tdp_kvmdirty);
-	tdp_free(&e.tdp_shown);
 	u64map_free(&e.nx_traced.split_map);
 	u64map_free(&e.nx_policy.split_map);
 	if (st != REPLAY_OK)

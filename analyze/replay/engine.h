@@ -235,6 +235,9 @@ struct replay_opts {
 	 * faults split nothing and the worker never recovers. */
 	int nx_off;
 	unsigned rules_off;             /* 1 << enum replay_rule (tests) */
+	/* Events before this time (ns) are not replayed: some stream
+	 * holds none from then (capture_info.h span_start_ts); 0: all. */
+	int64_t span_start_ts;
 };
 
 struct replay_result {
@@ -273,6 +276,9 @@ struct replay_result {
 	 * knew every entry it needed after it); first_ts, last_ts: the
 	 * capture's span. */
 	int began_mid_run;
+	/* Events before opts->span_start_ts, not replayed: the capture
+	 * is replayed as one that began there. */
+	int64_t events_before_span, span_start_ts;
 	int64_t faults_revealed, zaps_revealed, flushes_revealed;
 	int64_t nx_recovered_revealed, nx_batches_revealed;
 	int64_t warmup_ts, first_ts, last_ts;

@@ -301,7 +301,7 @@ static int fault_zaps_huge(struct engine *e)
  */
 static int fault_shown(const struct engine *e, uint64_t gfn)
 {
-	return tdp_get(&e->tdp_shown, 0, TDP_LEVEL_4K, gfn) != 0;
+	return tdp_flag(&e->tdp_obs, 0, TDP_LEVEL_4K, gfn);
 }
 
 void engine_on_fault(struct engine *e, struct thread_ctx *t,

@@ -60,6 +60,10 @@
  *     kernel's state), and the entries a huge page split writes without
  *     a trace (overlay_eager_split()); tdp_ovl holds, for entries where the policy
  *     diverges, the leaf the policy kept (present), else 0;
+ *   - on a capture that began mid-run, tdp_obs's flag (tdp_flag()) is
+ *     set on the 4K entries where the trace has shown a present leaf,
+ *     from which on the policy's state of the entry is its own
+ *     (engine_fault.c fault_shown());
  *   - predicted counts come only from tdp_obs before the traced change is
  *     applied, never from the traced changes themselves;
  *   - open_windows holds exactly the threads whose context is a window;
@@ -278,11 +282,6 @@ struct engine {
 	struct tdp tdp_zapmark;         /* zap cause + 1 of leaves zapped */
 	struct tdp tdp_kvmdirty;        /* 1: leaf made writable and dirty
 					 * by a fault that did not write */
-	/* A capture that began mid-run: 1 where the trace has shown a
-	 * present 4K leaf (old or new), from which on the policy's state
-	 * of the entry is its own; elsewhere the policy may hold a leaf it
-	 * kept before the capture (engine_fault.c fault_shown()). */
-	struct tdp tdp_shown;
 	struct ptrmap threads;          /* tid -> struct thread_ctx */
 	struct thread_ctx *last_thread; /* thread_get()'s last answer */
 	int32_t last_tid;

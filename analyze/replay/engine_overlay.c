@@ -503,7 +503,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	}
 	if (e->res->began_mid_run && level == TDP_LEVEL_4K &&
 	    (was_leaf || is_leaf) &&
-	    tdp_set(&e->tdp_shown, as, level, gfn, 1) < 0)
+	    tdp_flag_set(&e->tdp_obs, as, level, gfn) < 0)
 		e->nomem = 1;
 	overlay_kvm_dirty(e, t, as, level, gfn, old, new);
 	/* A removed table's entry whose place a new table took: the

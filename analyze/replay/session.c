@@ -29,6 +29,7 @@ enum replay_status replay_session_open(struct replay_session *s,
 	s->opts.nx_ratio = ci->nx_ratio;
 	s->opts.nx_period_ms = ci->nx_period_ms;
 	s->opts.nx_off = ci->nx_off;
+	s->opts.span_start_ts = ci->span_start_ts;
 	s->opts.rules_off = rules_off;
 	s->recorded = ci->recorded;
 	st = replay_prepare(s->src, &s->opts, &s->scan);

@@ -41,6 +41,13 @@ void report_start_text(FILE *out, const struct fidelity *f, int whatif)
 {
 	char n[4][32];
 
+	if (f->events_before_span)
+		fprintf(out, "  Streams begin apart (a flight-recorder snapshot "
+			"keeps each CPU's last\n  packets): every stream holds "
+			"data from %.3f s on, where the replay\n  begins; the "
+			"%s events before are not replayed.\n\n",
+			f->span_start_s, report_fmt_count(n[0], sizeof(n[0]),
+							 f->events_before_span));
 	if (!f->began_mid_run)
 		return;
 	fprintf(out, "  Began mid-run: the VM ran before this capture began, "
@@ -77,4 +84,7 @@ void report_start_json(struct cJSON *root, const struct fidelity *f)
 					(double)f->m[i].revealed);
 	cJSON_AddNumberToObject(o, "warmup_s", f->warmup_s);
 	cJSON_AddNumberToObject(o, "warmup_share", f->warmup_share);
+	cJSON_AddNumberToObject(o, "span_start_s", f->span_start_s);
+	cJSON_AddNumberToObject(o, "events_before_span",
+				(double)f->events_before_span);
 }
