@@ -102,14 +102,24 @@ static struct tdp_table *table_create(struct tdp *t, int as_id, int level,
 	return tb;
 }
 
-int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn, uint64_t spte)
+/* The table holding (as_id, level, gfn), created when missing; NULL
+ * when out of memory. */
+static struct tdp_table *table_get(struct tdp *t, int as_id, int level,
+				   uint64_t gfn)
 {
 	struct tdp_table *tb;
-	size_t i;
 
 	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
 	tb = table_find(t, as_id, level, gfn);
-	if (!tb && !(tb = table_create(t, as_id, level, gfn)))
+	return tb ? tb : table_create(t, as_id, level, gfn);
+}
+
+int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn, uint64_t spte)
+{
+	struct tdp_table *tb = table_get(t, as_id, level, gfn);
+	size_t i;
+
+	if (!tb)
 		return -1;
 	i = entry_index(level, gfn);
 	if (!(tb->seen[i / 64] & (1ULL << (i % 64)))) {
@@ -135,11 +145,9 @@ void tdp_clear(struct tdp *t, int as_id, int level, uint64_t gfn)
 
 int tdp_mark_born(struct tdp *t, int as_id, int level, uint64_t gfn)
 {
-	struct tdp_table *tb;
+	struct tdp_table *tb = table_get(t, as_id, level, gfn);
 
-	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
-	tb = table_find(t, as_id, level, gfn);
-	if (!tb && !(tb = table_create(t, as_id, level, gfn)))
+	if (!tb)
 		return -1;
 	tb->born = 1;
 	return 0;
@@ -169,12 +177,10 @@ void tdp_table_known(const struct tdp *t, int as_id, int level,
 
 int tdp_flag_set(struct tdp *t, int as_id, int level, uint64_t gfn)
 {
-	struct tdp_table *tb;
+	struct tdp_table *tb = table_get(t, as_id, level, gfn);
 	size_t i;
 
-	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
-	tb = table_find(t, as_id, level, gfn);
-	if (!tb && !(tb = table_create(t, as_id, level, gfn)))
+	if (!tb)
 		return -1;
 	i = entry_index(level, gfn);
 	tb->flag[i / 64] |= 1ULL << (i % 64);
