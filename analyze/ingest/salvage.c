@@ -27,7 +27,6 @@ struct cut {
 	uint64_t file_size;
 	uint64_t packet_off;    /* start of the packet cut short */
 	uint64_t packet_len;    /* its declared length in bytes */
-	uint64_t content_bits;
 };
 
 static uint32_t rd32(const unsigned char *p)
@@ -44,12 +43,6 @@ static uint64_t rd64(const unsigned char *p)
 
 	memcpy(&v, p, sizeof(v));
 	return le64toh(v);
-}
-
-static void wr64(unsigned char *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, sizeof(v));
 }
 
 /*
@@ -84,37 +77,32 @@ static int stream_find_cut(int fd, struct cut *c)
 cut:
 	c->packet_off = off;
 	c->packet_len = c->file_size - off < HDR_LEN ? 0 : psize / 8;
-	c->content_bits = c->packet_len ? rd64(h + HDR_CONTENT_SIZE) : 0;
 	return 1;
 }
 
-/* Copy [0, len) of src into dst, then fix the cut packet's header. */
+/*
+ * Copy src's whole packets, [0, packet_off), into dst; the cut packet is
+ * left out.  Its content ends inside an event, and libbabeltrace2's CTF
+ * source (2.0, Debian 12) aborts on some such packets (a precondition
+ * check: it goes on after its decoder failed), as the babeltrace2 CLI
+ * does on the same file: no event of it is worth a crash.  A file with
+ * no whole packet is not copied.  Returns 0, or -1 on an I/O error.
+ */
 static int stream_copy_cut(int src, const char *dst, const struct cut *c)
 {
-	uint64_t keep = c->packet_len ? c->file_size : c->packet_off;
-	unsigned char h[HDR_LEN];
-	uint64_t avail_bits;
 	loff_t in = 0;
 	ssize_t n;
 	int fd, rc = -1;
 
+	if (!c->packet_off)
+		return 0;
 	fd = open(dst, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	if (fd < 0)
 		return -1;
-	while ((uint64_t)in < keep) {
-		n = copy_file_range(src, &in, fd, NULL, keep - (uint64_t)in,
-				    0);
+	while ((uint64_t)in < c->packet_off) {
+		n = copy_file_range(src, &in, fd, NULL,
+				    c->packet_off - (uint64_t)in, 0);
 		if (n <= 0)
-			goto end;
-	}
-	if (c->packet_len) {
-		avail_bits = (c->file_size - c->packet_off) * 8;
-		if (pread(src, h, HDR_LEN, (off_t)c->packet_off) != HDR_LEN)
-			goto end;
-		wr64(h + HDR_PACKET_SIZE, avail_bits);
-		if (c->content_bits > avail_bits)
-			wr64(h + HDR_CONTENT_SIZE, avail_bits);
-		if (pwrite(fd, h, HDR_LEN, (off_t)c->packet_off) != HDR_LEN)
 			goto end;
 	}
 	rc = 0;
@@ -181,7 +169,8 @@ enum salvage_status salvage_trace(const char *dir, char **view,
 			}
 			if (!*reason && asprintf(reason, "stream file %s ends "
 				     "inside the packet at byte %llu (%llu of "
-				     "%llu bytes present)", src,
+				     "%llu bytes present; that packet is left "
+				     "out)", src,
 				     (unsigned long long)c.packet_off,
 				     (unsigned long long)(c.file_size -
 							  c.packet_off),

@@ -6,9 +6,10 @@
  * anything, so one packet cut short makes the whole trace unreadable.
  * salvage_trace() builds a view of the trace in a temporary directory:
  * the metadata and intact stream files are linked, a cut stream file is
- * copied with the header of its last packet rewritten to the bytes that
- * exist, and the (now wrong) index/ directory is left out so babeltrace2
- * re-indexes.  What decodes from the cut packet is kept; the caller marks
+ * copied up to its cut packet (one with no whole packet is left out),
+ * and the (now wrong) index/ directory is left out so babeltrace2
+ * re-indexes.  The cut packet is lost: its content ends inside an event,
+ * on which libbabeltrace2 2.0 can abort (salvage.c).  The caller marks
  * the result truncated with the reason returned here.
  *
  * Only the LTTng packet layout is handled (magic 0xC1FC1FC1, little
