@@ -21,7 +21,10 @@ Checks, per fixture:
     faults_undecided (faults on pages the cut had not shown mapped, where
     a leaf the policy kept before the cut may have spared them; revealed
     faults are among them), leaf zaps by the revealed leaf zaps, flushes
-    by the revealed flush contexts.
+    by the revealed flush contexts, the contexts that began before the
+    cut, and the recovery batches sized by pages split before it (a
+    batch that straddles the cut flushes in one or the other; a policy's
+    decisions on a revealed batch rest on its own list from before).
 What this cannot catch: a cut whose revealed items hide a wrong rule
 (they are judged by nothing); tests/test_rules_off.py runs the rules on
 late cuts for that.  A context that straddles the cut second is dated
@@ -137,7 +140,8 @@ for share in SHARES:
                 ("faults", wf, v["faults"], v["faults_undecided"]),
                 ("leaf zaps", wz, v["leaf_zaps"], rev["leaf_zaps"]),
                 ("tlb flushes", wt, v["tlb_flushes"],
-                 rev["flush_contexts"])):
+                 rev["flush_contexts"] + st["contexts_before"] +
+                 st["recovery_batches_revealed"])):
             check(abs(a - b) <= bound,
                   "%s, %s: %s %d in the whole capture from %d s, %d in "
                   "the cut; the cut leaves %d open" % (what, policy, label,

@@ -99,6 +99,8 @@ struct fidelity {
 	 * and left the events_before_span before it out. */
 	double span_start_s;
 	int64_t events_before_span;
+	int64_t contexts_before;        /* engine.h */
+	int64_t batches_revealed;       /* engine.h nx_batches_revealed */
 };
 
 /* Default tolerances: exact for faults, leaf zaps and recovered pages,

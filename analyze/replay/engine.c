@@ -364,6 +364,10 @@ static void handle(struct engine *e, const struct model_event *ev)
 		fault_frozen_end(e, t);
 	if (ev->kind != MEV_SPTE_CHANGE && ev->kind != MEV_TLB_FLUSH)
 		t->fresh = 0;
+	else if (t->fresh && e->res->began_mid_run && !t->fresh_counted) {
+		t->fresh_counted = 1;
+		e->res->contexts_before++;
+	}
 }
 
 static void close_each(void *arg, void *t)

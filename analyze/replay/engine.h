@@ -281,6 +281,10 @@ struct replay_result {
 	int64_t events_before_span, span_start_ts;
 	int64_t faults_revealed, zaps_revealed, flushes_revealed;
 	int64_t nx_recovered_revealed, nx_batches_revealed;
+	/* Threads whose first events (SPTE changes, flushes) belong to a
+	 * context that began before the capture: its start, and so how it
+	 * counts under a policy, is not in the trace. */
+	int64_t contexts_before;
 	int64_t warmup_ts, first_ts, last_ts;
 	/* Stock windows whose walk's time the trace does not fix, and the
 	 * zaps they were settled by (engine_window.c window_settle()). */

@@ -156,6 +156,7 @@ struct thread_ctx {
 	 * that began mid-run, it may be inside a context that began
 	 * before the capture (engine_on_spte()). */
 	int fresh;
+	int fresh_counted;              /* in contexts_before (engine.h) */
 	int64_t npf_exit_ts;            /* 0: not in an NPF exit */
 	int64_t contention_ts;          /* 0: not waiting for a lock */
 	int in_setregion;               /* KVM_SET_USER_MEMORY_REGION */

@@ -87,4 +87,8 @@ void report_start_json(struct cJSON *root, const struct fidelity *f)
 	cJSON_AddNumberToObject(o, "span_start_s", f->span_start_s);
 	cJSON_AddNumberToObject(o, "events_before_span",
 				(double)f->events_before_span);
+	cJSON_AddNumberToObject(o, "contexts_before",
+				(double)f->contexts_before);
+	cJSON_AddNumberToObject(o, "recovery_batches_revealed",
+				(double)f->batches_revealed);
 }
