@@ -410,12 +410,10 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	int is_leaf = is_present && spte_leaf(f, new, level);
 	enum zap_cause cause;
 	uint64_t kept = 0;
-	/* What the model knew of the entry before this change, and whether
-	 * the thread's context began before a mid-run capture did (its
-	 * start is not in the trace): such a zap is revealed, not judged. */
+	/* Whether the thread's context began before a mid-run capture did
+	 * (its start is not in the trace): its zaps are revealed, not
+	 * judged, as are zaps of entries the model did not know. */
 	int unknown_ctx = t->fresh && e->res->began_mid_run;
-	int known = !e->res->began_mid_run ||
-		(!unknown_ctx && entry_known(e, t, as, level, gfn));
 
 	if (was_leaf && !is_present && !unknown_ctx &&
 	    teardown_zap_all_starts(e, t, ev))
@@ -446,7 +444,8 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		e->res->zaps_observed++;
 		t->ctx_last_ts = ev->ts;
 		cause = zap_cause_of(t);
-		if (known) {
+		if (!e->res->began_mid_run ||
+		    (!unknown_ctx && entry_known(e, t, as, level, gfn))) {
 			t->ctx_observed++;
 		} else {
 			t->ctx_revealed++;
