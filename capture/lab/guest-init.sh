@@ -9,15 +9,15 @@
 # SUBBUF_MB, SUBBUF_KB, NUM_SUBBUF, CHANNEL_MODE, EVENTS, SYSCALLS,
 # TIMEOUT, FTRACE_EVENTS, FTRACE_KB, WORKLOAD_BIN, UST, UST_EVENTS,
 # UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS, STATS, ATTACH_AFTER,
-# SNAPSHOT_AT, SIMULATE_HANG.  Loads kvm/kvm_amd with the parameters, records
-# the workload with an LTTng kernel session, and writes to the raw output
-# disk /dev/vdc a tar of /out: trace/ (CTF), manifest.json (workload_rc
-# 124 = timeout, 125 = stuck after its RESULT line), console.log,
-# workload.log.  Then powers off.  From start to power-off a background
-# loop prints "LAB: [T] alive" on /dev/console every 10 s (not in
-# console.log): the host (run.sh) takes a guest whose console stays
-# silent for long for hung, and a slow step (an LTTng setup of 90 s on
-# a loaded host) is not silent.
+# SNAPSHOT_AT, SIMULATE_HANG.  Loads kvm/kvm_amd with the parameters,
+# records the workload with an LTTng kernel session, and writes to the
+# raw output disk /dev/vdc a tar of /out: trace/ (CTF), manifest.json
+# (workload_rc 124 = timeout, 125 = stuck after its RESULT line),
+# console.log, workload.log.  Then powers off.  From start to power-off
+# a background loop prints "LAB: [T] alive" on /dev/console every 10 s
+# (not in console.log): the host (run.sh) takes a guest whose console
+# stays silent for long for hung, and a slow step (an LTTng setup of
+# 90 s on a loaded host) is not silent.
 #
 # FTRACE_EVENTS (SYSTEM/EVENT ...; run.sh --ftrace): the same tracepoints
 # are also enabled in tracefs (trace_clock mono, the clock of LTTng's kernel
@@ -592,9 +592,9 @@ $params
   "contexts": "tid,procname",
   "channel": {"name": "ch0", "mode": "${CHANNEL_MODE:-discard}", "subbuf_size_mb": $SUBBUF_MB, "per_cpu_buffer_mb": $BUF_MB, "subbuf_size_kb": $SUBBUF_KB, "num_subbuf": $NUM_SUBBUF, "cpus": $(nproc)},
   "attach_after_s": ${ATTACH_AFTER:-null},
-  "late_start": $(if [ -n "${ATTACH_AFTER:-}" ]; then echo "{\"workload_start_uptime_s\": $WL_UP, \"create_at_s\": ${LATE_CREATE_AT:-null}, \"start_at_s\": ${LATE_START_AT:-null}, \"started_at_s\": ${LATE_STARTED_AT:-null}}"; else echo null; fi),
+  "late_start": $(if [ -n "${ATTACH_AFTER:-}" ]; then echo "{\"workload_start_uptime_s\": ${WL_UP:-null}, \"create_at_s\": ${LATE_CREATE_AT:-null}, \"start_at_s\": ${LATE_START_AT:-null}, \"started_at_s\": ${LATE_STARTED_AT:-null}}"; else echo null; fi),
   "snapshot_at_s": ${SNAPSHOT_AT:-null},
-  "snapshot": $(if [ -n "${SNAPSHOT_AT:-}" ]; then echo "{\"workload_start_uptime_s\": $WL_UP, \"record_at_s\": ${SNAP_RECORD_AT:-null}, \"recorded_at_s\": ${SNAP_RECORDED_AT:-null}, \"name\": $(json_str "${SNAP_NAME:-}"), \"per_cpu_buffer_kb\": $((SUBBUF_KB * NUM_SUBBUF))}"; else echo null; fi),
+  "snapshot": $(if [ -n "${SNAPSHOT_AT:-}" ]; then echo "{\"workload_start_uptime_s\": ${WL_UP:-null}, \"record_at_s\": ${SNAP_RECORD_AT:-null}, \"recorded_at_s\": ${SNAP_RECORDED_AT:-null}, \"name\": $(json_str "${SNAP_NAME:-}"), \"per_cpu_buffer_kb\": $((SUBBUF_KB * NUM_SUBBUF))}"; else echo null; fi),
   "lost_packets": ${lost:-null},
   "workload_bin": $(json_str "${WORKLOAD_BIN:-$WORKLOAD}"),
   "ust": $(if [ "${UST:-0}" = 1 ]; then echo "{\"channel\": {\"name\": \"uch0\", \"mode\": \"discard\", \"buffers\": \"per-uid\", \"subbuf_size_mb\": 1, \"per_cpu_buffer_mb\": ${UST_BUF_MB:-8}}, \"events\": $(json_str "${UST_EVENTS:-mmureplay:*}"), \"contexts\": \"vtid,procname\", \"trace_dir\": \"trace/ust\"}"; else echo null; fi),

@@ -122,9 +122,10 @@
 #                         verify.txt says which CPUs lost their beginning
 #   --snapshot-buf-kb N   the flight recorder's per-CPU buffer in KiB, a
 #                         power of two, 64..65536 (default 1024: 4
-#                         sub-buffers of 256 KiB, about 20,000 events per
-#                         CPU, under a second of bgsnapshot's unprotect
-#                         loop).  --attach-after and --snapshot-at do not
+#                         sub-buffers of 256 KiB; a snapshot of
+#                         bgsnapshot's unprotect loop kept 2.3 s, about
+#                         14,000 events, per CPU).  --attach-after and
+#                         --snapshot-at do not
 #                         combine with each other nor with --capture-tool,
 #                         --ust, --stats, --ftrace, --trace-cmd or --perf
 #   -- ARGS...            arguments for the workload (default per workload)
