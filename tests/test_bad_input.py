@@ -115,8 +115,11 @@ for cmd in ("ingest", "summary"):
     check(r.returncode == 0 and "Usage: mmureplay " + cmd in r.stdout and
           "Exit status" in r.stdout, cmd + " --help")
 
-# A stream file cut in the middle of its packet: what is there is kept,
-# the DB says truncated and why, the exit status is 3.
+# A stream file cut in the middle of its packet: its whole packets are
+# kept and the cut one is left out (libbabeltrace2 can abort on a packet
+# whose content ends inside an event: ingest/salvage.c), the DB says
+# truncated and why, the exit status is 3.  This stream is one packet, so
+# nothing of cpu 0 is left; cpu 1 is whole.
 full = os.path.join(work, "full.db")
 check(run([mmr, "ingest", good, "-o", full]).returncode == 0, "full ingest")
 cut = os.path.join(work, "cut")
@@ -128,7 +131,8 @@ cutdb = os.path.join(work, "cut.db")
 r = run([mmr, "ingest", cut, "-o", cutdb])
 check(r.returncode == 3, "cut stream: exit %d (%s)" % (r.returncode,
                                                        r.stderr))
-check("ch0_0" in r.stderr and "truncated" in r.stderr, "cut: message")
+check("ch0_0" in r.stderr and "truncated" in r.stderr and
+      "left out" in r.stderr, "cut: message")
 check(os.path.exists(cutdb), "cut: partial DB kept")
 check(not [f for f in os.listdir(work) if ".tmp-" in f], "cut: temp left")
 s = summary_json(mmr, cutdb)
@@ -137,13 +141,14 @@ check(s["truncated"] and "ch0_0" in (s["truncated_reason"] or ""),
       "cut: marked truncated")
 check(0 < s["events"] < sf["events"], "cut: %d of %d events"
       % (s["events"], sf["events"]))
-# The whole stream (cpu 1) is all there; the cut one (cpu 0) is a prefix.
+# The whole stream (cpu 1) is all there; the cut one (cpu 0) keeps its
+# whole packets: none.
 q = "SELECT gfn, old_spte, new_spte, level FROM spte_change WHERE cpu = %d " \
     "ORDER BY seq"
 check(db_rows(cutdb, q % 1) == db_rows(full, q % 1), "cut: cpu 1 intact")
 part, whole = db_rows(cutdb, q % 0), db_rows(full, q % 0)
-check(0 < len(part) < len(whole) and whole[:len(part)] == part,
-      "cut: cpu 0 is a prefix (%d of %d)" % (len(part), len(whole)))
+check(len(part) == 0 < len(whole),
+      "cut: cpu 0's one packet left out (%d of %d)" % (len(part), len(whole)))
 # "--name=VALUE" is "--name VALUE".
 eq, sp = os.path.join(work, "eq.json"), os.path.join(work, "sp.json")
 check(run([mmr, "summary", full, "--json", "--output=" + eq]).returncode
