@@ -47,7 +47,7 @@ def ingest(trace, db):
     subprocess.run([MMR, "ingest", trace, "-o", db, "-q"], check=True)
 
 
-def measure(name, db, runs):
+def measure(db, runs):
     replay(db, "baseline")     # derives the replay stream, not timed
     res = {}
     for pol in POLICIES:
@@ -91,8 +91,7 @@ def main():
             try:
                 ingest(trace, whole)
                 ingest(cut, cutdb)
-                w, c = measure(name, whole, a.runs), \
-                    measure(name, cutdb, a.runs)
+                w, c = measure(whole, a.runs), measure(cutdb, a.runs)
             except subprocess.CalledProcessError as e:
                 print("  %-40s not replayable: %s" % (name, e))
                 continue

@@ -206,8 +206,7 @@ enum compare_status compare_add_run(struct compare *c, enum compare_side side,
 	run->self_check_ok = self_ok;
 	run->duration_s = d = s.duration_s;
 	run->began_mid_run = self->began_mid_run;
-	run->warmup_s = self->began_mid_run && self->warmup_ts > self->first_ts ?
-		(double)(self->warmup_ts - self->first_ts) / 1e9 : 0;
+	run->warmup_s = replay_warmup_s(self);
 	identity_read(db, run, &others);
 	if (c->n[side] < i + 1)
 		c->n[side] = i + 1;

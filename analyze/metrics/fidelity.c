@@ -88,10 +88,9 @@ void fidelity_compute(const struct replay_result *r,
 	out->events_before_span = r->events_before_span;
 	out->contexts_before = r->contexts_before;
 	out->batches_revealed = r->nx_batches_revealed;
-	if (r->began_mid_run && r->warmup_ts > r->first_ts) {
-		out->warmup_s = (double)(r->warmup_ts - r->first_ts) / 1e9;
+	out->warmup_s = replay_warmup_s(r);
+	if (out->warmup_s > 0)
 		out->warmup_share = r->last_ts > r->first_ts ?
 			(double)(r->warmup_ts - r->first_ts) /
 			(double)(r->last_ts - r->first_ts) : 1.0;
-	}
 }

@@ -114,6 +114,17 @@ static struct tdp_table *table_get(struct tdp *t, int as_id, int level,
 	return tb ? tb : table_create(t, as_id, level, gfn);
 }
 
+/* Bit i of a table's per-entry bitmap. */
+static int entry_bit(const uint64_t *bits, size_t i)
+{
+	return (bits[i / 64] >> (i % 64)) & 1;
+}
+
+static int entry_seen(const struct tdp_table *tb, size_t i)
+{
+	return entry_bit(tb->seen, i);
+}
+
 int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn, uint64_t spte)
 {
 	struct tdp_table *tb = table_get(t, as_id, level, gfn);
@@ -153,8 +164,6 @@ int tdp_mark_born(struct tdp *t, int as_id, int level, uint64_t gfn)
 	return 0;
 }
 
-static int entry_seen(const struct tdp_table *tb, size_t i);
-
 int tdp_known(const struct tdp *t, int as_id, int level, uint64_t gfn)
 {
 	const struct tdp_table *tb;
@@ -190,14 +199,10 @@ int tdp_flag_set(struct tdp *t, int as_id, int level, uint64_t gfn)
 int tdp_flag(const struct tdp *t, int as_id, int level, uint64_t gfn)
 {
 	const struct tdp_table *tb;
-	size_t i;
 
 	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
 	tb = table_find(t, as_id, level, gfn);
-	if (!tb)
-		return 0;
-	i = entry_index(level, gfn);
-	return (tb->flag[i / 64] >> (i % 64)) & 1;
+	return tb && entry_bit(tb->flag, entry_index(level, gfn));
 }
 
 int tdp_stored(const struct tdp *t, int as_id, int level, uint64_t gfn)
@@ -231,11 +236,6 @@ uint64_t tdp_get(const struct tdp *t, int as_id, int level, uint64_t gfn)
 	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
 	tb = table_find(t, as_id, level, gfn);
 	return tb ? tb->spte[entry_index(level, gfn)] : 0;
-}
-
-static int entry_seen(const struct tdp_table *tb, size_t i)
-{
-	return (tb->seen[i / 64] >> (i % 64)) & 1;
 }
 
 /*

@@ -394,6 +394,15 @@ enum replay_status replay_run_scanned(struct source *src,
 				      const struct replay_opts *opts,
 				      const struct scan *scan,
 				      struct replay_result *res);
+/* The warm-up of a capture that began mid-run: seconds from its first
+ * event to the last item only revealed (warmup_ts); 0 when nothing was
+ * revealed, as on every capture from the VM's creation. */
+static inline double replay_warmup_s(const struct replay_result *r)
+{
+	return r->warmup_ts > r->first_ts ?
+		(double)(r->warmup_ts - r->first_ts) / 1e9 : 0;
+}
+
 /* Frees the per-second series *res holds (its counts stay).  Harmless
  * on a result that holds none: a failed run's, or one freed already. */
 void replay_result_free(struct replay_result *res);

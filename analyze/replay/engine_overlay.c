@@ -483,23 +483,22 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		if (engine_rule(e, RULE_WINDOW_INSTALL))
 			window_install(e, t, as, level, gfn);
 	} else if (level > TDP_LEVEL_4K && was_leaf && is_present &&
-		   !is_leaf) {
-		/* A new table, filled before it was linked. */
-		if (tdp_mark_born(&e->tdp_obs, as, level - 1, gfn) < 0)
-			e->nomem = 1;
-		if (engine_rule(e, RULE_EAGER_SPLIT))
-			overlay_eager_split(e, as, level, gfn, old);
+		   !is_leaf && engine_rule(e, RULE_EAGER_SPLIT)) {
+		overlay_eager_split(e, as, level, gfn, old);
 	} else if (level > TDP_LEVEL_4K && !was_present && is_present &&
-		   !is_leaf) {
-		/* A new, zeroed table: every entry of it is known. */
-		if (tdp_mark_born(&e->tdp_obs, as, level - 1, gfn) < 0)
-			e->nomem = 1;
-		if (engine_rule(e, RULE_REMOVED_TABLE))
-			overlay_table_linked(e, as, level, gfn);
+		   !is_leaf && engine_rule(e, RULE_REMOVED_TABLE)) {
+		overlay_table_linked(e, as, level, gfn);
 	} else if (level > TDP_LEVEL_4K && was_present && !was_leaf &&
 		   !is_present) {
 		teardown_unlinked(e, ev->tid, as, level, gfn);
 	}
+	/* A table linked where none was (zeroed) or in a huge leaf's place
+	 * (a split, filled before it was linked) is new: every entry of it
+	 * is known. */
+	if (level > TDP_LEVEL_4K && is_present && !is_leaf &&
+	    (!was_present || was_leaf) &&
+	    tdp_mark_born(&e->tdp_obs, as, level - 1, gfn) < 0)
+		e->nomem = 1;
 	if (e->res->began_mid_run && level == TDP_LEVEL_4K &&
 	    (was_leaf || is_leaf) &&
 	    tdp_flag_set(&e->tdp_obs, as, level, gfn) < 0)

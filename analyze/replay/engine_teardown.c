@@ -44,6 +44,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	uint64_t gfn = ev->u.sp.gfn;
 	enum ctx_kind kind;
 	int64_t leaves;
+	int as, replaced;
 
 	if (level < 1 || level > SP_MAX_LEVEL)
 		return;
@@ -72,13 +73,13 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	/* What the model knows of the table's entries now: of a table a
 	 * new one already replaced (its parent entry present again), only
 	 * what the trace stored, not the new table's birth. */
-	if (level == TDP_LEVEL_4K)
-		tdp_table_known(&e->tdp_obs, mev_role_as_id(ev->u.sp.role),
-				level, gfn, !spte_present(e->fmt, tdp_get(
-					&e->tdp_obs, mev_role_as_id(
-						ev->u.sp.role), level + 1,
-					tdp_align(gfn, level + 1))),
+	if (level == TDP_LEVEL_4K) {
+		as = mev_role_as_id(ev->u.sp.role);
+		replaced = spte_present(e->fmt, tdp_get(&e->tdp_obs, as,
+				level + 1, tdp_align(gfn, level + 1)));
+		tdp_table_known(&e->tdp_obs, as, level, gfn, !replaced,
 				t->sp_known);
+	}
 	if (kind == CTX_RECOVERY)
 		nx_recovery_ctx_open(e, t, ev, level);
 	else if (level == TDP_LEVEL_4K)

@@ -308,24 +308,24 @@ static int on_memslot(struct scan_pass *p, const struct scan_thread *t,
 		      const struct model_event *e)
 {
 	struct scan *sc = p->out;
+	struct slots *had[] = { &sc->slots_start, &sc->slots };
 	int was, now = (e->u.memslot.new_flags & KVM_MEM_LOG_DIRTY_PAGES) != 0;
 	int change = e->u.memslot.change;
+	size_t i;
 
 	/* A slot the trace has not seen created, changed in place or
 	 * deleted: it was there from the start, as the event's old flags
 	 * say (a move's old place the event does not give). */
 	if ((change == KVM_MR_FLAGS_ONLY || change == KVM_MR_DELETE) &&
 	    !slots_traced(&sc->slots, e->u.memslot.as_id,
-			  e->u.memslot.slot)) {
-		slots_apply_event(&sc->slots_start, e->u.memslot.as_id,
-				  e->u.memslot.slot, KVM_MR_CREATE,
-				  e->u.memslot.base_gfn, e->u.memslot.npages,
-				  e->u.memslot.hva, e->u.memslot.old_flags);
-		slots_apply_event(&sc->slots, e->u.memslot.as_id,
-				  e->u.memslot.slot, KVM_MR_CREATE,
-				  e->u.memslot.base_gfn, e->u.memslot.npages,
-				  e->u.memslot.hva, e->u.memslot.old_flags);
-	}
+			  e->u.memslot.slot))
+		for (i = 0; i < sizeof(had) / sizeof(had[0]); i++)
+			slots_apply_event(had[i], e->u.memslot.as_id,
+					  e->u.memslot.slot, KVM_MR_CREATE,
+					  e->u.memslot.base_gfn,
+					  e->u.memslot.npages,
+					  e->u.memslot.hva,
+					  e->u.memslot.old_flags);
 	was = slots_dirty_logged(&sc->slots, e->u.memslot.as_id,
 				 e->u.memslot.base_gfn);
 	if (t->in_setregion && was != now) {
