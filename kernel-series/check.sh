@@ -24,7 +24,9 @@
 #       --quick, then builds a small KVM-enabled kernel (x86_64_defconfig +
 #       kvm_guest.config + kernel-series/kvm-lab.config, KVM_WERROR) out of
 #       tree, builds lttng-modules against it, and checks that the KVM
-#       modules and the LTTng KVM probe modules (with the new events) exist.
+#       modules and the LTTng KVM probe modules (with the new events) exist,
+#       and the state dump's memslot event (lttng-probe-statedump.ko) with
+#       its lookup of kvm_walk_vm_memslots (lttng-statedump.ko).
 #       A kernel whose series has no lttng-modules patches is built
 #       without the probes (and says so).
 #
@@ -388,6 +390,7 @@ build_kernel() {
 		"lttng-probe-kvm-x86.ko kvm_x86_entry kvm_x86_page_fault kvm_x86_exit"
 		"lttng-probe-kvm-x86-mmu.ko kvm_mmu_set_spte kvm_mmu_spte_requested kvm_mmu_split_huge_page kvm_mmu_unmap_gfn_range kvm_mmu_nx_recovery_begin kvm_mmu_nx_recovery_end kvm_mmu_nx_recover_page kvm_mmu_fault_lock_wait"
 		"lttng-probe-kvm-x86-tdp-mmu.ko kvm_tdp_mmu_spte_changed"
+		"lttng-probe-statedump.ko lttng_statedump_kvm_memslot"
 	)
 	n=0
 	for line in "${expect[@]}"; do
@@ -399,10 +402,13 @@ build_kernel() {
 			n=$((n + 1))
 		done
 	done
+	# The state dump looks the kernel's memslot walk up by name.
+	grep -q -a -F -x kvm_walk_vm_memslots <(tr -c '[:print:]' '\n' <"$D/lttng-modules/src/lttng-statedump.ko") ||
+		die "lttng-statedump.ko does not look up kvm_walk_vm_memslots"
 	if grep -q 'is disabled' "$LOGS/lttng-build.log"; then
 		die "lttng-modules build skipped probes: $(grep -m1 'is disabled' "$LOGS/lttng-build.log")"
 	fi
-	done_step "5 probe modules, $n events present"
+	done_step "${#expect[@]} probe modules, $n events present"
 }
 
 mkdir -p "$LOGS"
