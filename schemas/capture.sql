@@ -184,6 +184,9 @@ CREATE TABLE lock_contention (
 
 -- Memslot change (patched).  change: 0 = create, 1 = delete, 2 = move,
 -- 3 = flags only; dirty_logging is the state after the change.
+-- change 4: the slot as LTTng's state dump listed it when the session
+-- started (lttng_statedump_kvm_memslot, kernel-series/lttng-modules);
+-- old_flags = new_flags = its flags.
 CREATE TABLE memslot (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
 	as_id INTEGER, slot INTEGER, change INTEGER, base_gfn INTEGER,

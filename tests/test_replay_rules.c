@@ -438,6 +438,71 @@ static void nx_scenario(uint64_t slot_flags, int lock_wait_ns)
 	entry();
 }
 
+/*
+ * A capture that began while dirty logging was on: only LTTng's state
+ * dump (a memslot row of change MEMSLOT_STATE_DUMP) says so, at the
+ * session's start (dump 1) or, regenerated for a snapshot, at its end
+ * (dump 2).  With it, nx-skip-dirty keeps the recovered page of the
+ * dirty-logged slot from the capture's start; without it the slot is
+ * unknown, taken as not logged, and the page is recovered.  A dump row
+ * of a slot the trace saw created lists nothing new.
+ */
+static void dump_row(void)
+{
+	struct model_event *e = ev(MEV_MEMSLOT, VMM);
+
+	e->u.memslot.change = MEMSLOT_STATE_DUMP;
+	e->u.memslot.npages = 1024;
+	e->u.memslot.hva = HVA;
+	e->u.memslot.old_flags = KVM_MEM_LOG_DIRTY_PAGES;
+	e->u.memslot.new_flags = KVM_MEM_LOG_DIRTY_PAGES;
+}
+
+static void state_dump_scenario(int dump, int created)
+{
+	nev = 0;
+	if (created)
+		memslot(KVM_MEM_LOG_DIRTY_PAGES);
+	if (dump == 1)
+		dump_row();
+	nx_split(0x200);
+	nx_recover(0x200);
+	fault(0x200, MEV_PFERR_USER | MEV_PFERR_FETCH);
+	spte(VCPU, 1, 0x200, 0, RW_4K);
+	entry();
+	if (dump == 2)
+		dump_row();
+}
+
+static void test_state_dump_memslots(void)
+{
+	struct replay_result r;
+	int dump;
+
+	late_capture = 1;
+	for (dump = 1; dump <= 2; dump++) {
+		state_dump_scenario(dump, 0);
+		CHECK(run(&policy_nx_skip_dirty, &r) == REPLAY_OK);
+		CHECK(r.began_mid_run && r.memslots_dumped == 1);
+		CHECK(r.zaps[ZAP_NX_RECOVERY] == 0 && r.zaps_kept == 1 &&
+		      r.faults_avoided == 1);
+		replay_result_free(&r);
+	}
+
+	state_dump_scenario(0, 0);
+	CHECK(run(&policy_nx_skip_dirty, &r) == REPLAY_OK);
+	CHECK(r.memslots_dumped == 0 && r.zaps[ZAP_NX_RECOVERY] == 1 &&
+	      r.zaps_kept == 0);
+	replay_result_free(&r);
+	late_capture = 0;
+
+	state_dump_scenario(1, 1);
+	CHECK(run(&policy_nx_skip_dirty, &r) == REPLAY_OK);
+	CHECK(!r.began_mid_run && r.memslots_dumped == 0 &&
+	      r.zaps[ZAP_NX_RECOVERY] == 0 && r.zaps_kept == 1);
+	replay_result_free(&r);
+}
+
 /* Recorded with the perm-upgrade knob on: the kernel kept the leaf, the
  * upgrade invalidation zapped nothing.  The self-check holds under
  * perm-upgrade and fails under baseline, which predicts the zap. */
@@ -1672,6 +1737,7 @@ static const struct scenario {
 } scenarios[] = {
 	{ "perm_upgrade_avoids_read_refault", test_perm_upgrade },
 	{ "late_capture_reveals", test_late_capture },
+	{ "state_dump_memslots", test_state_dump_memslots },
 	{ "perm_upgrade_zaps_restriction", test_restriction_is_not_kept },
 	{ "perm_upgrade_inferred_restriction_zapped",
 	  test_stock_mprotect_restriction },

@@ -88,6 +88,7 @@ void fidelity_compute(const struct replay_result *r,
 	out->events_before_span = r->events_before_span;
 	out->contexts_before = r->contexts_before;
 	out->batches_revealed = r->nx_batches_revealed;
+	out->memslots_dumped = r->memslots_dumped;
 	out->warmup_s = replay_warmup_s(r);
 	if (out->warmup_s > 0)
 		out->warmup_share = r->last_ts > r->first_ts ?

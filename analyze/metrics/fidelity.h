@@ -101,6 +101,7 @@ struct fidelity {
 	int64_t events_before_span;
 	int64_t contexts_before;        /* engine.h */
 	int64_t batches_revealed;       /* engine.h nx_batches_revealed */
+	int64_t memslots_dumped;        /* engine.h */
 };
 
 /* Default tolerances: exact for faults, leaf zaps and recovered pages,

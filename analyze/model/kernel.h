@@ -55,6 +55,10 @@
 #define KVM_MR_DELETE 1
 #define KVM_MR_MOVE 2
 #define KVM_MR_FLAGS_ONLY 3
+/* Not a kernel value: a memslot row from LTTng's state dump
+ * (lttng_statedump_kvm_memslot, kernel-series/lttng-modules), the slot
+ * as it stood when the session started or regenerated its state dump. */
+#define MEMSLOT_STATE_DUMP 4
 
 /* ioctl numbers as syscall_entry_ioctl's cmd traces them (uapi
  * linux/kvm.h, linux/userfaultfd.h; x86_64). */

@@ -429,6 +429,7 @@ enum replay_status replay_run_scanned(struct source *src,
 		e.slots = e.scan->slots_start;
 	else
 		e.slots = e.scan->slots;
+	res->memslots_dumped = e.scan->slots_dumped;
 	res->slots_src = e.scan->slots.measured ? REPLAY_SRC_MEASURED :
 		e.scan->slots.n ? REPLAY_SRC_INFERRED : REPLAY_SRC_NONE;
 	res->upgrade_src = e.scan->upgrade_src;

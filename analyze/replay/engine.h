@@ -285,6 +285,9 @@ struct replay_result {
 	 * context that began before the capture: its start, and so how it
 	 * counts under a policy, is not in the trace. */
 	int64_t contexts_before;
+	/* Memslots the capture's LTTng state dump listed before any
+	 * traced change of theirs (scan.h slots_dumped). */
+	int64_t memslots_dumped;
 	int64_t warmup_ts, first_ts, last_ts;
 	/* Stock windows whose walk's time the trace does not fix, and the
 	 * zaps they were settled by (engine_window.c window_settle()). */

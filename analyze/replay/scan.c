@@ -315,10 +315,13 @@ static int on_memslot(struct scan_pass *p, const struct scan_thread *t,
 
 	/* A slot the trace has not seen created, changed in place or
 	 * deleted: it was there from the start, as the event's old flags
-	 * say (a move's old place the event does not give). */
-	if ((change == KVM_MR_FLAGS_ONLY || change == KVM_MR_DELETE) &&
+	 * say (a move's old place the event does not give), or as the
+	 * state dump lists it (a change between the session's start and
+	 * the dump is traced before it, so the slot is then known). */
+	if ((change == KVM_MR_FLAGS_ONLY || change == KVM_MR_DELETE ||
+	     change == MEMSLOT_STATE_DUMP) &&
 	    !slots_traced(&sc->slots, e->u.memslot.as_id,
-			  e->u.memslot.slot))
+			  e->u.memslot.slot)) {
 		for (i = 0; i < sizeof(had) / sizeof(had[0]); i++)
 			slots_apply_event(had[i], e->u.memslot.as_id,
 					  e->u.memslot.slot, KVM_MR_CREATE,
@@ -326,6 +329,8 @@ static int on_memslot(struct scan_pass *p, const struct scan_thread *t,
 					  e->u.memslot.npages,
 					  e->u.memslot.hva,
 					  e->u.memslot.old_flags);
+		sc->slots_dumped += change == MEMSLOT_STATE_DUMP;
+	}
 	was = slots_dirty_logged(&sc->slots, e->u.memslot.as_id,
 				 e->u.memslot.base_gfn);
 	if (t->in_setregion && was != now) {

@@ -56,10 +56,13 @@ struct scan {
 	struct slots slots;             /* at the end of the trace */
 	/* Measured slots at the start of the trace: those whose first
 	 * traced change (a flags change or a delete) reveals they existed
-	 * before it began, with the flags that change replaced (none on a
-	 * capture from the VM's creation: it traces every slot's
-	 * creation). */
+	 * before it began, with the flags that change replaced, and those
+	 * the state dump lists (none on a capture from the VM's creation:
+	 * it traces every slot's creation). */
 	struct slots slots_start;
+	/* Memslots LTTng's state dump listed that no earlier traced change
+	 * had: they existed from the start, with the flags it gives. */
+	int slots_dumped;
 	uint64_t *upgrade_seqs;         /* sorted notifier seqs */
 	size_t nupgrades, capupgrades;
 	enum replay_source upgrade_src;

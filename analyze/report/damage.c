@@ -65,6 +65,17 @@ void report_start_text(FILE *out, const struct fidelity *f, int whatif)
 		report_fmt_count(n[3], sizeof(n[3]),
 				 f->m[FID_NX_RECOVERED].revealed),
 		f->warmup_s, 100.0 * f->warmup_share);
+	if (f->memslots_dumped)
+		fprintf(out, "  Memslots: LTTng's state dump listed %s that "
+			"existed before the capture,\n  with their flags.\n\n",
+			report_fmt_count(n[0], sizeof(n[0]),
+					 f->memslots_dumped));
+	else
+		fprintf(out, "  Memslots: no state dump lists them "
+			"(lttng_statedump_kvm_memslot, with\n  the kernel "
+			"series): one from before the capture is known once "
+			"it\n  changes (patched kernel) or inferred (stock)."
+			"\n\n");
 	if (whatif)
 		fprintf(out, "  A what-if figure below can differ from one of a "
 			"capture from the VM's\n  creation, over the same span, "
@@ -91,4 +102,6 @@ void report_start_json(struct cJSON *root, const struct fidelity *f)
 				(double)f->contexts_before);
 	cJSON_AddNumberToObject(o, "recovery_batches_revealed",
 				(double)f->batches_revealed);
+	cJSON_AddNumberToObject(o, "memslots_state_dump",
+				(double)f->memslots_dumped);
 }

@@ -29,8 +29,8 @@
  */
 #define REPORT_JSON_SCHEMA_LIST(X) \
 	X(REPORT_JSON_SUMMARY, "mmureplay-summary", 2) \
-	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 3) \
-	X(REPORT_JSON_REPLAY, "mmureplay-replay", 3) \
+	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 4) \
+	X(REPORT_JSON_REPLAY, "mmureplay-replay", 4) \
 	X(REPORT_JSON_SPIKES, "mmureplay-spikes", 1) \
 	X(REPORT_JSON_COMPARE, "mmureplay-compare", 3)
 
