@@ -9,10 +9,10 @@
 # SUBBUF_MB, SUBBUF_KB, NUM_SUBBUF, CHANNEL_MODE, EVENTS, SYSCALLS,
 # TIMEOUT, FTRACE_EVENTS, FTRACE_KB, WORKLOAD_BIN, UST, UST_EVENTS,
 # UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS, STATS, ATTACH_AFTER,
-# SNAPSHOT_AT, SIMULATE_HANG.  Loads kvm/kvm_amd with the parameters,
-# records the workload with an LTTng kernel session, and writes to the
-# raw output disk /dev/vdc a tar of /out: trace/ (CTF), manifest.json
-# (workload_rc 124 = timeout, 125 = stuck after its RESULT line),
+# SNAPSHOT_AT, STATEDUMP, MEMSLOT_REF, SIMULATE_HANG.  Loads kvm/kvm_amd
+# with the parameters, records the workload with an LTTng kernel session,
+# and writes to the raw output disk /dev/vdc a tar of /out: trace/ (CTF),
+# manifest.json (workload_rc 124 = timeout, 125 = stuck after its RESULT line),
 # console.log, workload.log.  Then powers off.  From start to power-off
 # a background loop prints "LAB: [T] alive" on /dev/console every 10 s
 # (not in console.log): the host (run.sh) takes a guest whose console
@@ -65,6 +65,20 @@
 # `lttng snapshot record` saves the buffers, and that snapshot's kernel/
 # becomes /out/trace/kernel.  The manifest records when each step ran,
 # in seconds after the workload's start (/proc/uptime: 10 ms).
+#
+# STATEDUMP=1 (patched kernels; run.sh puts the state dump's events in
+# EVENTS): lttng-probe-statedump is loaded too, so that the session's
+# state dump at `lttng start` records lttng_statedump_kvm_memslot (one
+# per memslot of each running VM, kernel-series lttng-modules patch 6)
+# between lttng_statedump_start and lttng_statedump_end.
+#
+# MEMSLOT_REF=1 (run.sh --memslot-ref): a second kernel session "ref"
+# (channel refch, discard, 4 x 64 KiB per CPU, kvm_memslot_change only,
+# contexts pid, tid, procname) is created and started before the
+# workload and stopped after the lab's session; its trace is
+# /out/ref-trace: the memslot changes from the VM's creation on, against
+# which a late session's state dump can be checked
+# (capture/lab/check-statedump.py).
 
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 LAB=/lab
@@ -298,12 +312,17 @@ main() {
 		mods="lttng-tracer lttng-probe-kvm lttng-probe-kvm-x86 lttng-probe-kvm-x86-mmu lttng-probe-kvm-x86-tdp-mmu"
 		kprobes=kvm,kvm-x86,kvm-x86-mmu,kvm-x86-tdp-mmu
 	fi
+	# The state dump's events (lttng_statedump_*) are in their own probe.
+	if [ "${STATEDUMP:-0}" = 1 ]; then
+		mods="$mods lttng-probe-statedump" kprobes=$kprobes,statedump
+	fi
 	log "lttng probes: $kprobes"
 	for p in $mods $EXTRA_MODULES; do
 		modprobe "$p" || log "modprobe $p failed"
 	done
 	export LTTNG_KMOD_PROBES=$kprobes${EXTRA_PROBES:+,$EXTRA_PROBES}
 	lttng-sessiond --daemonize || { log "lttng-sessiond failed"; return 1; }
+	ref_start || return 1
 	LABMAN=$OUT/manifest.json
 	if [ "${CAPTURE_TOOL:-0}" = 1 ]; then
 		LABMAN=$OUT/lab-manifest.json
@@ -332,6 +351,7 @@ main() {
 		lttng list lab >"$OUT/lttng-list.txt" 2>&1
 		timeout 300 "$LAB/bin/mmureplay-capture" stop -o "$OUT" --session lab ||
 			log "mmureplay-capture stop failed"
+		ref_stop
 		ftrace_stop
 		tracecmd_stop
 		disc=$(sed -n 's/.*"discarded_events": \([0-9]*\).*/\1/p' "$OUT/manifest.json")
@@ -390,6 +410,33 @@ lab_session() {
 		since_workload LATE_STARTED_AT
 		list_events
 	fi
+}
+
+# MEMSLOT_REF: the session "ref", kvm_memslot_change only, from before
+# the workload (created first: `lttng create lab` then makes "lab" the
+# current session again).
+ref_start() {
+	[ "${MEMSLOT_REF:-0}" = 1 ] || return 0
+	lttng create ref --output="$OUT/ref-trace" >/dev/null || { log "ref session: create failed"; return 1; }
+	lttng enable-channel -k -s ref refch --discard --subbuf-size=64K --num-subbuf=4 >/dev/null ||
+		{ log "ref session: enable-channel failed"; return 1; }
+	lttng enable-event -k -s ref -c refch kvm_memslot_change >/dev/null ||
+		{ log "ref session: enable-event kvm_memslot_change failed"; return 1; }
+	# pid: the VM's process (the state dump's vm_pid is the creator's).
+	lttng add-context -k -s ref -c refch -t pid -t tid -t procname >/dev/null ||
+		log "ref session: add-context failed"
+	lttng start ref >/dev/null || { log "ref session: start failed"; return 1; }
+	log "ref session: kvm_memslot_change into ref-trace, started"
+}
+
+# Stop and destroy "ref" after the lab's session stopped; sets ref_disc.
+ref_stop() {
+	[ "${MEMSLOT_REF:-0}" = 1 ] || return 0
+	timeout 60 lttng stop ref >/dev/null 2>&1 || log "ref session: stop failed or timed out"
+	ref_disc=$(lttng list ref 2>&1 | sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p' |
+		awk '{ n += $1 } END { if (NR) print n }')
+	timeout 60 lttng destroy ref >/dev/null
+	log "ref session stopped (discarded: ${ref_disc:-?})"
 }
 
 list_events() {
@@ -532,6 +579,7 @@ lab_stop() {
 	lost=$(sed -n 's/.*Lost packets: *\([0-9]*\).*/\1/p' "$OUT/lttng-list.txt" |
 		awk '{ n += $1 } END { if (NR) print n }')
 	log "lttng stopped"
+	ref_stop
 	timeout 60 lttng destroy lab >/dev/null
 	[ -z "${SNAPSHOT_AT:-}" ] || snapshot_to_trace
 }
@@ -594,6 +642,8 @@ $params
   "attach_after_s": ${ATTACH_AFTER:-null},
   "late_start": $(if [ -n "${ATTACH_AFTER:-}" ]; then echo "{\"workload_start_uptime_s\": ${WL_UP:-null}, \"create_at_s\": ${LATE_CREATE_AT:-null}, \"start_at_s\": ${LATE_START_AT:-null}, \"started_at_s\": ${LATE_STARTED_AT:-null}}"; else echo null; fi),
   "snapshot_at_s": ${SNAPSHOT_AT:-null},
+  "statedump": $([ "${STATEDUMP:-0}" = 1 ] && echo true || echo false),
+  "memslot_ref": $(if [ "${MEMSLOT_REF:-0}" = 1 ]; then echo "{\"session\": \"ref\", \"events\": \"kvm_memslot_change\", \"channel\": {\"name\": \"refch\", \"mode\": \"discard\", \"subbuf_size_kb\": 64, \"num_subbuf\": 4}, \"contexts\": \"pid,tid,procname\", \"discarded\": ${ref_disc:-null}, \"trace_dir\": \"ref-trace\"}"; else echo null; fi),
   "snapshot": $(if [ -n "${SNAPSHOT_AT:-}" ]; then echo "{\"workload_start_uptime_s\": ${WL_UP:-null}, \"record_at_s\": ${SNAP_RECORD_AT:-null}, \"recorded_at_s\": ${SNAP_RECORDED_AT:-null}, \"name\": $(json_str "${SNAP_NAME:-}"), \"per_cpu_buffer_kb\": $((SUBBUF_KB * NUM_SUBBUF))}"; else echo null; fi),
   "lost_packets": ${lost:-null},
   "workload_bin": $(json_str "${WORKLOAD_BIN:-$WORKLOAD}"),

@@ -19,6 +19,9 @@
 # A run.sh --perf run also gives perf-ctf.tar.xz (perf data convert
 # --to-ctf of perf.data, as perf-ctf/...) and perf-counts.txt
 # (babeltrace2's counts of it).
+# A run.sh --memslot-ref run also gives ref/: its ref-trace/ (the CTF
+# trace of the session "ref", kvm_memslot_change only) as it is, at most
+# 256 KiB; capture/lab/check-statedump.py DEST reads it.
 
 set -Eeuo pipefail
 [ $# -ge 2 ] || { sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 2; }
@@ -48,6 +51,12 @@ rm -f "$DEST/.bt.err"
 python3 "$(dirname "${BASH_SOURCE[0]}")/lab-manifest.py" "$SRC/manifest.json" \
 	>"$DEST/manifest.json"
 cp "$SRC/console.log" "$DEST/console.log"
+rm -rf "$DEST/ref"
+if [ -d "$SRC/ref-trace" ]; then
+	cp -r "$SRC/ref-trace" "$DEST/ref"
+	rsize=$(du -sk "$DEST/ref" | cut -f1)
+	[ "$rsize" -le 256 ] || { echo "ref/ is $rsize KiB (> 256 KiB)" >&2; exit 1; }
+fi
 rm -f "$DEST/perf-ctf.tar.xz" "$DEST/perf-counts.txt"
 if [ -d "$SRC/perf-ctf" ]; then
 	XZ_OPT=-9e tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
@@ -91,6 +100,10 @@ field_or_none() { local v; v=$(field "$1"); echo "${v:-none}"; }
 			"from $(field workload_bin) (channel uch0, per-UID buffers, contexts vtid,procname)"
 	fi
 	echo "- discarded events: $(field discarded_events)"
+	if [ -d "$DEST/ref" ]; then
+		echo "- ref/: the session \"ref\" (run.sh --memslot-ref): $(babeltrace2 "$DEST/ref" 2>/dev/null |
+			grep -c ' kvm_memslot_change: ') kvm_memslot_change from before the workload"
+	fi
 	echo "- events in trace: $(awk '{ n += $1 } END { print n + 0 }' "$DEST/event-counts.txt")"
 	echo
 	echo "Phase markers: \`syscall_entry_ioctl\` with fd = 4294967295 (-1, fails with"

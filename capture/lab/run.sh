@@ -128,6 +128,17 @@
 #                         --snapshot-at do not
 #                         combine with each other nor with --capture-tool,
 #                         --ust, --stats, --ftrace, --trace-cmd or --perf
+#   --memslot-ref         (patched kernels; meant with --attach-after) a
+#                         second, small kernel session "ref" (channel
+#                         refch, discard, 4 x 64 KiB per CPU), created and
+#                         started before the workload, records only
+#                         kvm_memslot_change and is stopped after the
+#                         lab's session; its trace is DIR/ref-trace (the
+#                         lab's session stays trace/).  Every memslot
+#                         change from the VM's creation on, to check a
+#                         late session's state dump against:
+#                         capture/lab/check-statedump.py DIR.
+#                         manifest.json: "memslot_ref"
 #   -- ARGS...            arguments for the workload (default per workload)
 #
 # Boots under TCG (qemu-system-x86_64 -accel tcg,thread=multi -cpu
@@ -141,6 +152,11 @@
 #
 # Default knobs: nxrecovery loads kvm with nx_huge_pages=force
 # nx_huge_pages_recovery_period_ms=1000 nx_huge_pages_recovery_ratio=4.
+# On a patched kernel the lab's session also records LTTng's state dump
+# at `lttng start`: lttng_statedump_start, lttng_statedump_end and, between
+# them, lttng_statedump_kvm_memslot, one per memslot of each running VM
+# (kernel-series: Linux patch 12, lttng-modules patch 6; none before the
+# workload's VM exists, its memslots with --attach-after).
 # Environment: MMUREPLAY_CACHE (lab in $MMUREPLAY_CACHE/lab, see build.sh);
 # MMUREPLAY_LAB_SIMULATE_HANG=1 makes guest-init.sh stop the workload and
 # itself after "workload start", silently: a simulated hang, to test the
@@ -163,7 +179,7 @@ shift
 KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
 TRACECMD=0 PERF=0 PROBES=lab ALLOW_VERIFY_FAIL=0 TRACECMD_ARGS=
 CAPTURE_TOOL=0 CAPTURE_ARGS=() STATS=0 HANG_AFTER=150
-ATTACH_AFTER= SNAPSHOT_AT= SNAP_KB=1024 HAVE_BUF_MB=0
+ATTACH_AFTER= SNAPSHOT_AT= SNAP_KB=1024 HAVE_BUF_MB=0 MEMSLOT_REF=0
 KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -189,6 +205,7 @@ while [ $# -gt 0 ]; do
 	--attach-after) ATTACH_AFTER=${2:?}; shift 2 ;;
 	--snapshot-at) SNAPSHOT_AT=${2:?}; shift 2 ;;
 	--snapshot-buf-kb) SNAP_KB=${2:?}; shift 2 ;;
+	--memslot-ref) MEMSLOT_REF=1; shift ;;
 	--) shift; WARGS=("$@"); HAVE_WARGS=1; break ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -223,6 +240,8 @@ KDIR=$FLAVOR
 [ "$BUF_MB" -ge 8 ] || { echo "run.sh: --buf-mb must be >= 8" >&2; exit 2; }
 [ "$FTRACE" -eq 0 ] || [ "$FLAVOR" = patched ] ||
 	{ echo "run.sh: --ftrace needs a patched kernel (the new events)" >&2; exit 2; }
+[ "$MEMSLOT_REF" -eq 0 ] || [ "$FLAVOR" = patched ] ||
+	{ echo "run.sh: --memslot-ref needs a patched kernel (kvm_memslot_change)" >&2; exit 2; }
 [ "$FTRACE" -eq 0 ] || [ "$TRACECMD" -eq 0 ] ||
 	{ echo "run.sh: --ftrace and --trace-cmd both want the top-level ftrace buffer" >&2; exit 2; }
 if ! [[ $FTRACE_KB =~ ^[0-9]+$ ]] || [ "$FTRACE_KB" -lt 4 ] || [ "$FTRACE_KB" -gt 262144 ]; then
@@ -353,6 +372,12 @@ if [ "$FLAVOR" = patched ]; then
 	cp -a "$LAB/$KDIR/root/lib/modules/$PREL" "$RUN/modules/"
 fi
 EVENTS="kvm_*"
+# Patched kernels: the state dump's memslots (lttng-probe-statedump).
+STATEDUMP=0
+if [ "$FLAVOR" = patched ]; then
+	STATEDUMP=1
+	EVENTS="$EVENTS lttng_statedump_start lttng_statedump_end lttng_statedump_kvm_memslot"
+fi
 for e in "${EXTRA_EVENTS[@]}"; do EVENTS="$EVENTS $e"; done
 KNOB_STR="${KNOBS[*]}"
 # The series' new events as SYSTEM/EVENT of tracefs (include/trace/events/kvm.h
@@ -392,6 +417,7 @@ fi
 	printf 'BUF_MB=%q\nSUBBUF_MB=%q\n' "$BUF_MB" "$SUBBUF_MB"
 	printf 'SUBBUF_KB=%q\nNUM_SUBBUF=%q\nCHANNEL_MODE=%q\n' "$SUBBUF_KB" "$NUM_SUBBUF" "$CH_MODE"
 	printf 'ATTACH_AFTER=%q\nSNAPSHOT_AT=%q\n' "$ATTACH_AFTER" "$SNAPSHOT_AT"
+	printf 'STATEDUMP=%q\nMEMSLOT_REF=%q\n' "$STATEDUMP" "$MEMSLOT_REF"
 	printf 'EVENTS=%q\n' "$EVENTS"
 	printf 'SYSCALLS=%q\n' "ioctl,mprotect,madvise"
 	printf 'TIMEOUT=%q\n' "$TIMEOUT"
@@ -416,13 +442,14 @@ truncate -s 1G "$WORK/out.img"
 echo "==> boot ($KERNEL kernel $(cat "$LAB/$KDIR/kernel.release"), $BIN ${WARGS[*]}; kvm:${KVM_PARAMS:- defaults})"
 [ -z "$ATTACH_AFTER" ] || echo "    late start: the session is created ${ATTACH_AFTER}s after the workload starts"
 [ -z "$SNAPSHOT_AT" ] || echo "    flight recorder: ${SNAP_KB} KiB per CPU, one snapshot ${SNAPSHOT_AT}s after the workload starts"
+[ "$MEMSLOT_REF" -eq 0 ] || echo "    memslot reference: session ref (kvm_memslot_change) from before the workload into ref-trace/"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 rm -rf "$OUT/trace" "$OUT/manifest.json" "$OUT/lab-manifest.json" "$OUT/console.log" "$OUT/workload.log" \
 	"$OUT/serial.log" "$OUT/event-counts.txt" "$OUT/verify.txt" \
 	"$OUT/ftrace.txt" "$OUT/ftrace-stats.txt" "$OUT/trace.dat" "$OUT/ftrace-text.txt" \
 	"$OUT/trace-report.txt" "$OUT/tracecmd.log" "$OUT/perf.data" "$OUT/perf-ctf" \
-	"$OUT/perf-counts.txt" "$OUT/perf.log" "$OUT/hang.txt" "$OUT/monitor.log"
+	"$OUT/perf-counts.txt" "$OUT/perf.log" "$OUT/hang.txt" "$OUT/monitor.log" "$OUT/ref-trace"
 # The QEMU monitor on a pipe chardev (MON.in / MON.out): the hang watch
 # sends it the SysRq keys.
 MON=$WORK/mon
@@ -499,6 +526,18 @@ if command -v babeltrace2 >/dev/null; then
 		fi
 	fi
 	sed 's/^/    /' "$OUT/verify.txt"
+	if [ "$STATEDUMP" -eq 1 ]; then
+		echo "    state dump: $(awk '$2 == "lttng_statedump_kvm_memslot:" { n = $1 } END { print n + 0 }' \
+			"$OUT/event-counts.txt" 2>/dev/null) lttng_statedump_kvm_memslot"
+	fi
+	if [ "$MEMSLOT_REF" -eq 1 ]; then
+		if [ -d "$OUT/ref-trace" ]; then
+			echo "    ref-trace: $(babeltrace2 "$OUT/ref-trace" 2>/dev/null | grep -c kvm_memslot_change) kvm_memslot_change" \
+				"(check: capture/lab/check-statedump.py $OUT)"
+		else
+			echo "    warning: --memslot-ref but no ref-trace/ (see $OUT/console.log)"
+		fi
+	fi
 fi
 if [ "$FTRACE" -eq 1 ]; then
 	if [ -f "$OUT/ftrace.txt" ]; then
