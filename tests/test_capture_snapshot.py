@@ -81,6 +81,11 @@ check(len(snapshots(d)) == 1 and
       manifest(d)["trace"]["snapshot"] == {"on_latency_us": None,
                                            "records": 1},
       "one snapshot on request: %s" % snapshots(d))
+# The channel the start made, not the defaults (stop is another run).
+check((manifest(d)["trace"]["kernel_subbuf_size"],
+       manifest(d)["trace"]["kernel_num_subbuf"]) == ("4K", 2),
+      "the manifest gives the channel start made: %s"
+      % manifest(d)["trace"])
 
 # SIGUSR1 to 'record' while its command runs.
 d = os.path.join(work, "signal")
