@@ -61,7 +61,8 @@ check(fid["check_kind"] == {
     "nx_recovered": "predicted" if fid["observed_how"]["nx_recovered"] ==
     "measured" else "unchecked"}, "check kinds %s" % fid["check_kind"])
 check(set(fid["exempt"]) == {"invalidation_window", "nx_recovery_batch",
-                             "set_memory_region", "dirty_log_ioctl"} and
+                             "set_memory_region", "dirty_log_ioctl",
+                             "racing_vcpu"} and
       fid["exempt_share"] == sum(fid["exempt"].values()) / max(nfaults, 1)
       and fid["exempt_share"] <= 0.05 and all(fid["verdict"].values()),
       "exemptions counted and bounded: %s" % fid["exempt"])

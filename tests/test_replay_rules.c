@@ -90,6 +90,7 @@
 #define VCPU 100        /* vCPU thread */
 #define VMM 200         /* VMM thread doing mprotect / uffd */
 #define WORKER 300      /* kvm-nx-lpage-recovery */
+#define VCPU2 400       /* a second vCPU thread */
 #define HVA 0x7f0000000000ULL
 
 /* NPT leaf values as the lab traces them. */
@@ -500,6 +501,83 @@ static void test_state_dump_memslots(void)
 	CHECK(run(&policy_nx_skip_dirty, &r) == REPLAY_OK);
 	CHECK(!r.began_mid_run && r.memslots_dumped == 0 &&
 	      r.zaps[ZAP_NX_RECOVERY] == 0 && r.zaps_kept == 1);
+	replay_result_free(&r);
+}
+
+/*
+ * Two vCPUs fault on one page (kvm_page_table_test with 2 vCPUs): the
+ * second vCPU's NPF was taken before the first installed the leaf, its
+ * fault is traced after.  Exempt as racing_vcpu when the install came
+ * after the faulting vCPU's last entry; a mismatch when it came before
+ * (the vCPU entered with the leaf there), when the faulting vCPU made
+ * the leaf itself, or with the rule off.
+ */
+static void vcpu_fault(int tid, uint64_t gfn, uint64_t err)
+{
+	struct model_event *e = ev(MEV_FAULT, tid);
+
+	e->u.fault.gpa = gfn << 12;
+	e->u.fault.error_code = err | (1ULL << 32);
+}
+
+static void race_scenario(int enter_after_install)
+{
+	nev = 0;
+	ev(MEV_VCPU_ENTRY, VCPU);
+	ev(MEV_VCPU_ENTRY, VCPU2);
+	vcpu_fault(VCPU2, 9, MEV_PFERR_USER);
+	spte(VCPU2, 1, 9, 0, RO_4K);
+	ev(MEV_VCPU_ENTRY, VCPU2);
+	if (enter_after_install) {
+		vcpu_fault(VCPU, 3, MEV_PFERR_USER);
+		spte(VCPU, 1, 3, 0, RO_4K);
+		entry();
+	}
+	vcpu_fault(VCPU, 9, MEV_PFERR_USER);    /* the leaf is there */
+	entry();
+	/* A write needs what the read-only leaf does not give: a real
+	 * fault, whoever installed the leaf. */
+	vcpu_fault(VCPU, 9, MEV_PFERR_USER | MEV_PFERR_WRITE);
+	spte(VCPU, 1, 9, RO_4K, RW_4K);
+	entry();
+}
+
+static void test_racing_vcpus(void)
+{
+	struct replay_result r;
+
+	race_scenario(0);
+	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
+	CHECK(r.mismatches_total == 0 && r.faults_observed == 3 &&
+	      r.faults_exempt[EXEMPT_RACING_VCPU] == 1);
+	replay_result_free(&r);
+
+	rules_off = 1u << RULE_RACING_VCPU;
+	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
+	CHECK(r.mismatches_total == 1 &&
+	      r.mismatches[0].kind == MISMATCH_FAULT_NOT_REQUIRED &&
+	      r.faults_exempt[EXEMPT_RACING_VCPU] == 0);
+	replay_result_free(&r);
+	rules_off = 0;
+
+	race_scenario(1);
+	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
+	CHECK(r.mismatches_total == 1 &&
+	      r.mismatches[0].kind == MISMATCH_FAULT_NOT_REQUIRED &&
+	      r.faults_exempt[EXEMPT_RACING_VCPU] == 0);
+	replay_result_free(&r);
+
+	/* The vCPU's own install, then its fault on it: not a race. */
+	nev = 0;
+	ev(MEV_VCPU_ENTRY, VCPU);
+	ev(MEV_VCPU_ENTRY, VCPU2);
+	vcpu_fault(VCPU, 9, MEV_PFERR_USER);
+	spte(VCPU, 1, 9, 0, RO_4K);
+	vcpu_fault(VCPU, 9, MEV_PFERR_USER);
+	entry();
+	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
+	CHECK(r.mismatches_total == 1 &&
+	      r.faults_exempt[EXEMPT_RACING_VCPU] == 0);
 	replay_result_free(&r);
 }
 
@@ -1738,6 +1816,7 @@ static const struct scenario {
 	{ "perm_upgrade_avoids_read_refault", test_perm_upgrade },
 	{ "late_capture_reveals", test_late_capture },
 	{ "state_dump_memslots", test_state_dump_memslots },
+	{ "racing_vcpus", test_racing_vcpus },
 	{ "perm_upgrade_zaps_restriction", test_restriction_is_not_kept },
 	{ "perm_upgrade_inferred_restriction_zapped",
 	  test_stock_mprotect_restriction },

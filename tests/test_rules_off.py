@@ -67,6 +67,9 @@ as checking them):
                       (seen once in a 2.3 M-event bgsnapshot capture);
                       no fixture has one; the lab test lab_selfcheck_scale
                       records such runs
+  racing_vcpu         needs two vCPUs faulting on one page, one's fault
+                      traced after the other's install; no bundled
+                      capture has one (test_replay_rules racing_vcpus)
 """
 import json
 import os
@@ -161,7 +164,7 @@ check(sum(off["exempt"].values()) > sum(on["exempt"].values()),
 
 # The rules no capture sees: switching them off changes no verdict
 # (if one does, move it above and say where).
-for rules in ("fast_fault", "stock_race"):
+for rules in ("fast_fault", "stock_race", "racing_vcpu"):
     for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612, RL612):
         rc, f = fidelity(name, rules)
         check(rc == 0, "%s off: %s still passes (update the docstring)"

@@ -417,6 +417,7 @@ enum replay_status replay_run_scanned(struct source *src,
 	tdp_init(&e.tdp_zapmark, e.fmt);
 	tdp_init(&e.tdp_kvmdirty, e.fmt);
 	u64map_init(&e.nx_traced.split_map);
+	u64map_init(&e.leaf_grants);
 	u64map_init(&e.nx_policy.split_map);
 	e.scan = scan;
 	e.tdp_obs.ignore_reachability =
@@ -477,6 +478,7 @@ end:
 	tdp_free(&e.tdp_zapmark);
 	tdp_free(&e.tdp_kvmdirty);
 	u64map_free(&e.nx_traced.split_map);
+	u64map_free(&e.leaf_grants);
 	u64map_free(&e.nx_policy.split_map);
 	if (st != REPLAY_OK)
 		replay_result_free(res);

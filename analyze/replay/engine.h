@@ -82,7 +82,10 @@
 	/* KVM_SET_USER_MEMORY_REGION (huge page collapse) */ \
 	X(EXEMPT_SET_REGION, "set_memory_region") \
 	/* KVM_GET_DIRTY_LOG / KVM_CLEAR_DIRTY_LOG write-protecting leaves */ \
-	X(EXEMPT_DIRTY_LOG, "dirty_log_ioctl")
+	X(EXEMPT_DIRTY_LOG, "dirty_log_ioctl") \
+	/* another thread made the leaf let the access through after this \
+	 * vCPU last entered the guest (engine_fault.c fault_raced()) */ \
+	X(EXEMPT_RACING_VCPU, "racing_vcpu")
 
 /*
  * The model's rules that a test can switch off (replay_opts.rules_off,
@@ -137,7 +140,11 @@
 	/* a vCPU sees a memslot's new flags from the swap early in
 	 * KVM_SET_USER_MEMORY_REGION, not from the event traced at its
 	 * commit (scan.h struct scan_flip) */ \
-	X(RULE_SLOT_SWAP, "slot_swap")
+	X(RULE_SLOT_SWAP, "slot_swap") \
+	/* a fault on a leaf another thread made let the access through \
+	 * after this vCPU entered the guest was taken before that change \
+	 * (engine_fault.c fault_raced()) */ \
+	X(RULE_RACING_VCPU, "racing_vcpu")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

@@ -25,6 +25,90 @@ static int permits(const struct spte_format *f, uint64_t spte, uint64_t err)
 }
 
 /*
+ * Racing vCPUs.  A vCPU's NPF is taken in the guest; its kvm_page_fault
+ * tracepoint fires only after the exit (npf_interception(),
+ * handle_ept_violation()).  In between, another vCPU faulting on the
+ * same page may install the leaf, or the fast path fix it
+ * (kvm_tdp_mmu_map(), fast_page_fault()), and trace that first: the
+ * fault then finds a leaf that lets its access through, and KVM retries
+ * it as spurious.  Such a fault is explained when the leaf's last change
+ * that let the fault's access through was made by another thread after
+ * this vCPU's last entry into the guest (RULE_RACING_VCPU): exempt, and
+ * counted in the exempt share.  One leaf's grant is packed in a u64:
+ * seq << GRANT_SEQ_SHIFT | accesses << GRANT_TID_BITS | tid (a tid is
+ * below 2^22, PID_MAX_LIMIT; a seq beyond 2^37 is not kept).
+ */
+#define GRANT_TID_BITS 24
+#define GRANT_SEQ_SHIFT (GRANT_TID_BITS + 3)
+#define GRANT_READ 1u
+#define GRANT_WRITE 2u
+#define GRANT_FETCH 4u
+
+/* The accesses spte lets through (GRANT_*); none unless it is a leaf. */
+static unsigned leaf_accesses(const struct spte_format *f, int leaf,
+			      uint64_t spte)
+{
+	if (!leaf || !spte_readable(f, spte))
+		return 0;
+	return GRANT_READ | (spte_writable(f, spte) ? GRANT_WRITE : 0) |
+		(spte_executable(f, spte) ? GRANT_FETCH : 0);
+}
+
+static uint64_t grant_key(int level, uint64_t gfn)
+{
+	return (uint64_t)level << 56 | tdp_align(gfn, level);
+}
+
+void fault_vcpu_seen(struct engine *e, struct thread_ctx *t)
+{
+	if (t->is_vcpu)
+		return;
+	t->is_vcpu = 1;
+	e->vcpu_threads++;
+}
+
+void fault_leaf_granted(struct engine *e, int32_t tid, uint64_t seq,
+			int level, uint64_t gfn, int was_leaf, uint64_t old,
+			uint64_t new)
+{
+	unsigned had = leaf_accesses(e->fmt, was_leaf, old);
+	unsigned granted = leaf_accesses(e->fmt, 1, new) & ~had;
+
+	if (e->vcpu_threads < 2 || !granted ||
+	    seq >> (64 - GRANT_SEQ_SHIFT))
+		return;
+	if (u64map_put(&e->leaf_grants, grant_key(level, gfn),
+		       seq << GRANT_SEQ_SHIFT |
+		       (uint64_t)granted << GRANT_TID_BITS |
+		       ((uint32_t)tid & ((1u << GRANT_TID_BITS) - 1))) < 0)
+		e->nomem = 1;
+}
+
+/*
+ * Returns 1 when the fault of vCPU t (event ev, access err) on the leaf
+ * (level, gfn) that lets it through raced the change that made the leaf
+ * do so: another thread's, traced after t's last entry (any, when no
+ * entry of t is traced: it entered before the capture).
+ */
+static int fault_raced(const struct engine *e, const struct thread_ctx *t,
+		       const struct model_event *ev, int level, uint64_t gfn,
+		       uint64_t err)
+{
+	const struct u64map_slot *s;
+	unsigned need = GRANT_READ | (err & MEV_PFERR_WRITE ? GRANT_WRITE : 0) |
+		(err & MEV_PFERR_FETCH ? GRANT_FETCH : 0);
+	uint32_t tid;
+
+	if (!engine_rule(e, RULE_RACING_VCPU) || !t->is_vcpu ||
+	    !(s = u64map_find(&e->leaf_grants, grant_key(level, gfn))))
+		return 0;
+	tid = (uint32_t)(s->val & ((1u << GRANT_TID_BITS) - 1));
+	return tid != ((uint32_t)ev->tid & ((1u << GRANT_TID_BITS) - 1)) &&
+		(s->val >> GRANT_SEQ_SHIFT) > t->entry_seq &&
+		((s->val >> GRANT_TID_BITS) & need & 7) != 0;
+}
+
+/*
  * A zap under the read lock freezes the entry before anything is traced
  * (tdp_mmu_zap_spte_atomic(): FROZEN_SPTE, the TLB flush of its range,
  * then the non-present value and the spte_changed event).  A vCPU that
@@ -328,7 +412,10 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 	/* Self-check: the traced state must require this fault. */
 	level = tdp_leaf(&e->tdp_obs, 0, gfn, &spte);
 	allowed = level && permits(e->fmt, spte, err);
-	if (allowed)
+	if (allowed && fault_raced(e, t, ev, level, gfn, err)) {
+		r->faults_predicted++;
+		r->faults_exempt[EXEMPT_RACING_VCPU]++;
+	} else if (allowed)
 		fault_defer(e, t, ev, gfn, err);
 	else if (!level && r->began_mid_run &&
 		 !tdp_path_known(&e->tdp_obs, 0, gfn))
@@ -407,8 +494,11 @@ void engine_on_fast_fault(struct engine *e, const struct model_event *ev)
 	uint64_t gfn = mev_gpa_to_gfn(ev->u.fault.gpa), spte;
 	int level = tdp_leaf(&e->tdp_obs, 0, gfn, &spte);
 
-	if (level && spte == ev->fast_old && engine_rule(e, RULE_FAST_FAULT) &&
-	    tdp_set(&e->tdp_obs, 0, level, gfn, ev->fast_new) < 0)
+	if (!level || spte != ev->fast_old || !engine_rule(e, RULE_FAST_FAULT))
+		return;
+	fault_leaf_granted(e, ev->tid, ev->seq, level, gfn, 1, spte,
+			   ev->fast_new);
+	if (tdp_set(&e->tdp_obs, 0, level, gfn, ev->fast_new) < 0)
 		e->nomem = 1;
 }
 
@@ -416,6 +506,7 @@ void engine_on_vcpu_exit(struct engine *e, struct thread_ctx *t,
 			 const struct model_event *ev)
 {
 	engine_ctx_close(e, t);
+	fault_vcpu_seen(e, t);
 	if (ev->u.vcpu.reason == e->opts->npf_exit_reason)
 		t->npf_exit_ts = ev->ts;
 }

@@ -158,6 +158,10 @@ struct thread_ctx {
 	int fresh;
 	int fresh_counted;              /* in contexts_before (engine.h) */
 	int64_t npf_exit_ts;            /* 0: not in an NPF exit */
+	/* A vCPU thread (it traced an entry or an exit), and the seq of
+	 * its last entry into the guest (0: none traced yet). */
+	int is_vcpu;
+	uint64_t entry_seq;
 	int64_t contention_ts;          /* 0: not waiting for a lock */
 	int in_setregion;               /* KVM_SET_USER_MEMORY_REGION */
 	int in_dirtylog;                /* KVM_{GET,CLEAR}_DIRTY_LOG */
@@ -312,6 +316,12 @@ struct engine {
 	unsigned nreplaced;
 	struct pending_fault *pending;  /* faults not judged yet */
 	size_t npending, cappending;
+	/* Per leaf (level, gfn), its last change that let an access
+	 * through: its seq, the accesses it let through, its thread
+	 * (engine_fault.c fault_leaf_granted()); kept from when a second
+	 * vCPU thread shows, before which no two vCPUs can race. */
+	struct u64map leaf_grants;
+	int vcpu_threads;
 	int nomem;
 };
 
@@ -402,6 +412,14 @@ void fault_pending_thread_event(struct engine *e, struct thread_ctx *t);
 void fault_frozen_begin(struct engine *e, struct thread_ctx *t,
 			const struct model_event *ev);
 void fault_frozen_end(struct engine *e, struct thread_ctx *t);
+/* Thread tid changed the leaf (level, gfn) of address space 0 from old
+ * to new at seq (was_leaf: old was a present leaf): remember which
+ * accesses it newly let through, for fault_raced(). */
+void fault_leaf_granted(struct engine *e, int32_t tid, uint64_t seq,
+			int level, uint64_t gfn, int was_leaf, uint64_t old,
+			uint64_t new);
+/* A thread traced a vCPU entry or exit: count it as a vCPU. */
+void fault_vcpu_seen(struct engine *e, struct thread_ctx *t);
 
 /* engine_nx.c */
 void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,

@@ -183,6 +183,8 @@ void engine_on_vcpu_entry(struct engine *e, struct thread_ctx *t,
 	int64_t o;
 
 	engine_ctx_close(e, t);
+	fault_vcpu_seen(e, t);
+	t->entry_seq = ev->seq;
 	if (!t->npf_exit_ts)
 		return;
 	/* Stock kernels: the part of an NPF exit that overlaps a
