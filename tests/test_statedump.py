@@ -19,7 +19,7 @@ Checked:
   - the self-check passes and capture_start.memslots_state_dump counts
     the slots the dump listed before any traced change of theirs (the
     dump runs at the session's start, before any change in the trace
-    here);
+    here); the HTML report says the dump listed them;
 What this cannot catch: a VM other than the workload's (the lab runs
 one; the model has no VM dimension yet); a change racing the dump (none
 in these captures); the dump's effect on a what-if: in these captures
@@ -94,6 +94,12 @@ check(start["began_mid_run"], "began mid-run")
 check(start["memslots_state_dump"] == len(listed),
       "memslots_state_dump %d == %d listed" % (start["memslots_state_dump"],
                                                len(listed)))
+html = os.path.join(work, "report.html")
+r = run([mmr, "report", db, "-o", html])
+check(r.returncode == 0, "report: " + r.stderr)
+with open(html) as fp:
+    check("state dump listed the memslots" in fp.read(),
+          "the report says the state dump listed the memslots")
 print("%d memslots dumped, equal to the ioctls' (%d changes before)" %
       (len(listed), changes))
 finish()

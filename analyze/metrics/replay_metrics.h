@@ -105,6 +105,8 @@
 	X(RM_REVEALED_NX_RECOVERED, "revealed.nx_recovered", \
 	  r->nx_recovered_revealed, RM_SELF_CHECK) \
 	X(RM_WARMUP_S, "warmup_s", replay_warmup_s(r), RM_SELF_CHECK) \
+	X(RM_MEMSLOTS_STATE_DUMP, "memslots_state_dump", \
+	  r->memslots_dumped, RM_SELF_CHECK) \
 	X(RM_MISMATCHES, "mismatches", r->mismatches_total, RM_SELF_CHECK) \
 	X(RM_EXEMPT_WINDOW, "exempt.invalidation_window", \
 	  r->faults_exempt[EXEMPT_WINDOW], RM_SELF_CHECK) \

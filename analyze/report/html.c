@@ -333,7 +333,13 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 			"and judged by nothing; the model knew every entry "
 			"it needed from %.3f s on (its warm-up).  A what-if "
 			"figure can differ from a whole capture's by up to "
-			"what was revealed.</p>\n", b->m.v[RM_WARMUP_S]);
+			"what was revealed.  %s</p>\n", b->m.v[RM_WARMUP_S],
+			b->m.v[RM_MEMSLOTS_STATE_DUMP] > 0 ?
+			"LTTng's state dump listed the memslots that existed "
+			"before it." :
+			"No state dump lists the memslots: one from before "
+			"the capture is known once it changes (patched "
+			"kernel) or inferred (stock).");
 	fprintf(o, "<table><tr><th>metric</th><th>observed</th>%s"
 		"<th>predicted</th><th>check</th></tr>\n",
 		mid ? "<th>revealed</th>" : "");
