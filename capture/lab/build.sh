@@ -436,6 +436,82 @@ for v in "${KVERS[@]}"; do
 	done_step "$kv in $(basename "$d")/"
 done
 
+# ------------------------------------------------------- KVM selftests
+# KVM's own selftests (tools/testing/selftests/kvm) of each kernel's
+# source tree, the one check.sh unpacked ($CACHE/ks/VER/linux), built on
+# the host for x86_64 and linked statically (the host's glibc; nothing
+# to match in the rootfs).  Their uapi headers come from `make
+# headers_install` into an object tree of their own: the source tree
+# stays clean for check.sh's O= build.  Built in $LAB/src/selftests-VER,
+# installed stripped into the rootfs as /opt/kvm-selftests/VER/ (not
+# under /lab: the run disk is mounted there) with BUILD-STATUS, the
+# tests that built and those that did not (make -k: the rest builds).
+# Stamp: the git trees of tools/ and the uapi headers, and the flags.
+SELFTEST_FLAGS="EXTRA_CFLAGS=-static"
+selftests_build() {
+	local v=$1 linux=$CACHE/ks/$1/linux s d log want stamp t built=() failed=()
+	s=$LAB/src/selftests-$v
+	d=$ROOT/opt/kvm-selftests/$v
+	log=$LAB/logs/selftests-$v.log
+	stamp=$(cd "$linux" && git rev-parse HEAD:tools HEAD:include/uapi HEAD:arch/x86/include/uapi \
+		2>/dev/null | tr '\n' ' ')
+	[ -n "$stamp" ] || stamp="nogit $(find "$linux/tools/testing/selftests/kvm" -newer "$linux/Makefile" | wc -l)"
+	stamp="$stamp$SELFTEST_FLAGS"
+	if [ "$(cat "$d/.stamp" 2>/dev/null)" = "$stamp" ]; then
+		SELFTEST_DESC="cached: $(grep -c '^built ' "$d/BUILD-STATUS" || true) built, $(grep -c '^failed ' "$d/BUILD-STATUS" || true) failed"
+		return 0
+	fi
+	rm -rf "$s"
+	mkdir -p "$s"
+	"${NICE[@]}" make -s -C "$linux" O="$s/obj" INSTALL_HDR_PATH="$s/hdr" headers_install \
+		>"$log" 2>&1 || die "headers_install of $linux failed ($log)"
+	local mk=("${NICE[@]}" make -C "$linux/tools/testing/selftests/kvm"
+		OUTPUT="$s/out" LINUX_HDR_PATH="$s/hdr/include/" KHDR_INCLUDES="-isystem $s/hdr/include"
+		"$SELFTEST_FLAGS")
+	# The x86_64 test programs (lib.mk prefixes them with OUTPUT).
+	want=$("${mk[@]}" -s -f Makefile -f <(printf 'lab-progs:\n\t@echo $(TEST_GEN_PROGS)\n') lab-progs 2>>"$log")
+	[ -n "$want" ] || die "no test programs in $linux/tools/testing/selftests/kvm ($log)"
+	"${mk[@]}" -k -j"$JOBS" >>"$log" 2>&1 || true
+	rm -rf "$d"
+	mkdir -p "$d"
+	for t in $want; do
+		t=${t#"$s/out/"}
+		if [ -x "$s/out/$t" ]; then
+			mkdir -p "$d/$(dirname "$t")"
+			strip -o "$d/$t" "$s/out/$t"
+			built+=("$t")
+		else
+			failed+=("$t")
+		fi
+	done
+	[ "${#built[@]}" -gt 0 ] || die "no KVM selftest built ($log)"
+	{
+		echo "# KVM selftests of $(cd "$linux" && git describe --always --tags 2>/dev/null || echo "$linux")"
+		echo "# (make -C tools/testing/selftests/kvm $SELFTEST_FLAGS; build log: logs/selftests-$v.log)"
+		for t in "${built[@]}"; do echo "built $t"; done
+		for t in "${failed[@]}"; do
+			# Its first compiler or linker error, made again alone.
+			"${mk[@]}" "$s/out/$t" >"$s/failed.log" 2>&1 || true
+			cat "$s/failed.log" >>"$log"
+			echo "failed $t: $(grep -m1 -E 'error|undefined reference' "$s/failed.log" |
+				sed -E "s,$s/,,g; s,^.*/tools/testing/selftests/kvm/,," | cut -c1-200)"
+		done
+	} >"$d/BUILD-STATUS"
+	echo "$stamp" >"$d/.stamp"
+	rm -f "$LAB/rootfs.ext4"
+	SELFTEST_DESC="${#built[@]} built, ${#failed[@]} failed${failed:+ (${failed[*]})}"
+}
+for v in "${KVERS[@]}"; do
+	[ -n "${WANT_STOCK[$v]:-}${WANT_PATCHED[$v]:-}" ] || continue
+	step "KVM selftests $v"
+	if [ ! -d "$CACHE/ks/$v/linux/tools/testing/selftests/kvm" ]; then
+		done_step "skipped: no $CACHE/ks/$v/linux (kernel-series/check.sh --kernel $v unpacks it)"
+		continue
+	fi
+	selftests_build "$v"
+	done_step "/opt/kvm-selftests/$v: $SELFTEST_DESC"
+done
+
 # ---------------------------------------------------------- rootfs image
 step "rootfs image"
 # The guest's init is a stub that mounts the run disk and runs its script.

@@ -9,7 +9,8 @@
 # SUBBUF_MB, SUBBUF_KB, NUM_SUBBUF, CHANNEL_MODE, EVENTS, SYSCALLS,
 # TIMEOUT, FTRACE_EVENTS, FTRACE_KB, WORKLOAD_BIN, UST, UST_EVENTS,
 # UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS, STATS, ATTACH_AFTER,
-# SNAPSHOT_AT, STATEDUMP, MEMSLOT_REF, SIMULATE_HANG.  Loads kvm/kvm_amd
+# SNAPSHOT_AT, STATEDUMP, MEMSLOT_REF, SELFTEST, SELFTEST_ARGS,
+# SELFTEST_PATH, SELFTEST_SRC, HUGEPAGES, SIMULATE_HANG.  Loads kvm/kvm_amd
 # with the parameters, records the workload with an LTTng kernel session,
 # and writes to the raw output disk /dev/vdc a tar of /out: trace/ (CTF),
 # manifest.json (workload_rc 124 = timeout, 125 = stuck after its RESULT line),
@@ -71,6 +72,13 @@
 # state dump at `lttng start` records lttng_statedump_kvm_memslot (one
 # per memslot of each running VM, kernel-series lttng-modules patch 6)
 # between lttng_statedump_start and lttng_statedump_end.
+#
+# SELFTEST=TEST (run.sh selftest TEST): the workload is KVM's selftest
+# SELFTEST_PATH (/opt/kvm-selftests/SERIES/TEST in the rootfs, built by
+# build.sh) with SELFTEST_ARGS, run like a workload binary (in /out,
+# output in workload.log); the manifest gets "selftest".  HUGEPAGES=N:
+# N 2 MiB hugetlb pages are reserved before the workload (manifest
+# "hugepages": asked and reserved).
 #
 # MEMSLOT_REF=1 (run.sh --memslot-ref): a second kernel session "ref"
 # (channel refch, discard, 4 x 64 KiB per CPU, kvm_memslot_change only,
@@ -300,6 +308,11 @@ main() {
 	kvm_params | sed 's/^/LAB-param: /'
 	log "thp: $(cat /sys/kernel/mm/transparent_hugepage/enabled) defrag: $(cat /sys/kernel/mm/transparent_hugepage/defrag)"
 	[ -c /dev/kvm ] || { log "no /dev/kvm"; return 1; }
+	if [ -n "${HUGEPAGES:-}" ]; then
+		echo "$HUGEPAGES" >/proc/sys/vm/nr_hugepages
+		read -r HP_RESERVED </proc/sys/vm/nr_hugepages
+		log "hugetlb: $HP_RESERVED of $HUGEPAGES 2 MiB pages reserved"
+	fi
 
 	# LTTng: load the tracer and the probes we need (the TDP MMU probe is
 	# not in lttng-sessiond's default list), then only those.
@@ -506,7 +519,9 @@ run_workload() {
 	now_cs WL_CS
 	printf -v WL_UP '%d.%02d' $((WL_CS / 100)) $((WL_CS % 100))
 	# shellcheck disable=SC2086
-	if [ "${UST:-0}" = 1 ]; then
+	if [ -n "${SELFTEST:-}" ]; then
+		"$SELFTEST_PATH" $SELFTEST_ARGS >"$OUT/workload.log" 2>&1 &
+	elif [ "${UST:-0}" = 1 ]; then
 		LTTNG_UST_REGISTER_TIMEOUT=30000 LTTNG_UST_ALLOW_BLOCKING=1 \
 			"$LAB/bin/${WORKLOAD_BIN:-$WORKLOAD}" $WORKLOAD_ARGS >"$OUT/workload.log" 2>&1 &
 	else
@@ -646,7 +661,9 @@ $params
   "memslot_ref": $(if [ "${MEMSLOT_REF:-0}" = 1 ]; then echo "{\"session\": \"ref\", \"events\": \"kvm_memslot_change\", \"channel\": {\"name\": \"refch\", \"mode\": \"discard\", \"subbuf_size_kb\": 64, \"num_subbuf\": 4}, \"contexts\": \"pid,tid,procname\", \"discarded\": ${ref_disc:-null}, \"trace_dir\": \"ref-trace\"}"; else echo null; fi),
   "snapshot": $(if [ -n "${SNAPSHOT_AT:-}" ]; then echo "{\"workload_start_uptime_s\": ${WL_UP:-null}, \"record_at_s\": ${SNAP_RECORD_AT:-null}, \"recorded_at_s\": ${SNAP_RECORDED_AT:-null}, \"name\": $(json_str "${SNAP_NAME:-}"), \"per_cpu_buffer_kb\": $((SUBBUF_KB * NUM_SUBBUF))}"; else echo null; fi),
   "lost_packets": ${lost:-null},
-  "workload_bin": $(json_str "${WORKLOAD_BIN:-$WORKLOAD}"),
+  "workload_bin": $(json_str "${SELFTEST_PATH:-${WORKLOAD_BIN:-$WORKLOAD}}"),
+  "selftest": $(if [ -n "${SELFTEST:-}" ]; then echo "{\"name\": $(json_str "$SELFTEST"), \"args\": $(json_str "$SELFTEST_ARGS"), \"path\": $(json_str "$SELFTEST_PATH"), \"source\": $(json_str "${SELFTEST_SRC:-}"), \"linkage\": \"static\"}"; else echo null; fi),
+  "hugepages": $(if [ -n "${HUGEPAGES:-}" ]; then echo "{\"page_kb\": 2048, \"asked\": $HUGEPAGES, \"reserved\": ${HP_RESERVED:-null}}"; else echo null; fi),
   "ust": $(if [ "${UST:-0}" = 1 ]; then echo "{\"channel\": {\"name\": \"uch0\", \"mode\": \"discard\", \"buffers\": \"per-uid\", \"subbuf_size_mb\": 1, \"per_cpu_buffer_mb\": ${UST_BUF_MB:-8}}, \"events\": $(json_str "${UST_EVENTS:-mmureplay:*}"), \"contexts\": \"vtid,procname\", \"trace_dir\": \"trace/ust\"}"; else echo null; fi),
   "discarded_events": ${disc:-null},
   "ftrace": $(if [ "$FTRACE_ON" = 1 ]; then echo "{\"events\": $(json_str "$FTRACE_EVENTS"), \"buffer_size_kb\": ${FTRACE_KB:-65536}, \"trace_clock\": \"mono\", \"file\": \"ftrace.txt\"}"; else echo null; fi),

@@ -4,8 +4,27 @@
 # run.sh - record one workload in the mmureplay QEMU TCG lab.
 #
 # Usage: capture/lab/run.sh WORKLOAD [options] [-- WORKLOAD_ARGS...]
+#        capture/lab/run.sh selftest TEST [options] [-- TEST_ARGS...]
 #
 #   WORKLOAD              basic | bgsnapshot | nxrecovery (capture/workloads/)
+#   selftest TEST         one of KVM's own selftests instead
+#                         (tools/testing/selftests/kvm of the booted
+#                         kernel's series, built by build.sh into the
+#                         rootfs as /opt/kvm-selftests/SERIES/; TEST is its
+#                         path there, e.g. kvm_page_table_test or
+#                         x86_64/nx_huge_pages_test; BUILD-STATUS there
+#                         lists what built), run with TEST_ARGS inside the
+#                         same LTTng session as a workload.  manifest.json:
+#                         workload "selftest", workload_args "TEST
+#                         TEST_ARGS", and "selftest" (name, args, path,
+#                         the source it was built from).  Default output
+#                         ./lab-out/selftest-TEST-KERNEL
+#   --hugepages N         reserve N 2 MiB hugetlb pages
+#                         (/proc/sys/vm/nr_hugepages) before the workload;
+#                         a selftest whose TEST_ARGS name a hugetlb backing
+#                         (-s anonymous_hugetlb..., shared_hugetlb) gets
+#                         256 (512 MiB of the guest's 2 GiB) unless given.
+#                         manifest.json: "hugepages" (asked, reserved)
 #   --kernel KERNEL       stock (default): Debian's 6.1 kernel; patched:
 #                         the patched 6.1 kernel staged by build.sh
 #                         --kernel patched; 6.12: Debian's 6.12 kernel
@@ -176,6 +195,14 @@ usage() { sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 case $1 in -h|--help) usage; exit 0 ;; esac
 WORKLOAD=$1
 shift
+SELFTEST= HUGEPAGES=
+if [ "$WORKLOAD" = selftest ]; then
+	case ${1:-} in
+	''|-*) echo "run.sh: selftest TEST: which test (see BUILD-STATUS in the rootfs's /opt/kvm-selftests/SERIES/)" >&2; exit 2 ;;
+	esac
+	SELFTEST=$1
+	shift
+fi
 KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
 TRACECMD=0 PERF=0 PROBES=lab ALLOW_VERIFY_FAIL=0 TRACECMD_ARGS=
 CAPTURE_TOOL=0 CAPTURE_ARGS=() STATS=0 HANG_AFTER=150
@@ -206,6 +233,7 @@ while [ $# -gt 0 ]; do
 	--snapshot-at) SNAPSHOT_AT=${2:?}; shift 2 ;;
 	--snapshot-buf-kb) SNAP_KB=${2:?}; shift 2 ;;
 	--memslot-ref) MEMSLOT_REF=1; shift ;;
+	--hugepages) HUGEPAGES=${2:?}; shift 2 ;;
 	--) shift; WARGS=("$@"); HAVE_WARGS=1; break ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -219,9 +247,13 @@ nxrecovery)
 	DEF_ARGS=(--mem 128 --exec 47 --plain 8 --dirty 8)
 	DEF_KVM=(nx_huge_pages=force nx_huge_pages_recovery_period_ms=1000
 		nx_huge_pages_recovery_ratio=4) ;;
-*) echo "run.sh: unknown workload '$WORKLOAD' (basic, bgsnapshot, nxrecovery)" >&2; exit 2 ;;
+selftest) DEF_ARGS=() DEF_KVM=() ;;
+*) echo "run.sh: unknown workload '$WORKLOAD' (basic, bgsnapshot, nxrecovery, selftest TEST)" >&2; exit 2 ;;
 esac
 [ "$HAVE_WARGS" -eq 1 ] || WARGS=("${DEF_ARGS[@]}")
+[ -z "$HUGEPAGES" ] || [[ $HUGEPAGES =~ ^[0-9]+$ ]] || { echo "run.sh: --hugepages wants a number of 2 MiB pages" >&2; exit 2; }
+# A selftest on a hugetlb backing needs the pages reserved.
+[ -n "$HUGEPAGES" ] || [ -z "$SELFTEST" ] || [[ " ${WARGS[*]} " != *hugetlb* ]] || HUGEPAGES=256
 case $PROBES in lab|debian) ;; *) echo "run.sh: --probes lab|debian" >&2; exit 2 ;; esac
 # FLAVOR stock|patched, KSERIES the kernel series (6.1, 6.12); the lab
 # directory of the kernel: stock/, patched/ for 6.1, stock-VER/,
@@ -281,7 +313,11 @@ if [ -n "$SNAPSHOT_AT" ]; then
 	BUF_MB=$(awk -v k="$SNAP_KB" 'BEGIN { printf "%g", k / 1024 }')
 	SUBBUF_MB=$(awk -v k="$SUBBUF_KB" 'BEGIN { printf "%g", k / 1024 }')
 fi
-OUT=${OUT:-./lab-out/$WORKLOAD-$KERNEL}
+if [ -n "$SELFTEST" ]; then
+	OUT=${OUT:-./lab-out/selftest-${SELFTEST//\//-}-$KERNEL}
+else
+	OUT=${OUT:-./lab-out/$WORKLOAD-$KERNEL}
+fi
 
 die() { echo "run.sh: FAIL: $*" >&2; exit 1; }
 T0=$(date +%s.%N)
@@ -331,7 +367,20 @@ if [ "$UST" -eq 1 ]; then
 	nice -n 10 make -s -C "$WL_DIR" "$BIN" >/dev/null ||
 		die "make -C capture/workloads $BIN failed (a UST variant exists for bgsnapshot; needs liblttng-ust-dev)"
 fi
-[ -x "$WL_DIR/$BIN" ] || die "$WL_DIR/$BIN not built"
+[ -n "$SELFTEST" ] || [ -x "$WL_DIR/$BIN" ] || die "$WL_DIR/$BIN not built"
+SELFTEST_PATH= SELFTEST_SRC=
+if [ -n "$SELFTEST" ]; then
+	# build.sh installs them into the rootfs (and so into rootfs.ext4).
+	SELFTEST_PATH=/opt/kvm-selftests/$KSERIES/$SELFTEST
+	STATUS=$LAB/rootfs/opt/kvm-selftests/$KSERIES/BUILD-STATUS
+	[ -f "$STATUS" ] || die "no KVM selftests for $KSERIES in the rootfs (capture/lab/build.sh --kernel $KERNEL)"
+	[ -x "$LAB/rootfs$SELFTEST_PATH" ] ||
+		die "no selftest $SELFTEST for $KSERIES; $(grep -c '^built ' "$STATUS") built, see $STATUS$(
+			grep "^failed $SELFTEST:" "$STATUS" | sed 's/^/: /')"
+	[ "$LAB/rootfs.ext4" -nt "$LAB/rootfs$SELFTEST_PATH" ] ||
+		die "rootfs.ext4 is older than $SELFTEST_PATH (rerun capture/lab/build.sh)"
+	SELFTEST_SRC=$(sed -n '1s/^# KVM selftests of //p' "$STATUS")
+fi
 if [ "$UST" -eq 1 ]; then
 	# Dynamically linked: every library it needs must be in the rootfs
 	# (liblttng-ust1 comes from build.sh), nothing is copied.
@@ -354,7 +403,7 @@ RUN=$WORK/run
 mkdir -p "$RUN/bin"
 cp "$HERE/guest-init.sh" "$RUN/init.sh"
 chmod 755 "$RUN/init.sh"
-cp "$WL_DIR/$BIN" "$RUN/bin/"
+[ -n "$SELFTEST" ] || cp "$WL_DIR/$BIN" "$RUN/bin/"
 [ "$CAPTURE_TOOL" -eq 0 ] || cp "$TOP/capture/mmureplay-capture" "$RUN/bin/"
 if [ "$STATS" -eq 1 ]; then
 	SAMPLER=${MMUREPLAY_BUILD:-$TOP/build}/capture/kvm-stats-sampler
@@ -409,7 +458,14 @@ if [ "$TRACECMD" -eq 1 ]; then
 fi
 {
 	printf 'WORKLOAD=%q\n' "$WORKLOAD"
-	printf 'WORKLOAD_ARGS=%q\n' "${WARGS[*]}"
+	if [ -n "$SELFTEST" ]; then
+		printf 'WORKLOAD_ARGS=%q\n' "$SELFTEST${WARGS[*]:+ ${WARGS[*]}}"
+	else
+		printf 'WORKLOAD_ARGS=%q\n' "${WARGS[*]}"
+	fi
+	printf 'SELFTEST=%q\nSELFTEST_ARGS=%q\nSELFTEST_PATH=%q\nSELFTEST_SRC=%q\n' \
+		"$SELFTEST" "${WARGS[*]}" "$SELFTEST_PATH" "$SELFTEST_SRC"
+	printf 'HUGEPAGES=%q\n' "$HUGEPAGES"
 	printf 'KVM_PARAMS=%q\n' "${KVM_PARAMS# }"
 	printf 'KVM_AMD_PARAMS=%q\n' "${AMD_PARAMS# }"
 	printf 'KNOBS=%q\n' "$KNOB_STR"
@@ -439,7 +495,8 @@ mkfs.ext4 -q -F -L labrun -d "$RUN" "$WORK/run.img" "${size_mb}M" >/dev/null 2>&
 truncate -s 1G "$WORK/out.img"
 
 # ------------------------------------------------------------------ boot
-echo "==> boot ($KERNEL kernel $(cat "$LAB/$KDIR/kernel.release"), $BIN ${WARGS[*]}; kvm:${KVM_PARAMS:- defaults})"
+echo "==> boot ($KERNEL kernel $(cat "$LAB/$KDIR/kernel.release"), ${SELFTEST_PATH:-$BIN} ${WARGS[*]}; kvm:${KVM_PARAMS:- defaults})"
+[ -z "$HUGEPAGES" ] || echo "    hugetlb: $HUGEPAGES 2 MiB pages reserved before the workload"
 [ -z "$ATTACH_AFTER" ] || echo "    late start: the session is created ${ATTACH_AFTER}s after the workload starts"
 [ -z "$SNAPSHOT_AT" ] || echo "    flight recorder: ${SNAP_KB} KiB per CPU, one snapshot ${SNAPSHOT_AT}s after the workload starts"
 [ "$MEMSLOT_REF" -eq 0 ] || echo "    memslot reference: session ref (kvm_memslot_change) from before the workload into ref-trace/"

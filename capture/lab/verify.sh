@@ -23,6 +23,9 @@
 #               perm_upgrade_skip_zap=Y: >= 8192 skip decisions instead
 #   nxrecovery  zaps by the recovery worker (comm kvm-nx-lpage-re); NX
 #               splits (exec faults, error code bit 4)
+#   selftest    (run.sh selftest TEST) KVM's own selftests: only the
+#               checks of all (each test does its own; its exit status
+#               is the workload's)
 #   late        (run.sh --attach-after or --snapshot-at) the trace begins
 #               while the VM runs, so it legitimately lacks the VM's
 #               creation and the phases before the session started (a
@@ -194,6 +197,9 @@ bgsnapshot)
 nxrecovery)
 	check "recovery worker zaps" "[ $WORKERZAP -gt 0 ] && [ $WORKER -gt 0 ]"
 	check "exec faults (NX splits)" "[ $FETCH -gt 0 ]"
+	;;
+selftest)
+	echo "  selftest: $(sed -n 's/^  "workload_args": "\(.*\)",$/\1/p' "$M")"
 	;;
 esac
 [ "$fails" -eq 0 ]
