@@ -45,6 +45,7 @@
 #   stock-6.12/, patched-6.12/   the same for Linux 6.12
 #   src/               lttng-modules-dkms .debs and the patched source trees;
 #                      selftests-VER/: the KVM selftests' build (below)
+#   logs/              one log per step
 #
 # KVM's selftests: for each kernel series built (stock or patched) whose
 # source tree kernel-series/check.sh unpacked ($MMUREPLAY_CACHE/ks/VER/linux),
@@ -52,7 +53,6 @@
 # make -k, and installed stripped into the rootfs as
 # /opt/kvm-selftests/VER/ with BUILD-STATUS (what built, the first error of
 # what did not); run.sh selftest TEST runs one.
-#   logs/              one log per step
 #
 # lttng-modules: Debian's lttng-modules-dkms source, the version the
 # kernel's series names (apt-get download + dpkg -x, or the .deb that
