@@ -153,12 +153,19 @@ static void nx_phase(int phase, int lock_mode, int64_t pages)
 	e->u.nx.pages = pages;
 }
 
-static void fault(uint64_t gfn, uint64_t err)
+/* A fault of vCPU thread tid: PFERR bits err, on the guest's final
+ * translation (MEV_PFERR_GUEST_FINAL). */
+static void vcpu_fault(int tid, uint64_t gfn, uint64_t err)
 {
-	struct model_event *e = ev(MEV_FAULT, VCPU);
+	struct model_event *e = ev(MEV_FAULT, tid);
 
 	e->u.fault.gpa = gfn << 12;
 	e->u.fault.error_code = err | (1ULL << 32);
+}
+
+static void fault(uint64_t gfn, uint64_t err)
+{
+	vcpu_fault(VCPU, gfn, err);
 }
 
 static void entry(void)
@@ -512,14 +519,6 @@ static void test_state_dump_memslots(void)
  * (the vCPU entered with the leaf there), when the faulting vCPU made
  * the leaf itself, or with the rule off.
  */
-static void vcpu_fault(int tid, uint64_t gfn, uint64_t err)
-{
-	struct model_event *e = ev(MEV_FAULT, tid);
-
-	e->u.fault.gpa = gfn << 12;
-	e->u.fault.error_code = err | (1ULL << 32);
-}
-
 static void race_scenario(int enter_after_install)
 {
 	nev = 0;

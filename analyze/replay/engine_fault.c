@@ -39,6 +39,7 @@ static int permits(const struct spte_format *f, uint64_t spte, uint64_t err)
  * below 2^22, PID_MAX_LIMIT; a seq beyond 2^37 is not kept).
  */
 #define GRANT_TID_BITS 24
+#define GRANT_TID_MASK ((1u << GRANT_TID_BITS) - 1)
 #define GRANT_SEQ_SHIFT (GRANT_TID_BITS + 3)
 #define GRANT_READ 1u
 #define GRANT_WRITE 2u
@@ -71,16 +72,18 @@ void fault_leaf_granted(struct engine *e, int32_t tid, uint64_t seq,
 			int level, uint64_t gfn, int was_leaf, uint64_t old,
 			uint64_t new)
 {
-	unsigned had = leaf_accesses(e->fmt, was_leaf, old);
-	unsigned granted = leaf_accesses(e->fmt, 1, new) & ~had;
+	unsigned granted;
 
-	if (e->vcpu_threads < 2 || !granted ||
-	    seq >> (64 - GRANT_SEQ_SHIFT))
+	/* Every SPTE change comes here: a capture of one vCPU stops first. */
+	if (e->vcpu_threads < 2 || seq >> (64 - GRANT_SEQ_SHIFT))
 		return;
-	if (u64map_put(&e->leaf_grants, grant_key(level, gfn),
+	granted = leaf_accesses(e->fmt, 1, new) &
+		~leaf_accesses(e->fmt, was_leaf, old);
+	if (granted &&
+	    u64map_put(&e->leaf_grants, grant_key(level, gfn),
 		       seq << GRANT_SEQ_SHIFT |
 		       (uint64_t)granted << GRANT_TID_BITS |
-		       ((uint32_t)tid & ((1u << GRANT_TID_BITS) - 1))) < 0)
+		       ((uint32_t)tid & GRANT_TID_MASK)) < 0)
 		e->nomem = 1;
 }
 
@@ -97,15 +100,14 @@ static int fault_raced(const struct engine *e, const struct thread_ctx *t,
 	const struct u64map_slot *s;
 	unsigned need = GRANT_READ | (err & MEV_PFERR_WRITE ? GRANT_WRITE : 0) |
 		(err & MEV_PFERR_FETCH ? GRANT_FETCH : 0);
-	uint32_t tid;
 
 	if (!engine_rule(e, RULE_RACING_VCPU) || !t->is_vcpu ||
 	    !(s = u64map_find(&e->leaf_grants, grant_key(level, gfn))))
 		return 0;
-	tid = (uint32_t)(s->val & ((1u << GRANT_TID_BITS) - 1));
-	return tid != ((uint32_t)ev->tid & ((1u << GRANT_TID_BITS) - 1)) &&
+	return (s->val & GRANT_TID_MASK) !=
+		((uint32_t)ev->tid & GRANT_TID_MASK) &&
 		(s->val >> GRANT_SEQ_SHIFT) > t->entry_seq &&
-		((s->val >> GRANT_TID_BITS) & need & 7) != 0;
+		((s->val >> GRANT_TID_BITS) & need) != 0;
 }
 
 /*
