@@ -399,7 +399,8 @@ lab_session() {
 	done
 	[ -z "$SYSCALLS" ] || lttng enable-event -k -c ch0 --syscall "$SYSCALLS" >/dev/null ||
 		log "enable-event --syscall $SYSCALLS failed"
-	lttng add-context -k -c ch0 -t tid -t procname >/dev/null || log "add-context failed"
+	# pid: the process (so the VM) of each event; tid: its thread.
+	lttng add-context -k -c ch0 -t pid -t tid -t procname >/dev/null || log "add-context failed"
 	# A late start lists them once tracing runs (the listing is slow).
 	[ -n "${ATTACH_AFTER:-}" ] || list_events
 	if [ "${UST:-0}" = 1 ] || [ "${STATS:-0}" = 1 ]; then
@@ -652,7 +653,7 @@ $params
   "events": $(json_str "$EVENTS"),
   "lttng_probes": $(json_str "${PROBES:-lab}"),
   "syscalls": $(json_str "$SYSCALLS"),
-  "contexts": "tid,procname",
+  "contexts": "pid,tid,procname",
   "channel": {"name": "ch0", "mode": "${CHANNEL_MODE:-discard}", "subbuf_size_mb": $SUBBUF_MB, "per_cpu_buffer_mb": $BUF_MB, "subbuf_size_kb": $SUBBUF_KB, "num_subbuf": $NUM_SUBBUF, "cpus": $(nproc)},
   "attach_after_s": ${ATTACH_AFTER:-null},
   "late_start": $(if [ -n "${ATTACH_AFTER:-}" ]; then echo "{\"workload_start_uptime_s\": ${WL_UP:-null}, \"create_at_s\": ${LATE_CREATE_AT:-null}, \"start_at_s\": ${LATE_START_AT:-null}, \"started_at_s\": ${LATE_STARTED_AT:-null}}"; else echo null; fi),
