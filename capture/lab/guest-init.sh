@@ -10,7 +10,8 @@
 # TIMEOUT, FTRACE_EVENTS, FTRACE_KB, WORKLOAD_BIN, UST, UST_EVENTS,
 # UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS, STATS, ATTACH_AFTER,
 # SNAPSHOT_AT, STATEDUMP, MEMSLOT_REF, SELFTEST, SELFTEST_ARGS,
-# SELFTEST_PATH, SELFTEST_SRC, HUGEPAGES, SIMULATE_HANG.  Loads kvm/kvm_amd
+# SELFTEST_PATH, SELFTEST_SRC, HUGEPAGES, SIMULATE_HANG, MULTI_N,
+# MULTI_WL_I, MULTI_ARGS_I.  Loads kvm/kvm_amd
 # with the parameters, records the workload with an LTTng kernel session,
 # and writes to the raw output disk /dev/vdc a tar of /out: trace/ (CTF),
 # manifest.json (workload_rc 124 = timeout, 125 = stuck after its RESULT line),
@@ -79,6 +80,16 @@
 # output in workload.log); the manifest gets "selftest".  HUGEPAGES=N:
 # N 2 MiB hugetlb pages are reserved before the workload (manifest
 # "hugepages": asked and reserved).
+#
+# MULTI_N=N (run.sh multi): N workloads (MULTI_WL_I with MULTI_ARGS_I,
+# I = 1..N), each its own process and so its own VM, started at once
+# in the one session; each writes workload-I.log (echoed to the console
+# as "VM I: ..."), workload.log is their concatenation afterwards.  Each
+# has TIMEOUT and the 60 s after its RESULT line; workload_rc is the
+# first VM's non-zero rc, else 0.  The manifest gets "vms": per VM its
+# workload, args, pid, rc, and its start (just before the exec) and end
+# (when its wait returned) in CLOCK_MONOTONIC ns, the clock of LTTng's
+# kernel trace (/proc/timer_list's "now at"; null without it).
 #
 # MEMSLOT_REF=1 (run.sh --memslot-ref): a second kernel session "ref"
 # (channel refch, discard, 4 x 64 KiB per CPU, kvm_memslot_change only,
@@ -508,10 +519,127 @@ late_step() {
 	fi
 }
 
+# mono_ns VAR: CLOCK_MONOTONIC in ns, ktime_get() (the clock of LTTng's
+# kernel tracer): /proc/timer_list's third line "now at N nsecs";
+# builtins only.  Empty when there is no such file.
+mono_ns() {
+	local _a _b n=
+	{ read -r _a; read -r _a; read -r _a _b n _a; } </proc/timer_list 2>/dev/null
+	[[ $n =~ ^[0-9]+$ ]] || n=
+	printf -v "$1" '%s' "$n"
+}
+
+# One VM of a multi run (in a subshell): start its workload, say its
+# pid and start time (/tmp/vm-I.pid), echo its log to the console,
+# wait; rc and end time into /tmp/vm-I.end.
+run_vm() {
+	local i=$1 wl args p s e r
+	eval "wl=\$MULTI_WL_$i args=\$MULTI_ARGS_$i"
+	mono_ns s
+	# shellcheck disable=SC2086
+	"$LAB/bin/$wl" $args >"$OUT/workload-$i.log" 2>&1 &
+	p=$!
+	echo "$p ${s:-null}" >"/tmp/vm-$i.pid"
+	tail -n +1 -f --pid="$p" "$OUT/workload-$i.log" | sed -u "s/^/VM $i: /" &
+	wait "$p"
+	r=$?
+	mono_ns e
+	echo "$r ${e:-null}" >"/tmp/vm-$i.end"
+	wait
+}
+
+# Run the MULTI_N workloads at once (in /out) and wait for all; sets rc
+# and VM_PID_I, VM_START_I, VM_END_I, VM_RC_I.
+run_multi() {
+	local i n=$MULTI_N wrap=() forced=() done_at=() deadline alive p s r e wl args
+
+	log "workload start: $n VMs: $WORKLOAD_ARGS"
+	for i in $(seq 1 "$n"); do
+		eval "log \"VM $i: \$MULTI_WL_$i \$MULTI_ARGS_$i\""
+	done
+	cd "$OUT" || return 1
+	echo 1 >/proc/sys/kernel/softlockup_all_cpu_backtrace 2>/dev/null
+	dmesg -n 7
+	now_cs WL_CS
+	printf -v WL_UP '%d.%02d' $((WL_CS / 100)) $((WL_CS % 100))
+	rm -f /tmp/vm-*.pid /tmp/vm-*.end
+	for i in $(seq 1 "$n"); do
+		run_vm "$i" &
+		wrap[i]=$!
+	done
+	deadline=$((SECONDS + TIMEOUT))
+	while :; do
+		alive=0
+		for i in $(seq 1 "$n"); do
+			kill -0 "${wrap[i]}" 2>/dev/null || continue
+			alive=1
+			[ -z "${forced[i]:-}" ] && [ -f "/tmp/vm-$i.pid" ] || continue
+			read -r p s <"/tmp/vm-$i.pid"
+			if [ "$SECONDS" -ge "$deadline" ]; then
+				log "VM $i: workload timeout (${TIMEOUT}s): killing it"
+				kill -9 "$p"
+				forced[i]=124
+				continue
+			fi
+			if [ -z "${done_at[i]:-}" ] && grep -q ' RESULT ' "$OUT/workload-$i.log"; then
+				done_at[i]=$SECONDS
+			fi
+			if [ -n "${done_at[i]:-}" ] && [ $((SECONDS - done_at[i])) -ge 60 ]; then
+				log "VM $i: workload did not exit 60 s after its RESULT line (stuck in the kernel?)"
+				kill -9 "$p"
+				forced[i]=125
+			fi
+		done
+		[ "$alive" = 1 ] || break
+		sleep 1
+	done
+	# Only the VMs' wrappers (trace-cmd or perf may run in the background).
+	wait "${wrap[@]}"
+	sleep 0.2
+	dmesg -n 4
+	rc=0
+	: >"$OUT/workload.log"
+	for i in $(seq 1 "$n"); do
+		p=null s=null r=null e=null
+		[ ! -f "/tmp/vm-$i.pid" ] || read -r p s <"/tmp/vm-$i.pid"
+		[ ! -f "/tmp/vm-$i.end" ] || read -r r e <"/tmp/vm-$i.end"
+		r=${forced[i]:-$r}
+		[ "$r" != null ] || r=1
+		printf -v "VM_PID_$i" '%s' "$p"
+		printf -v "VM_START_$i" '%s' "$s"
+		printf -v "VM_END_$i" '%s' "$e"
+		printf -v "VM_RC_$i" '%s' "$r"
+		[ "$rc" -ne 0 ] || rc=$r
+		eval "wl=\$MULTI_WL_$i args=\$MULTI_ARGS_$i"
+		log "VM $i: $wl pid $p rc=$r monotonic ${s}..${e} ns"
+		{
+			echo "== VM $i: $wl $args (pid $p, rc $r)"
+			cat "$OUT/workload-$i.log"
+		} >>"$OUT/workload.log"
+	done
+	log "workload rc=$rc at $(cut -d' ' -f1 /proc/uptime)"
+}
+
+# The manifest's "vms" (multi runs; nothing otherwise), beginning with a
+# newline, after "workload_rc".
+vms_json() {
+	local i wl args p s e r sep=
+	[ -n "${MULTI_N:-}" ] || return 0
+	printf '\n  "vms_clock": "monotonic",\n  "vms": ['
+	for i in $(seq 1 "$MULTI_N"); do
+		eval "wl=\$MULTI_WL_$i args=\$MULTI_ARGS_$i p=\${VM_PID_$i:-null} s=\${VM_START_$i:-null} e=\${VM_END_$i:-null} r=\${VM_RC_$i:-null}"
+		printf '%s\n    {"vm": %d, "workload": %s, "args": %s, "pid": %s, "start_ns": %s, "end_ns": %s, "rc": %s, "log": "workload-%d.log"}' \
+			"$sep" "$i" "$(json_str "$wl")" "$(json_str "$args")" "$p" "$s" "$e" "$r" "$i"
+		sep=,
+	done
+	printf '\n  ],'
+}
+
 # Run the workload (in /out) and wait for it; sets rc.
 run_workload() {
 	local wpid tpid spid deadline done_at
 
+	[ -z "${MULTI_N:-}" ] || { run_multi; return; }
 	log "workload start: $WORKLOAD $WORKLOAD_ARGS"
 	cd "$OUT" || return 1
 	# Kernel backtraces (soft lockups) on the console from here on.
@@ -643,7 +771,7 @@ lab_manifest() {
   "host": "qemu-tcg-lab",
   "workload": $(json_str "$WORKLOAD"),
   "workload_args": $(json_str "$WORKLOAD_ARGS"),
-  "workload_rc": $rc,
+  "workload_rc": $rc,$(vms_json)
   "knobs": $(json_str "$KNOBS"),
   "kvm_module_args": $(json_str "$KVM_PARAMS"),
   "kvm_params": {

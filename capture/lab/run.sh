@@ -5,6 +5,7 @@
 #
 # Usage: capture/lab/run.sh WORKLOAD [options] [-- WORKLOAD_ARGS...]
 #        capture/lab/run.sh selftest TEST [options] [-- TEST_ARGS...]
+#        capture/lab/run.sh multi WORKLOAD WORKLOAD... [options] [--vm-args VM:ARGS]...
 #
 #   WORKLOAD              basic | bgsnapshot | nxrecovery (capture/workloads/)
 #   selftest TEST         one of KVM's own selftests instead
@@ -19,6 +20,31 @@
 #                         TEST_ARGS", and "selftest" (name, args, path,
 #                         the source it was built from).  Default output
 #                         ./lab-out/selftest-TEST-KERNEL
+#   multi WORKLOAD...     several VMs in one capture: 2 to 4 workloads
+#                         (words or a comma list: multi nxrecovery
+#                         bgsnapshot, multi nxrecovery,bgsnapshot; one may
+#                         come twice), each its own process and so its
+#                         own VM, started at once inside the one LTTng
+#                         session; the run waits for all of them (each
+#                         with --timeout).  kvm's parameters are the union
+#                         of the workloads' defaults and --knob (one kvm
+#                         module: nxrecovery's apply to every VM).  Not
+#                         with selftest, `--`, --ust, --stats,
+#                         --capture-tool, --attach-after, --snapshot-at.
+#                         manifest.json: workload "multi", workload_args
+#                         the comma list, workload_rc the first VM's
+#                         non-zero rc (else 0), and "vms": per VM its
+#                         workload, args, pid, start and end time
+#                         (CLOCK_MONOTONIC ns, the kernel trace's clock,
+#                         just before its start and when its wait
+#                         returned), rc and log (workload-N.log; the
+#                         console shows its lines as "VM N: ...").
+#                         Default output ./lab-out/multi-W1-W2...-KERNEL
+#   --vm-args VM:ARGS     (multi) the workload arguments of VM, its
+#                         position (1..4) or a workload's name (every VM
+#                         of it; a position wins), split at spaces; e.g.
+#                         --vm-args 'nxrecovery:--plain 8 --dirty 4'.
+#                         Default per workload, as for a single run
 #   --hugepages N         reserve N 2 MiB hugetlb pages
 #                         (/proc/sys/vm/nr_hugepages) before the workload;
 #                         a selftest whose TEST_ARGS name a hugetlb backing
@@ -203,11 +229,22 @@ if [ "$WORKLOAD" = selftest ]; then
 	SELFTEST=$1
 	shift
 fi
+# multi: the workloads up to the first option, words or comma lists.
+MULTI=()
+if [ "$WORKLOAD" = multi ]; then
+	while [ $# -gt 0 ] && [[ $1 != -* ]]; do
+		IFS=, read -r -a w <<<"$1"
+		MULTI+=("${w[@]}")
+		shift
+	done
+	[ "${#MULTI[@]}" -ge 2 ] && [ "${#MULTI[@]}" -le 4 ] ||
+		{ echo "run.sh: multi wants 2 to 4 workloads (basic, bgsnapshot, nxrecovery), got ${#MULTI[@]}" >&2; exit 2; }
+fi
 KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
 TRACECMD=0 PERF=0 PROBES=lab ALLOW_VERIFY_FAIL=0 TRACECMD_ARGS=
 CAPTURE_TOOL=0 CAPTURE_ARGS=() STATS=0 HANG_AFTER=150
 ATTACH_AFTER= SNAPSHOT_AT= SNAP_KB=1024 HAVE_BUF_MB=0 MEMSLOT_REF=0
-KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0
+KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0 VM_ARGS=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) KERNEL=${2:?}; shift 2 ;;
@@ -234,22 +271,68 @@ while [ $# -gt 0 ]; do
 	--snapshot-buf-kb) SNAP_KB=${2:?}; shift 2 ;;
 	--memslot-ref) MEMSLOT_REF=1; shift ;;
 	--hugepages) HUGEPAGES=${2:?}; shift 2 ;;
+	--vm-args) VM_ARGS+=("${2:?}"); shift 2 ;;
 	--) shift; WARGS=("$@"); HAVE_WARGS=1; break ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
 
-case $WORKLOAD in
-basic) DEF_ARGS=() DEF_KVM=() ;;
-bgsnapshot) DEF_ARGS=(--access read --mode perpage) DEF_KVM=() ;;
-nxrecovery)
-	DEF_ARGS=(--mem 128 --exec 47 --plain 8 --dirty 8)
-	DEF_KVM=(nx_huge_pages=force nx_huge_pages_recovery_period_ms=1000
-		nx_huge_pages_recovery_ratio=4) ;;
-selftest) DEF_ARGS=() DEF_KVM=() ;;
-*) echo "run.sh: unknown workload '$WORKLOAD' (basic, bgsnapshot, nxrecovery, selftest TEST)" >&2; exit 2 ;;
-esac
+# defaults WORKLOAD: its arguments (DEF_ARGS) and kvm parameters (DEF_KVM).
+defaults() {
+	case $1 in
+	basic) DEF_ARGS=() DEF_KVM=() ;;
+	bgsnapshot) DEF_ARGS=(--access read --mode perpage) DEF_KVM=() ;;
+	nxrecovery)
+		DEF_ARGS=(--mem 128 --exec 47 --plain 8 --dirty 8)
+		DEF_KVM=(nx_huge_pages=force nx_huge_pages_recovery_period_ms=1000
+			nx_huge_pages_recovery_ratio=4) ;;
+	selftest) DEF_ARGS=() DEF_KVM=() ;;
+	*) return 1 ;;
+	esac
+}
+if [ "$WORKLOAD" = multi ]; then
+	[ "$HAVE_WARGS" -eq 0 ] ||
+		{ echo "run.sh: multi: no '--', give each VM's arguments with --vm-args VM:ARGS" >&2; exit 2; }
+	[ $((CAPTURE_TOOL + UST + STATS)) -eq 0 ] && [ -z "$ATTACH_AFTER$SNAPSHOT_AT" ] ||
+		{ echo "run.sh: multi does not combine with --ust, --stats, --capture-tool, --attach-after or --snapshot-at" >&2; exit 2; }
+	# MULTI_ARGS[i]: VM i+1's arguments; the union of the kvm defaults.
+	MULTI_ARGS=() ALL_KVM=()
+	for i in "${!MULTI[@]}"; do
+		defaults "${MULTI[i]}" && [ "${MULTI[i]}" != selftest ] ||
+			{ echo "run.sh: multi: unknown workload '${MULTI[i]}' (basic, bgsnapshot, nxrecovery)" >&2; exit 2; }
+		MULTI_ARGS[i]="${DEF_ARGS[*]}"
+		for kv in "${DEF_KVM[@]}"; do
+			[[ " ${ALL_KVM[*]} " == *" $kv "* ]] || ALL_KVM+=("$kv")
+		done
+	done
+	# By name first, then by position (a position wins).
+	for pass in name pos; do
+		for va in "${VM_ARGS[@]}"; do
+			[[ $va == *:* ]] || { echo "run.sh: --vm-args wants VM:ARGS, got '$va'" >&2; exit 2; }
+			vm=${va%%:*}
+			if [[ $vm =~ ^[0-9]+$ ]]; then
+				[ "$vm" -ge 1 ] && [ "$vm" -le "${#MULTI[@]}" ] ||
+					{ echo "run.sh: --vm-args $vm: no VM $vm (1..${#MULTI[@]})" >&2; exit 2; }
+				if [ "$pass" = pos ]; then MULTI_ARGS[vm - 1]=${va#*:}; fi
+			else
+				[[ " ${MULTI[*]} " == *" $vm "* ]] ||
+					{ echo "run.sh: --vm-args $vm: no such workload among ${MULTI[*]}" >&2; exit 2; }
+				if [ "$pass" = name ]; then
+					for i in "${!MULTI[@]}"; do
+						[ "${MULTI[i]}" != "$vm" ] || MULTI_ARGS[i]=${va#*:}
+					done
+				fi
+			fi
+		done
+	done
+	DEF_KVM=("${ALL_KVM[@]}") DEF_ARGS=()
+	MULTI_LIST=$(IFS=,; echo "${MULTI[*]}")
+else
+	[ "${#VM_ARGS[@]}" -eq 0 ] || { echo "run.sh: --vm-args is for run.sh multi" >&2; exit 2; }
+	defaults "$WORKLOAD" ||
+		{ echo "run.sh: unknown workload '$WORKLOAD' (basic, bgsnapshot, nxrecovery, selftest TEST, multi WORKLOAD...)" >&2; exit 2; }
+fi
 [ "$HAVE_WARGS" -eq 1 ] || WARGS=("${DEF_ARGS[@]}")
 [ -z "$HUGEPAGES" ] || [[ $HUGEPAGES =~ ^[0-9]+$ ]] || { echo "run.sh: --hugepages wants a number of 2 MiB pages" >&2; exit 2; }
 # A selftest on a hugetlb backing needs the pages reserved.
@@ -315,6 +398,8 @@ if [ -n "$SNAPSHOT_AT" ]; then
 fi
 if [ -n "$SELFTEST" ]; then
 	OUT=${OUT:-./lab-out/selftest-${SELFTEST//\//-}-$KERNEL}
+elif [ "$WORKLOAD" = multi ]; then
+	OUT=${OUT:-./lab-out/multi-${MULTI_LIST//,/-}-$KERNEL}
 else
 	OUT=${OUT:-./lab-out/$WORKLOAD-$KERNEL}
 fi
@@ -367,7 +452,10 @@ if [ "$UST" -eq 1 ]; then
 	nice -n 10 make -s -C "$WL_DIR" "$BIN" >/dev/null ||
 		die "make -C capture/workloads $BIN failed (a UST variant exists for bgsnapshot; needs liblttng-ust-dev)"
 fi
-[ -n "$SELFTEST" ] || [ -x "$WL_DIR/$BIN" ] || die "$WL_DIR/$BIN not built"
+[ -n "$SELFTEST" ] || [ "$WORKLOAD" = multi ] || [ -x "$WL_DIR/$BIN" ] || die "$WL_DIR/$BIN not built"
+for w in "${MULTI[@]}"; do
+	[ -x "$WL_DIR/$w" ] || die "$WL_DIR/$w not built"
+done
 SELFTEST_PATH= SELFTEST_SRC=
 if [ -n "$SELFTEST" ]; then
 	# build.sh installs them into the rootfs (and so into rootfs.ext4).
@@ -403,7 +491,8 @@ RUN=$WORK/run
 mkdir -p "$RUN/bin"
 cp "$HERE/guest-init.sh" "$RUN/init.sh"
 chmod 755 "$RUN/init.sh"
-[ -n "$SELFTEST" ] || cp "$WL_DIR/$BIN" "$RUN/bin/"
+[ -n "$SELFTEST" ] || [ "$WORKLOAD" = multi ] || cp "$WL_DIR/$BIN" "$RUN/bin/"
+for w in "${MULTI[@]}"; do cp "$WL_DIR/$w" "$RUN/bin/"; done
 [ "$CAPTURE_TOOL" -eq 0 ] || cp "$TOP/capture/mmureplay-capture" "$RUN/bin/"
 if [ "$STATS" -eq 1 ]; then
 	SAMPLER=${MMUREPLAY_BUILD:-$TOP/build}/capture/kvm-stats-sampler
@@ -460,6 +549,12 @@ fi
 	printf 'WORKLOAD=%q\n' "$WORKLOAD"
 	if [ -n "$SELFTEST" ]; then
 		printf 'WORKLOAD_ARGS=%q\n' "$SELFTEST${WARGS[*]:+ ${WARGS[*]}}"
+	elif [ "$WORKLOAD" = multi ]; then
+		printf 'WORKLOAD_ARGS=%q\n' "$MULTI_LIST"
+		printf 'MULTI_N=%q\n' "${#MULTI[@]}"
+		for i in "${!MULTI[@]}"; do
+			printf 'MULTI_WL_%d=%q\nMULTI_ARGS_%d=%q\n' $((i + 1)) "${MULTI[i]}" $((i + 1)) "${MULTI_ARGS[i]}"
+		done
 	else
 		printf 'WORKLOAD_ARGS=%q\n' "${WARGS[*]}"
 	fi
@@ -495,7 +590,12 @@ mkfs.ext4 -q -F -L labrun -d "$RUN" "$WORK/run.img" "${size_mb}M" >/dev/null 2>&
 truncate -s 1G "$WORK/out.img"
 
 # ------------------------------------------------------------------ boot
-echo "==> boot ($KERNEL kernel $(cat "$LAB/$KDIR/kernel.release"), ${SELFTEST_PATH:-$BIN} ${WARGS[*]}; kvm:${KVM_PARAMS:- defaults})"
+if [ "$WORKLOAD" = multi ]; then
+	echo "==> boot ($KERNEL kernel $(cat "$LAB/$KDIR/kernel.release"), ${#MULTI[@]} VMs; kvm:${KVM_PARAMS:- defaults})"
+	for i in "${!MULTI[@]}"; do echo "    VM $((i + 1)): ${MULTI[i]} ${MULTI_ARGS[i]}"; done
+else
+	echo "==> boot ($KERNEL kernel $(cat "$LAB/$KDIR/kernel.release"), ${SELFTEST_PATH:-$BIN} ${WARGS[*]}; kvm:${KVM_PARAMS:- defaults})"
+fi
 [ -z "$HUGEPAGES" ] || echo "    hugetlb: $HUGEPAGES 2 MiB pages reserved before the workload"
 [ -z "$ATTACH_AFTER" ] || echo "    late start: the session is created ${ATTACH_AFTER}s after the workload starts"
 [ -z "$SNAPSHOT_AT" ] || echo "    flight recorder: ${SNAP_KB} KiB per CPU, one snapshot ${SNAPSHOT_AT}s after the workload starts"
@@ -507,6 +607,7 @@ rm -rf "$OUT/trace" "$OUT/manifest.json" "$OUT/lab-manifest.json" "$OUT/console.
 	"$OUT/ftrace.txt" "$OUT/ftrace-stats.txt" "$OUT/trace.dat" "$OUT/ftrace-text.txt" \
 	"$OUT/trace-report.txt" "$OUT/tracecmd.log" "$OUT/perf.data" "$OUT/perf-ctf" \
 	"$OUT/perf-counts.txt" "$OUT/perf.log" "$OUT/hang.txt" "$OUT/monitor.log" "$OUT/ref-trace"
+[ "$WORKLOAD" != multi ] || rm -f "$OUT"/workload-[0-9].log
 # The QEMU monitor on a pipe chardev (MON.in / MON.out): the hang watch
 # sends it the SysRq keys.
 MON=$WORK/mon
