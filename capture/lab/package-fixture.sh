@@ -10,7 +10,8 @@
 # and, for run.sh --ust runs, UST events; the shared fixtures' format),
 # manifest.json (a capture manifest, see lab-manifest.py), console.log (the guest's log, which includes the
 # workload's phase markers) and README.md (README_TEXT_FILE if given,
-# followed by a generated summary of kernel, knobs and workload).
+# followed by a generated summary of kernel, knobs and workload; for a
+# run.sh multi run, each VM with its pid).
 # Fails if the trace has discarded events or the tarball exceeds 2 MB.
 # A run.sh --trace-cmd run also gives trace.dat.xz (converted to trace-cmd
 # file version 6, see below) and ftrace-text.txt.xz (each at most 2 MB), tracecmd-counts.txt (event lines of `trace-cmd
@@ -92,6 +93,9 @@ field_or_none() { local v; v=$(field "$1"); echo "${v:-none}"; }
 	echo
 	echo "- kernel: $(field kernel_release) ($(field kernel_flavor))"
 	echo "- workload: $(field workload) $(field workload_args)"
+	# run.sh multi: one VM (its own process) per workload.
+	sed -n -E 's/^    \{"vm": ([0-9]+), "workload": "([^"]*)", "args": "([^"]*)", "pid": ([0-9a-z]+), "start_ns": ([0-9a-z]+), "end_ns": ([0-9a-z]+), "rc": ([0-9a-z]+),.*/  - VM \1: \2 \3 (pid \4, monotonic \5..\6 ns, rc \7)/p' \
+		"$SRC/manifest.json"
 	echo "- kvm module args: $(field_or_none kvm_module_args)"
 	echo "- knobs: $(field_or_none knobs)"
 	echo "- lttng-modules: $(field lttng_modules); events: $(field events); syscalls: $(field syscalls)"
