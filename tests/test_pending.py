@@ -24,8 +24,6 @@ KINDS = {
         {"zap_count"},
     "lttng-kernel-6.12.117-stock-selftest-memslot-modification-stress":
         {"zap_count"},
-    "lttng-kernel-6.12.117-patched-nxrecovery-attach-late":
-        {"recovery_batch", "nx_count"},
 }
 present = sorted(d for d in os.listdir(pending)
                  if os.path.exists(os.path.join(pending, d, "trace.tar.xz")))

@@ -74,7 +74,10 @@
  *                  avoided too, and the writable, dirty leaf a read
  *                  fault maps (6.12) is no evidence of a guest write;
  *   late capture   a sequence that begins while the VM runs: what it
- *                  only reveals is counted apart, never a mismatch.
+ *                  only reveals is counted apart, never a mismatch;
+ *   memslot swap   exec faults inside a dirty-logging change saw the
+ *                  old memslots or the new, as the worker's count
+ *                  settles (first in trace order the old ones).
  */
 #include "check.h"
 #include "metrics/fidelity.h"
@@ -905,6 +908,71 @@ static void test_nx_count(void)
 		}
 	}
 	recorded = &policy_baseline;
+}
+
+/*
+ * Two exec faults inside KVM_SET_USER_MEMORY_REGION, which turns dirty
+ * logging on, before its memslot event: each saw the memslots before
+ * the swap (an NX split) or after it (none), with the same SPTE
+ * changes.  The worker's count (ratio 1: a page each) says how many
+ * saw the old ones, the first in trace order: `old` of the two.
+ */
+static void memslot_swap_scenario(int old)
+{
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	evs[0].u.memslot.npages = 0x1000;       /* 8 2M pages */
+	nx_split(0x200);
+	e = ev(MEV_SYSCALL, VMM);
+	e->u.sys.entry = 1;
+	e->u.sys.call = MSYS_IOCTL;
+	e->u.sys.a1 = KVM_SET_USER_MEMORY_REGION;
+	nx_split(0x400);
+	nx_split(0x600);
+	e = ev(MEV_MEMSLOT, VMM);
+	e->u.memslot.change = KVM_MR_FLAGS_ONLY;
+	e->u.memslot.npages = 0x1000;
+	e->u.memslot.hva = HVA;
+	e->u.memslot.new_flags = KVM_MEM_LOG_DIRTY_PAGES;
+	syscall_exit(VMM);
+	nx_phase(MEV_NX_BEGIN, MEV_LOCK_WRITE, 1 + old);
+	nx_recover(0x200);
+	if (old)
+		nx_recover(0x400);
+	if (old > 1)
+		nx_recover(0x600);
+	nx_phase(MEV_NX_END, MEV_LOCK_WRITE, 0);
+}
+
+static void test_memslot_swap(void)
+{
+	struct replay_result r;
+	int old;
+
+	nx_ratio = 1;
+	nx_period_ms = 1000;
+	for (old = 0; old <= 2; old++) {
+		memslot_swap_scenario(old);
+		CHECK(run(&policy_baseline, &r) == REPLAY_OK);
+		CHECK(r.mismatches_total == 0 && r.recovery_batches == 1 &&
+		      r.nx_recovered_predicted == 1 + old);
+			CHECK(r.span_faults_settled == 2 && r.span_faults_old == old);
+		replay_result_free(&r);
+	}
+	/* Without the rule both faults saw the old memslots: three splits
+	 * where the worker counted two, and one left after it. */
+	rules_off = 1u << RULE_SLOT_SWAP;
+	memslot_swap_scenario(1);
+	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
+	CHECK(r.mismatches_total == 2 && r.span_faults_settled == 0 &&
+	      r.mismatches_by_kind[MISMATCH_NX_COUNT] == 1 &&
+	      r.mismatches_by_kind[MISMATCH_RECOVERY_BATCH] == 1);
+	replay_result_free(&r);
+	rules_off = 0;
+	nx_ratio = 0;
+	nx_period_ms = 0;
 }
 
 /*
@@ -1827,6 +1895,7 @@ static const struct scenario {
 	{ "nx_snapshot_late_split_settled", test_nx_snapshot },
 	{ "nx_off_worker_free_is_teardown", test_nx_off },
 	{ "nx_count_checked_under_write_lock", test_nx_count },
+	{ "memslot_swap_settled_by_count", test_memslot_swap },
 	{ "nx_two_tables_at_one_entry_612", test_nx_two_tables },
 	{ "fault_before_recovery_zap_explained", test_fault_racing_recovery },
 	{ "traced_batch_spans_pause", test_measured_batch_pause },

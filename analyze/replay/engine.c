@@ -162,17 +162,6 @@ int engine_dirty_logged_at(struct engine *e, uint64_t gfn, uint64_t seq)
 		scan_dirty_at(e->scan, seq);
 }
 
-int engine_dirty_logged_for_fault(struct engine *e, uint64_t gfn,
-				  uint64_t seq)
-{
-	int dirty;
-
-	if (e->slots.measured && engine_rule(e, RULE_SLOT_SWAP) &&
-	    scan_flip_at(e->scan, 0, gfn, seq, &dirty))
-		return dirty;
-	return engine_dirty_logged_at(e, gfn, seq);
-}
-
 void engine_ctx_close(struct engine *e, struct thread_ctx *t)
 {
 	int was_window = t->ctx_kind == CTX_WINDOW;

@@ -302,6 +302,10 @@ struct replay_result {
 	/* Recovery batches whose size the trace settled: the worker's
 	 * count may lack splits accounted while it waited for mmu_lock. */
 	int64_t nx_batches_settled;
+	/* Exec faults inside a memslot flip's span whose view of the
+	 * memslots (before the swap or after it) KVM's count settled, and
+	 * how many of them saw the old memslots (engine_nx.c). */
+	int64_t span_faults_settled, span_faults_old;
 	/* Every mismatch, in trace order (malloc'd), and how many of each
 	 * kind; mismatches_total == nmismatches unless memory ran out. */
 	struct mismatch *mismatches;

@@ -46,7 +46,8 @@
  *   engine_nx.c        overlay_flush_account(); fault_pending_expire();
  *                      lock_holder_push();
  *   engine_teardown.c  overlay_context_range();
- *                      nx_recovery_ctx_open(), nx_split_drop();
+ *                      nx_recovery_ctx_open(), nx_split_drop(),
+ *                      nx_span_forget();
  *   engine_lock.c      none.
  *
  * Each thread has one open context at a time: an invalidation window, a
@@ -191,6 +192,10 @@ struct batch {
 	 * the least the ratio gives from a count that missed the splits
 	 * accounted while the worker waited for mmu_lock. */
 	int64_t sps_observed, sps_predicted, sps_min;
+	/* What the size rests on, from its start: the lists' counts, the
+	 * splits each may hold that the worker's count missed, and the
+	 * count the patched begin event gives (-1: none). */
+	int64_t n_traced, n_policy, late_traced, late_policy, count_read;
 	int64_t flushes_traced;         /* traced flush events (patched) */
 	/* The policy's batch: pages it may take, has taken, recovers. */
 	int64_t policy_quota, policy_taken, policy_pages;
@@ -276,6 +281,21 @@ struct nx_splits {
 	unsigned nrecent;               /* pushed so far */
 };
 
+/*
+ * Exec faults that split a 2M page inside a memslot flip's span
+ * (scan.h struct scan_flip), in trace order: each saw the memslots
+ * before the swap or after it, and so made an NX split or not; the
+ * SPTE changes are the same.  KVM's count settles how many saw the old
+ * ones (engine_nx.c nx_span_settle()).  All of one flip.
+ */
+#define NX_UNDECIDED 64
+
+struct nx_undecided {
+	uint64_t gfn;
+	int64_t ts;
+	int keep;                       /* the policy avoided the fault */
+};
+
 struct engine {
 	const struct replay_opts *opts;
 	const struct spte_format *fmt;
@@ -304,6 +324,11 @@ struct engine {
 	 * from the start of a capture from the VM's creation, else from
 	 * the first batch that began with such a page (engine_nx.c). */
 	int nx_list_known;
+	struct nx_undecided undecided[NX_UNDECIDED];
+	int nundecided;
+	int undecided_flip;             /* scan_flip_at()'s, of them all */
+	int undecided_on;               /* that flip turned logging on */
+	int flip_swapped;               /* the last flip known swapped */
 	int began_decided;              /* began_mid_run is set */
 	int setregion_threads;          /* inside KVM_SET_USER_MEMORY_REGION */
 	int dirtylog_threads;           /* inside KVM_{GET,CLEAR}_DIRTY_LOG */
@@ -346,9 +371,6 @@ void engine_mismatch(struct engine *e, enum mismatch_kind kind,
 /* The series' entry for the second of ts; NULL (and nomem) on failure. */
 struct replay_second *engine_second_at(struct engine *e, int64_t ts);
 int engine_dirty_logged_at(struct engine *e, uint64_t gfn, uint64_t seq);
-/* ... as a vCPU's fault sees it (the memslot swap, scan.h). */
-int engine_dirty_logged_for_fault(struct engine *e, uint64_t gfn,
-				  uint64_t seq);
 
 /* engine_overlay.c */
 void engine_on_spte(struct engine *e, struct thread_ctx *t,
@@ -427,6 +449,9 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 			   const struct model_event *ev);
 void nx_split_drop(struct engine *e, struct nx_splits *l, uint64_t gfn);
+/* A table freed: a memslot flip's span fault that made it is settled
+ * by nothing now (engine_nx.c, struct nx_undecided). */
+void nx_span_forget(struct engine *e, uint64_t gfn);
 void nx_batch_touch(struct engine *e, const struct model_event *ev);
 void nx_batch_close(struct engine *e);
 void nx_recovery_ctx_open(struct engine *e, struct thread_ctx *t,

@@ -99,12 +99,162 @@ static int64_t nx_split_count_since(const struct nx_splits *l, int64_t since)
 	return late;
 }
 
+/* The page's split is in KVM's list: in the model's, and in the
+ * policy's unless the policy avoided the fault. */
+static void nx_split_account(struct engine *e, uint64_t gfn, int64_t ts,
+			     int keep)
+{
+	nx_split_add(e, &e->nx_traced, gfn, ts);
+	e->res->nx_splits_observed++;
+	if (!keep)
+		nx_split_add(e, &e->nx_policy, gfn, ts);
+}
+
+static void nx_split_unaccount(struct engine *e, uint64_t gfn, int keep)
+{
+	nx_split_drop(e, &e->nx_traced, gfn);
+	e->res->nx_splits_observed--;
+	if (!keep)
+		nx_split_drop(e, &e->nx_policy, gfn);
+}
+
+/*
+ * Exec faults inside a memslot flip's span (rule slot_swap).  A fault
+ * reads the memslots once, early (kvm_faultin_pfn()), and the ioctl
+ * swaps them at one instant between its entry and its traced event
+ * (kvm_swap_active_memslots()), so the faults that saw the old ones
+ * come first: the first s of the span's faults, in trace order.  Each
+ * takes the new setting until the trace settles s (nx_span_old(),
+ * nx_span_new_from()): a fault that saw dirty logging made no NX split,
+ * one that did not made one, with the same SPTE changes.
+ */
+static void nx_span_note(struct engine *e, const struct thread_ctx *t,
+			 const struct model_event *ev, int flip, int dirty)
+{
+	/* Past a settled swap every fault sees the new setting; faults
+	 * of a second flip before the first is settled, or more than the
+	 * list holds, keep the new setting unsettled (not seen yet). */
+	if (flip == e->flip_swapped ||
+	    (e->nundecided && e->undecided_flip != flip) ||
+	    e->nundecided == NX_UNDECIDED)
+		return;
+	e->undecided_flip = flip;
+	e->undecided_on = dirty;
+	e->undecided[e->nundecided++] = (struct nx_undecided){
+		ev->u.sp.gfn, ev->ts, t->ctx_keep,
+	};
+}
+
+/* The span's first n faults saw the old memslots: their split is the
+ * opposite of the new setting's.  A batch whose size is not settled
+ * yet counts them: they were accounted before its worker woke. */
+static void nx_span_old(struct engine *e, int n)
+{
+	struct batch *b = &e->batch;
+	int i, sign = e->undecided_on ? 1 : -1;
+
+	MR_ASSERT_DBG(n >= 0 && n <= e->nundecided);
+	for (i = 0; i < n; i++) {
+		const struct nx_undecided *u = &e->undecided[i];
+
+		if (e->undecided_on)
+			nx_split_account(e, u->gfn, u->ts, u->keep);
+		else
+			nx_split_unaccount(e, u->gfn, u->keep);
+		b->n_traced += sign;
+		b->n_policy += u->keep ? 0 : sign;
+	}
+	e->res->span_faults_settled += n;
+	e->res->span_faults_old += n;
+	e->nundecided -= n;
+	memmove(e->undecided, e->undecided + n,
+		(size_t)e->nundecided * sizeof(e->undecided[0]));
+}
+
+/* The span's faults from the i-th on saw the new memslots: the swap
+ * came before them, and every later fault of the flip sees it too. */
+static void nx_span_new_from(struct engine *e, int i)
+{
+	MR_ASSERT_DBG(i >= 0 && i <= e->nundecided);
+	e->res->span_faults_settled += e->nundecided - i;
+	e->nundecided = i;
+	e->flip_swapped = e->undecided_flip;
+}
+
+static int nx_span_find(const struct engine *e, uint64_t gfn)
+{
+	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1);
+	int i;
+
+	for (i = 0; i < e->nundecided; i++)
+		if (tdp_align(e->undecided[i].gfn, TDP_LEVEL_4K + 1) == key)
+			return i;
+	return -1;
+}
+
+/* A span fault's table freed: whatever it saw, the kernel's count no
+ * longer holds it. */
+void nx_span_forget(struct engine *e, uint64_t gfn)
+{
+	int i = nx_span_find(e, gfn);
+
+	if (i < 0)
+		return;
+	e->nundecided--;
+	memmove(e->undecided + i, e->undecided + i + 1,
+		(size_t)(e->nundecided - i) * sizeof(e->undecided[0]));
+}
+
+/* The worker took a page: it was in KVM's list, an NX split.  Of a
+ * span's fault, that settles which memslots it saw, and on which side
+ * of the swap the faults before or after it are. */
+static void nx_span_recovered(struct engine *e, uint64_t gfn)
+{
+	int i = nx_span_find(e, gfn);
+
+	if (i < 0)
+		return;
+	if (e->undecided_on)
+		nx_span_old(e, i + 1);
+	else
+		nx_span_new_from(e, i);
+}
+
+/*
+ * The count KVM's worker read settles the span's faults: with logging
+ * switched on, each that saw the old memslots is a split the model's
+ * list lacks; switched off, one it holds too many.  Only once the
+ * model's list is KVM's (on a capture that began mid-run, older splits
+ * would count too).  The count may lack the splits accounted while the
+ * worker waited (nx_count_late()): of the answers that leaves, the one
+ * closest to the new setting is taken, and a write-locked batch's end
+ * event checks it (nx_count).  What it cannot catch: a span fault
+ * miscounted for another reason, which the settlement absorbs.
+ */
+static void nx_batch_span_settle(struct engine *e)
+{
+	struct batch *b = &e->batch;
+	int64_t s, d = b->count_read - b->n_traced;
+
+	if (!e->nundecided || b->count_read < 0 || !e->nx_list_known)
+		return;
+	s = e->undecided_on ? d : -d - b->late_traced;
+	if (s < 0)
+		s = 0;
+	if (s > e->nundecided)
+		s = e->nundecided;
+	nx_span_old(e, (int)s);
+	if (e->nundecided)
+		nx_span_new_from(e, 0);
+}
+
 /* An L1 table made by an exec fault outside dirty logging is an NX
  * split that recovery will come for (account_nx_huge_page()). */
 void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 			const struct model_event *ev)
 {
 	int level = mev_role_level(ev->u.sp.role);
+	int flip = 0, dirty = 0;
 
 	/* A new root: its entries are known (tdp.h), none present.  A
 	 * table below is known from its link (engine_on_spte()): a vCPU
@@ -116,15 +266,21 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 		e->nomem = 1;
 	if (level != TDP_LEVEL_4K ||
 	    t->ctx_kind != CTX_FAULT || !t->fault_fetch ||
-	    (e->opts->nx_off && engine_rule(e, RULE_NX_OFF)) ||
-	    (engine_rule(e, RULE_NX_DIRTY_UNTRACKED) &&
-	     engine_dirty_logged_for_fault(e, ev->u.sp.gfn, t->ctx_seq)))
+	    (e->opts->nx_off && engine_rule(e, RULE_NX_OFF)))
 		return;
-	nx_split_add(e, &e->nx_traced, ev->u.sp.gfn, ev->ts);
-	e->res->nx_splits_observed++;
-	/* A fault the policy avoided splits nothing under it. */
-	if (!t->ctx_keep)
-		nx_split_add(e, &e->nx_policy, ev->u.sp.gfn, ev->ts);
+	if (engine_rule(e, RULE_NX_DIRTY_UNTRACKED)) {
+		if (e->slots.measured && engine_rule(e, RULE_SLOT_SWAP))
+			flip = scan_flip_at(e->scan, 0, ev->u.sp.gfn,
+					    t->ctx_seq, &dirty);
+		if (flip)
+			nx_span_note(e, t, ev, flip, dirty);
+		else
+			dirty = engine_dirty_logged_at(e, ev->u.sp.gfn,
+						       t->ctx_seq);
+		if (dirty)
+			return;
+	}
+	nx_split_account(e, ev->u.sp.gfn, ev->ts, t->ctx_keep);
 }
 
 void nx_batch_close(struct engine *e)
@@ -247,10 +403,30 @@ static int64_t ceil_div(int64_t n, int64_t d)
 	return n > 0 ? (n + d - 1) / d : 0;
 }
 
+/* kvm_recover_nx_lpages(): to_zap = ceil(splits / ratio), from the
+ * counts the batch began with (nx_batch_touch()). */
+static void nx_batch_size(struct engine *e)
+{
+	struct batch *b = &e->batch;
+	int64_t ratio = e->opts->nx_ratio, pr, missed = 0;
+
+	if (ratio <= 0)
+		return;
+	pr = e->opts->policy->nx_ratio ? e->opts->policy->nx_ratio : ratio;
+	b->sps_predicted = ceil_div(b->n_traced, ratio);
+	b->sps_min = ceil_div(b->n_traced - b->late_traced, ratio);
+	/* The patched begin event gives the count read: the policy's
+	 * worker misses as many of its own. */
+	if (b->count_read >= 0 && b->n_traced - b->count_read > 0 &&
+	    b->n_traced - b->count_read <= b->late_traced)
+		missed = b->n_traced - b->count_read;
+	b->policy_quota = ceil_div(b->n_policy - (missed < b->late_policy ?
+						  missed : b->late_policy), pr);
+}
+
 void nx_batch_touch(struct engine *e, const struct model_event *ev)
 {
 	struct batch *b = &e->batch;
-	int64_t ratio = e->opts->nx_ratio;
 
 	/* Without begin/end events (stock kernels) a pause ends a batch;
 	 * with them only the end does: a batch that yields the lock, or
@@ -261,32 +437,18 @@ void nx_batch_touch(struct engine *e, const struct model_event *ev)
 	    ev->ts - b->batch_last_ts > BATCH_GAP_NS)
 		nx_batch_close(e);
 	if (!b->batch_active) {
-		int64_t late = nx_count_late(e, &e->nx_traced);
-		int64_t missed = 0;
-
 		b->batch_active = 1;
 		b->batch_start_ts = ev->ts;
 		b->batch_first_seq = ev->seq;
 		batch_wake(e, b, ev);
-		/* kvm_recover_nx_lpages(): to_zap = ceil(splits / ratio). */
-		if (ratio > 0) {
-			int64_t pr = e->opts->policy->nx_ratio ?
-				e->opts->policy->nx_ratio : ratio;
-			int64_t n = e->nx_traced.nsplit;
-
-			b->sps_predicted = ceil_div(n, ratio);
-			b->sps_min = ceil_div(n - late, ratio);
-			/* The patched begin event gives the count read: the
-			 * policy's worker misses as many of its own. */
-			if (ev->kind == MEV_NX_RECOVERY &&
-			    ev->u.nx.phase == MEV_NX_BEGIN &&
-			    n - ev->u.nx.pages > 0 && n - ev->u.nx.pages <= late)
-				missed = n - ev->u.nx.pages;
-			late = nx_count_late(e, &e->nx_policy);
-			b->policy_quota = ceil_div(e->nx_policy.nsplit -
-						   (missed < late ? missed : late),
-						   pr);
-		}
+		b->n_traced = e->nx_traced.nsplit;
+		b->n_policy = e->nx_policy.nsplit;
+		b->late_traced = nx_count_late(e, &e->nx_traced);
+		b->late_policy = nx_count_late(e, &e->nx_policy);
+		b->count_read = ev->kind == MEV_NX_RECOVERY &&
+			ev->u.nx.phase == MEV_NX_BEGIN ? ev->u.nx.pages : -1;
+		nx_batch_span_settle(e);
+		nx_batch_size(e);
 	}
 	b->batch_last_ts = ev->ts;
 }
@@ -340,10 +502,17 @@ static void nx_batch_first_page(struct engine *e, uint64_t gfn)
 
 	if (e->nx_list_known || e->batch.sps_observed)
 		return;
-	if (nx_value_count(u64map_get(&e->nx_traced.split_map, key)))
+	if (nx_value_count(u64map_get(&e->nx_traced.split_map, key))) {
 		e->nx_list_known = 1;
-	else
+		/* The count this batch began with settles a flip's span
+		 * now, and so its size. */
+		if (e->nundecided && e->batch.count_read >= 0) {
+			nx_batch_span_settle(e);
+			nx_batch_size(e);
+		}
+	} else {
 		e->batch.batch_revealed = 1;
+	}
 }
 
 /* The worker freed a shadow page (its context just opened): one page of
@@ -355,8 +524,10 @@ void nx_recovery_ctx_open(struct engine *e, struct thread_ctx *t,
 	uint64_t gfn = ev->u.sp.gfn;
 
 	nx_batch_touch(e, ev);
-	if (level == TDP_LEVEL_4K)
+	if (level == TDP_LEVEL_4K) {
+		nx_span_recovered(e, gfn);
 		nx_batch_first_page(e, gfn);
+	}
 	e->batch.sps_observed += level == TDP_LEVEL_4K;
 	rec.gfn = gfn;
 	rec.dirty_logged = engine_dirty_logged_at(e, gfn, ev->seq);
@@ -407,6 +578,7 @@ void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 		if (!policy_skips_recovery(e->opts->policy, &rec))
 			engine_mismatch(e, MISMATCH_POLICY_DECISION, ev->seq,
 					ev->ts, ev->u.nx.gfn, 0, 1);
+		nx_span_recovered(e, ev->u.nx.gfn);
 		nx_batch_first_page(e, ev->u.nx.gfn);
 		e->batch.sps_observed++;
 		nx_split_drop(e, &e->nx_traced, ev->u.nx.gfn);

@@ -60,6 +60,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	    engine_rule(e, RULE_NESTED_TEARDOWN)) {
 		if (level == TDP_LEVEL_4K) {
 			nx_split_drop(e, &e->nx_policy, gfn);
+			nx_span_forget(e, gfn);
 			nx_split_drop(e, &e->nx_traced, gfn);
 		}
 		return;
@@ -84,8 +85,10 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		nx_recovery_ctx_open(e, t, ev, level);
 	else if (level == TDP_LEVEL_4K)
 		nx_split_drop(e, &e->nx_policy, gfn);
-	if (level == TDP_LEVEL_4K)
+	if (level == TDP_LEVEL_4K) {
+		nx_span_forget(e, gfn);
 		nx_split_drop(e, &e->nx_traced, gfn);
+	}
 	/* A teardown zaps every leaf below the table (nested tables with
 	 * it, above); a recovery the leaves of its one table. */
 	t->ctx_predicted =

@@ -512,7 +512,7 @@ int scan_flip_at(const struct scan *sc, int as_id, uint64_t gfn,
 		    f->as_id == as_id && gfn >= f->base_gfn &&
 		    (!f->npages || gfn < f->base_gfn + f->npages)) {
 			*dirty = f->dirty;
-			return 1;
+			return (int)i + 1;
 		}
 	}
 	return 0;

@@ -93,8 +93,9 @@ void scan_free(struct scan *sc);
 int scan_is_upgrade(const struct scan *sc, uint64_t seq);
 /* Was dirty logging on at seq (stock inference)? */
 int scan_dirty_at(const struct scan *sc, uint64_t seq);
-/* Whether (as_id, gfn) at seq lies in a flip's span; if so *dirty is
- * the setting vCPUs already see. */
+/* Returns the flip (its index in flips, plus one) whose span holds
+ * (as_id, gfn) at seq, and sets *dirty to its new setting; returns 0
+ * outside every span. */
 int scan_flip_at(const struct scan *sc, int as_id, uint64_t gfn,
 		 uint64_t seq, int *dirty);
 

@@ -99,6 +99,10 @@ void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
 	cJSON_AddNumberToObject(o, "leaf_zaps", (double)r->zaps_race_settled);
 	cJSON_AddNumberToObject(o, "recovery_batches",
 				(double)r->nx_batches_settled);
+	cJSON_AddNumberToObject(o, "memslot_swap_faults",
+				(double)r->span_faults_settled);
+	cJSON_AddNumberToObject(o, "memslot_swap_faults_old",
+				(double)r->span_faults_old);
 	/* Claims of the recorded policy no event of this capture shows. */
 	a = cJSON_AddArrayToObject(root, "unverifiable");
 	if (r->read_lock_unverifiable)

@@ -118,6 +118,12 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 			"before splits accounted while\n  the worker waited for "
 			"mmu_lock, settled by the trace (not checked): %"
 			PRId64 "\n", r->nx_batches_settled);
+	if (r->span_faults_settled)
+		fprintf(out, "  exec faults during a memslot's dirty-logging "
+			"change, whose memslots (before\n  or after the swap) "
+			"KVM's NX count settled (not checked): %" PRId64
+			", %" PRId64 " before\n", r->span_faults_settled,
+			r->span_faults_old);
 	/* Every kind's count, then the first few; all of them are in the
 	 * JSON's first REPLAY_SHOWN_MISMATCHES and table replay_mismatch. */
 	fprintf(out, "  mismatches: %" PRId64, r->mismatches_total);
