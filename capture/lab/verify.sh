@@ -246,7 +246,7 @@ if grep -q -m1 '}, { pid = [0-9]*, ' "$TMP"; then
 	# kvm-nx-lpage-re's events of no VM's pid: the worker kthreads (6.1).
 	KTHREAD_WORKER=$(awk -v pids=" $PIDS" '
 		/procname = "kvm-nx-lpage-re"/ && match($0, /\}, \{ pid = [0-9]+,/) {
-			p = substr($0, RSTART + 10, RLENGTH - 11)
+			p = substr($0, RSTART + 11, RLENGTH - 12)
 			if (index(pids, " " p " ")) next
 			n++; t[p] = 1
 		}
