@@ -34,6 +34,8 @@ KINDS = {
     "lttng-kernel-6.12.117-patched-multivm-nxrecovery-bgsnapshot":
         {"fault_not_required", "zap_count", "zap_outside_range",
          "recovery_batch", "nx_count", "flush_context", "recovery_period"},
+    "lttng-kernel-6.1.192-stock-multivm-nxrecovery-bgsnapshot-basic":
+        {"fault_not_required", "zap_count", "recovery_batch"},
 }
 present = sorted(d for d in os.listdir(pending)
                  if os.path.exists(os.path.join(pending, d, "trace.tar.xz")))
