@@ -75,6 +75,9 @@
  *                  fault maps (6.12) is no evidence of a guest write;
  *   late capture   a sequence that begins while the VM runs: what it
  *                  only reveals is counted apart, never a mismatch;
+ *   upgrade cause  on a stock kernel only mprotect or a userfaultfd
+ *                  unprotect infers a permission upgrade, not a
+ *                  kernel thread's invalidation refaulted identical;
  *   memslot swap   exec faults inside a dirty-logging change saw the
  *                  old memslots or the new, as the worker's count
  *                  settles (first in trace order the old ones).
@@ -378,6 +381,62 @@ static void sys(int entry, enum model_syscall call, uint64_t a2)
 	e->u.sys.entry = entry;
 	e->u.sys.call = call;
 	e->u.sys.a2 = a2;
+}
+
+/*
+ * Stock kernel: an invalidation by a thread in no syscall that could
+ * loosen a page (ksmd, kswapd, khugepaged, NUMA hinting) whose zapped
+ * leaf refaults identical is no permission upgrade (rule
+ * upgrade_cause); one inside UFFDIO_WRITEPROTECT whose leaf does is an
+ * unprotect.  Without the rule, identical refaults alone made both
+ * upgrades, and perm-upgrade kept the first zap.
+ */
+#define KTHREAD 500     /* ksmd */
+
+static void stock_window(int tid, uint64_t gfn)
+{
+	struct model_event *e = ev(MEV_NOTIFIER, tid);
+
+	e->u.notifier.hva_start = HVA + (gfn << 12);
+	e->u.notifier.hva_end = HVA + ((gfn + 1) << 12);
+	spte(tid, 1, gfn, RO_4K, 0);
+}
+
+static void test_stock_upgrade_cause(void)
+{
+	struct replay_result p;
+	struct model_event *e;
+	int off;
+
+	for (off = 0; off <= 1; off++) {
+		nev = 0;
+		fault(5, MEV_PFERR_USER);
+		spte(VCPU, 1, 5, 0, RO_4K);
+		fault(6, MEV_PFERR_USER);
+		spte(VCPU, 1, 6, 0, RO_4K);
+		entry();
+		stock_window(KTHREAD, 5);
+		e = ev(MEV_SYSCALL, VMM);
+		e->u.sys.entry = 1;
+		e->u.sys.call = MSYS_IOCTL;
+		e->u.sys.a1 = UFFDIO_WRITEPROTECT;
+		stock_window(VMM, 6);
+		syscall_exit(VMM);
+		fault(5, MEV_PFERR_USER);
+		spte(VCPU, 1, 5, 0, RO_4K);
+		fault(6, MEV_PFERR_USER);
+		spte(VCPU, 1, 6, 0, RO_4K);
+		entry();
+		rules_off = off ? 1u << RULE_UPGRADE_CAUSE : 0;
+		CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
+		CHECK(p.upgrade_src == REPLAY_SRC_INFERRED);
+		CHECK(p.upgrade_windows == 1 + off);
+		CHECK(p.zaps_kept == 1 + off && p.zaps_kept_inferred == 1 + off &&
+		      p.faults_avoided == 1 + off &&
+		      p.faults == 3 - off && p.mismatches_total == 0);
+		replay_result_free(&p);
+	}
+	rules_off = 0;
 }
 
 /* Stock kernel: mprotect(PROT_READ) then mprotect(PROT_READ|WRITE)
@@ -1896,6 +1955,7 @@ static const struct scenario {
 	{ "nx_off_worker_free_is_teardown", test_nx_off },
 	{ "nx_count_checked_under_write_lock", test_nx_count },
 	{ "memslot_swap_settled_by_count", test_memslot_swap },
+	{ "stock_upgrade_needs_a_cause", test_stock_upgrade_cause },
 	{ "nx_two_tables_at_one_entry_612", test_nx_two_tables },
 	{ "fault_before_recovery_zap_explained", test_fault_racing_recovery },
 	{ "traced_batch_spans_pause", test_measured_batch_pause },

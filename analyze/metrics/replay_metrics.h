@@ -45,6 +45,10 @@
 	X(RM_LEAF_ZAPS_OTHER, "leaf_zaps.other", r->zaps[ZAP_OTHER], \
 	  RM_WHATIF) \
 	X(RM_ZAPS_KEPT, "zaps_kept", r->zaps_kept, RM_WHATIF) \
+	/* ... that rest on the stock upgrade inference (scan.h) */ \
+	X(RM_ZAPS_KEPT_INFERRED, "zaps_kept_inferred", \
+	  r->zaps_kept_inferred, \
+	  RM_WHATIF) \
 	X(RM_REFAULTS_NOTIFIER, "refaults.notifier", \
 	  r->refaults[ZAP_NOTIFIER], RM_WHATIF) \
 	X(RM_REFAULTS_NX_RECOVERY, "refaults.nx_recovery", \

@@ -478,7 +478,8 @@ enum replay_status replay_prepare(struct source *src,
 				  const struct replay_opts *opts,
 				  struct scan *scan)
 {
-	switch (scan_run(src, opts->fmt, scan)) {
+	switch (scan_run(src, opts->fmt,
+			 !(opts->rules_off & (1u << RULE_UPGRADE_CAUSE)), scan)) {
 	case SCAN_OK:
 		return REPLAY_OK;
 	case SCAN_ERR_SOURCE:

@@ -144,7 +144,11 @@
 	/* a fault on a leaf another thread made let the access through \
 	 * after this vCPU entered the guest was taken before that change \
 	 * (engine_fault.c fault_raced()) */ \
-	X(RULE_RACING_VCPU, "racing_vcpu")
+	X(RULE_RACING_VCPU, "racing_vcpu") \
+	/* stock kernels: an invalidation is a permission upgrade only \
+	 * inside a syscall that can loosen (mprotect, userfaultfd \
+	 * unprotect) on its thread (scan.c window_inferred_up()) */ \
+	X(RULE_UPGRADE_CAUSE, "upgrade_cause")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures
@@ -332,6 +336,8 @@ struct replay_result {
 	int64_t faults_undecided;
 	int64_t zaps[ZAP_CAUSES];
 	int64_t zaps_kept;              /* traced zaps the policy skips */
+	/* ... in invalidations the stock inference took as upgrades */
+	int64_t zaps_kept_inferred;
 	int64_t refaults[ZAP_CAUSES];   /* faults on a gfn zapped by cause */
 	int64_t flushes;                /* TLB flushes under the policy */
 	/* Lock waits left: held to each invalidation's last traced zap or

@@ -463,6 +463,10 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		}
 		if (t->ctx_keep) {
 			e->res->zaps_kept++;
+			/* Kept on the stock inference of an upgrade. */
+			e->res->zaps_kept_inferred +=
+				t->ctx_kind == CTX_WINDOW &&
+				e->scan->upgrade_src == REPLAY_SRC_INFERRED;
 			/* The policy keeps its own leaf, if it has one. */
 			if (!kept && tdp_set(&e->tdp_ovl, as, level, gfn,
 					     old) < 0)

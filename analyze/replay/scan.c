@@ -14,6 +14,7 @@
 /* Per-thread state of the pass. */
 struct scan_thread {
 	int in_madvise;                 /* inside madvise(2) */
+	int in_uffd_wp;                 /* inside UFFDIO_WRITEPROTECT */
 	int in_mprotect;                /* inside mprotect(2) ... */
 	uint64_t mprotect_prot;         /* ... with this prot */
 	int in_window;
@@ -42,6 +43,7 @@ struct scan_thread {
 #define W_SAME          0x10u   /* a refault as upgraded */
 #define W_DIFFER        0x20u   /* a refault not */
 #define W_ZAPPED        0x40u   /* it zapped a leaf */
+#define W_UFFD_WP       0x80u   /* inside UFFDIO_WRITEPROTECT */
 #define W_SEQ_SHIFT     8
 #define W_SEQ(w)        ((w) >> W_SEQ_SHIFT)
 
@@ -53,6 +55,7 @@ struct scan_pass {
 	size_t nwindows, capwindows;
 	struct tdp pending;             /* gfn -> zapped SPTE (masked) */
 	struct tdp pending_win;         /* gfn -> window index + 1 */
+	int upgrade_cause;              /* rule upgrade_cause (scan_run()) */
 	int dirty_on;
 	uint64_t dirty_from;
 	uint64_t setregion_last;        /* the last one's entry; 0: none */
@@ -231,6 +234,10 @@ static int on_notifier(struct scan_pass *p, struct scan_thread *t,
 		 * huge page is often refaulted at the same pfn, identical.
 		 */
 		*w |= W_BY_SYSCALL;
+	} else if (t->in_uffd_wp) {
+		/* Protect or unprotect: the mode is in user memory, the
+		 * refaults tell. */
+		*w |= W_UFFD_WP;
 	}
 	if (e->u.notifier.has_event)
 		window_measured(w, e->u.notifier.event ==
@@ -260,6 +267,8 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 	}
 	if (e->u.sys.call != MSYS_IOCTL)
 		return;
+	t->in_uffd_wp = e->u.sys.entry &&
+		e->u.sys.a1 == UFFDIO_WRITEPROTECT;
 	/*
 	 * A VMM reads the dirty log only while logging is on: a dirty-log
 	 * ioctl while the inference says off reveals it was on since the
@@ -355,6 +364,25 @@ static void close_each(void *arg, void *t)
 	window_close(arg, t);
 }
 
+/*
+ * The stock inference of an upgrade: only where the trace shows a
+ * cause that can loosen a page's protection on the invalidating thread
+ * (rule upgrade_cause): mprotect(2) keeping PROT_WRITE, or
+ * UFFDIO_WRITEPROTECT whose zapped leaves all came back as they were
+ * (an unprotect; a protect's refaults are read-only).  Reclaim,
+ * khugepaged, ksmd, compaction, migration and NUMA hinting invalidate
+ * with no such syscall, and a page they left in place also refaults
+ * identical: without the rule that alone made an upgrade.
+ */
+static int window_inferred_up(const struct scan_pass *p, uint64_t w)
+{
+	int same = (w & (W_SAME | W_DIFFER)) == W_SAME;
+
+	if (w & W_BY_SYSCALL)
+		return (w & W_SYSCALL_UP) != 0;
+	return same && ((w & W_UFFD_WP) || !p->upgrade_cause);
+}
+
 static int finish(struct scan_pass *p, uint64_t last_seq)
 {
 	struct scan *sc = p->out;
@@ -369,8 +397,7 @@ static int finish(struct scan_pass *p, uint64_t last_seq)
 	}
 	for (i = 0; i < p->nwindows; i++) {
 		uint64_t w = p->windows[i];
-		int inferred = (w & W_BY_SYSCALL) ? (w & W_SYSCALL_UP) != 0 :
-			(w & (W_SAME | W_DIFFER)) == W_SAME;
+		int inferred = window_inferred_up(p, w);
 		int m_up = (w & W_MEASURED_UP) != 0;
 		int up = (w & W_MEASURED) ? m_up : inferred;
 
@@ -396,7 +423,7 @@ static int finish(struct scan_pass *p, uint64_t last_seq)
 }
 
 enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
-			  struct scan *out)
+			  int upgrade_cause, struct scan *out)
 {
 	enum scan_status st = SCAN_ERR_NOMEM;
 	struct scan_pass p;
@@ -410,6 +437,7 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 	slots_init(&out->slots);
 	slots_init(&out->slots_start);
 	p.fmt = fmt;
+	p.upgrade_cause = upgrade_cause;
 	p.out = out;
 	ptrmap_init(&p.threads);
 	tdp_init(&p.pending, fmt);

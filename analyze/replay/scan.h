@@ -6,11 +6,12 @@
  *     gfns each invalidation zapped (model/slots.h);
  *   - which invalidations were pure permission upgrades: measured from
  *     the patched notifier flags / unmap decision; on stock kernels from
- *     the enclosing mprotect(2) (PROT_WRITE kept: upgrade), else inferred
- *     (docs/design.md, "Stock and patched kernels"): every leaf it
- *     zapped that came back came back at the same pfn with no
- *     permission less (A/D bits aside; 6.1 refaults it identical, 6.12
- *     may map it writable again);
+ *     the enclosing mprotect(2) (PROT_WRITE kept: upgrade), or inside
+ *     UFFDIO_WRITEPROTECT inferred (docs/design.md, "Stock and patched
+ *     kernels"): every leaf it zapped that came back came back at the
+ *     same pfn with no permission less (A/D bits aside; 6.1 refaults it
+ *     identical, 6.12 may map it writable again); with no such syscall
+ *     on the thread (reclaim, ksmd, khugepaged, NUMA hinting) never;
  *   - when dirty logging was on, on stock kernels: a
  *     KVM_SET_USER_MEMORY_REGION ioctl that write-protects or splits
  *     leaves turns it on; the next one turns it off;
@@ -86,8 +87,10 @@ enum scan_status {
 	SCAN_ERR_NOMEM,
 };
 
+/* upgrade_cause: rule upgrade_cause (engine.h); off, identical refaults
+ * alone infer an upgrade. */
 enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
-			  struct scan *out);
+			  int upgrade_cause, struct scan *out);
 void scan_free(struct scan *sc);
 /* Was the invalidation starting at seq a pure upgrade? */
 int scan_is_upgrade(const struct scan *sc, uint64_t seq);
