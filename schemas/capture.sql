@@ -1,5 +1,7 @@
--- mmureplay capture database, schema version 2 (2 added the fault
--- table's decoded access and present columns).
+-- mmureplay capture database, schema version 3 (2 added the fault
+-- table's decoded access and present columns; 3 the VM of each event:
+-- table vm, column vm of every canonical table, thread.pid, and
+-- stats_sample's sampler id renamed sampler_vm).
 --
 -- One file holds one capture: every trace of it (kernel and UST), its
 -- streams, the canonical events of schemas/events.json, the count of every
@@ -19,12 +21,16 @@
 --   * A missing optional field is NULL, never 0.
 --   * The file is complete when meta 'complete' is 1; meta 'truncated' is 1
 --     when the trace ended early and the events after the break are absent.
+--   * vm is the VM an event belongs to (table vm; analyze/ingest/vms.h):
+--     NULL when ingest cannot tell, and meta 'vm_unattributed:REASON'
+--     counts those rows per reason; meta 'vm_attribution' is 'none' when
+--     the trace gives no process (no pid context) and so no VM at all.
 --   * meta 'rows:TABLE' is the row count of canonical table TABLE as ingest
 --     wrote it; triggers rows_stale_TABLE_INSERT / _DELETE delete the key
 --     when rows are added or removed, and readers trust the key only while
 --     the DELETE trigger exists (analyze/db/db.h, db_table_count()).
 
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
@@ -79,14 +85,29 @@ CREATE TABLE thread (
 	tid       INTEGER NOT NULL,
 	procname  TEXT NOT NULL,
 	first_seq INTEGER NOT NULL,
+	pid       INTEGER,                  -- NULL: the trace does not say
 	PRIMARY KEY (tid, procname)
 ) WITHOUT ROWID;
 
--- Canonical event tables.  Every one starts with seq, ts, cpu, tid; the
--- columns after those are named in schemas/events.json.
+-- One row per VM: a successful KVM_CREATE_VM (its process, the fd it
+-- returned, the seq and ts of its return), or a VM that ran before the
+-- capture began (a vCPU ran with no KVM_CREATE_VM traced: fd, created_seq
+-- and created_ts NULL).  id is the vm column of the event tables.
+CREATE TABLE vm (
+	id          INTEGER PRIMARY KEY,
+	pid         INTEGER NOT NULL,
+	fd          INTEGER,
+	created_seq INTEGER,
+	created_ts  INTEGER,
+	procname    TEXT
+);
+
+-- Canonical event tables.  Every one starts with seq, ts, cpu, tid, vm;
+-- the columns after those are named in schemas/events.json.
 
 CREATE TABLE spte_change (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	as_id INTEGER, gfn INTEGER, level INTEGER,
 	old_spte INTEGER, new_spte INTEGER
 );
@@ -99,6 +120,7 @@ CREATE TABLE spte_change (
 -- say its ISA (no kvm_exit with isa, no manifest CPU vendor).
 CREATE TABLE fault (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	vcpu INTEGER, gpa INTEGER, error_code INTEGER, rip INTEGER,
 	access TEXT CHECK (access IN ('read', 'write', 'fetch')),
 	present INTEGER
@@ -106,32 +128,38 @@ CREATE TABLE fault (
 
 CREATE TABLE spte_request (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	gfn INTEGER, pfn INTEGER, level INTEGER
 );
 
 CREATE TABLE spte_set (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	gfn INTEGER, spte INTEGER, level INTEGER
 );
 
 CREATE TABLE fast_fault (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	vcpu INTEGER, gpa INTEGER, error_code INTEGER,
 	old_spte INTEGER, new_spte INTEGER, ret INTEGER
 );
 
 CREATE TABLE sp_alloc (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	gfn INTEGER, role INTEGER, created INTEGER
 );
 
 CREATE TABLE sp_free (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	gfn INTEGER, role INTEGER
 );
 
 CREATE TABLE huge_split (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	gfn INTEGER, spte INTEGER, level INTEGER, errno INTEGER
 );
 
@@ -140,6 +168,7 @@ CREATE TABLE huge_split (
 -- perm_upgrade are NULL on stock kernels (kvm_unmap_hva_range).
 CREATE TABLE notifier (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	phase INTEGER NOT NULL, hva_start INTEGER, hva_end INTEGER,
 	event INTEGER, flags INTEGER, blockable INTEGER, perm_upgrade INTEGER
 );
@@ -148,6 +177,7 @@ CREATE TABLE notifier (
 -- 1 = skipped (permission upgrade kept the SPTEs).  gfn_end exclusive.
 CREATE TABLE unmap_decision (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	as_id INTEGER, slot INTEGER, gfn_start INTEGER, gfn_end INTEGER,
 	event INTEGER, perm_upgrade INTEGER, decision INTEGER, flush INTEGER
 );
@@ -155,6 +185,7 @@ CREATE TABLE unmap_decision (
 -- Remote TLB flush (patched): pages 0 = the whole VM.
 CREATE TABLE tlb_flush (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	gfn_start INTEGER, pages INTEGER, ranged INTEGER
 );
 
@@ -163,6 +194,7 @@ CREATE TABLE tlb_flush (
 -- 0 = mmu_lock for write, 1 = for read.
 CREATE TABLE nx_recovery (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	phase INTEGER NOT NULL, lock_mode INTEGER, pages INTEGER,
 	to_zap INTEGER, ratio INTEGER, zapped INTEGER, skipped_dirty INTEGER,
 	raced INTEGER, gfn INTEGER, level INTEGER, action INTEGER
@@ -172,6 +204,7 @@ CREATE TABLE nx_recovery (
 -- failed).
 CREATE TABLE lock_wait (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	vcpu INTEGER, gfn INTEGER, wait_ns INTEGER, error_code INTEGER,
 	lock_mode INTEGER
 );
@@ -179,6 +212,7 @@ CREATE TABLE lock_wait (
 -- Generic lock contention (lock:contention_begin/end). phase as notifier.
 CREATE TABLE lock_contention (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	phase INTEGER NOT NULL, lock_addr INTEGER, flags INTEGER, ret INTEGER
 );
 
@@ -189,6 +223,7 @@ CREATE TABLE lock_contention (
 -- old_flags = new_flags = its flags.
 CREATE TABLE memslot (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	as_id INTEGER, slot INTEGER, change INTEGER, base_gfn INTEGER,
 	npages INTEGER, hva INTEGER, old_flags INTEGER, new_flags INTEGER,
 	dirty_logging INTEGER
@@ -196,12 +231,14 @@ CREATE TABLE memslot (
 
 CREATE TABLE vcpu_exit (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	vcpu INTEGER, exit_reason INTEGER, info1 INTEGER, info2 INTEGER,
 	isa INTEGER                       -- 1 = VMX (EPT), 2 = SVM (NPT)
 );
 
 CREATE TABLE vcpu_entry (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	vcpu INTEGER
 );
 
@@ -210,16 +247,19 @@ CREATE TABLE vcpu_entry (
 -- its first arguments in the order of schemas/events.json.
 CREATE TABLE syscall (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	raw_id INTEGER NOT NULL, a0 INTEGER, a1 INTEGER, a2 INTEGER
 );
 
 CREATE TABLE stats_sample (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
-	vm INTEGER, stat TEXT, value INTEGER
+	vm INTEGER,
+	sampler_vm INTEGER, stat TEXT, value INTEGER
 );
 
 CREATE TABLE latency_sample (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
 	probe INTEGER, ns INTEGER, gfn INTEGER
 );
 

@@ -162,7 +162,8 @@ for what, sqls, table, delta in (
          ["CREATE TABLE f2 AS SELECT * FROM fault",
           "DROP TABLE fault",
           "CREATE TABLE fault (seq INTEGER PRIMARY KEY, ts INTEGER NOT "
-          "NULL, cpu INTEGER, tid INTEGER, vcpu INTEGER, gpa INTEGER, "
+          "NULL, cpu INTEGER, tid INTEGER, vm INTEGER, vcpu INTEGER, "
+          "gpa INTEGER, "
           "error_code INTEGER, rip INTEGER, access TEXT CHECK (access "
           "IN ('read', 'write', 'fetch')), present INTEGER)",
           "INSERT INTO fault SELECT * FROM f2 LIMIT 5", "DROP TABLE f2"],

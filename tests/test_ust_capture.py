@@ -88,7 +88,7 @@ check(len(tids) == 1 and None not in tids, "one recording thread: %s" % tids)
 procs = db_rows(db, "SELECT procname FROM thread WHERE tid = %d"
                 % tids.pop())
 check(procs == [("ust_gen",)], "thread name %s" % procs)
-st = db_rows(db, "SELECT vm, stat, value FROM stats_sample ORDER BY seq")
+st = db_rows(db, "SELECT sampler_vm, stat, value FROM stats_sample ORDER BY seq")
 check(st == [(1, "remote_tlb_flush" if j % 2 else "pf_taken", 3 * j)
              for j in range(NSTATS)], "stats_sample values")
 # KVM-stats rates beside the event rates: pf_taken's increase over the

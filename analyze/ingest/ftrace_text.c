@@ -432,7 +432,7 @@ static enum text_status event_handle(struct text_state *s,
 	seq = tables_seq(s->t, ln->ns);
 	snprintf(comm, sizeof(comm), "%.*s", (int)ln->comm_len, ln->comm);
 	if (strcmp(comm, "<...>") != 0 &&
-	    tables_thread_note(s->t, ln->pid, comm, seq) < 0)
+	    tables_thread_note(s->t, ln->pid, -1, comm, seq) < 0)
 		return TEXT_NOMEM;
 	if (c->map.kind < 0 && !c->first_bad)
 		return TEXT_OK;

@@ -28,6 +28,7 @@ struct sink_class {
 	int64_t tid_member;     /* common context, -1: none */
 	int64_t tid_payload;    /* perf's CTF: perf_tid in the payload */
 	int64_t procname_member;
+	int64_t pid_member;             /* -1: no process in the context */
 	/* perf's side-band records (perf data convert --all): counted in
 	 * raw_event, no place in the time line; perf_comm names a thread. */
 	int sideband;
@@ -178,6 +179,13 @@ static struct sink_class *class_resolve(struct ingest_sink *s,
 	c->procname_member = member_index(
 		bt_stream_class_borrow_event_common_context_field_class_const(
 			sc), "procname");
+	c->pid_member = member_index(
+		bt_stream_class_borrow_event_common_context_field_class_const(
+			sc), "pid");
+	if (c->pid_member < 0)
+		c->pid_member = member_index(
+			bt_stream_class_borrow_event_common_context_field_class_const(
+				sc), "vpid");
 	/* perf data convert --to-ctf puts the sample's tid beside the
 	 * tracepoint's fields. */
 	c->tid_payload = c->tid_member >= 0 ? -1 : member_index(
@@ -381,7 +389,7 @@ static int sideband_note(struct ingest_sink *s, const struct sink_class *c,
 
 	if (c->comm_tid < 0 || c->comm_name < 0)
 		return 0;
-	return tables_thread_note(s->t, payload_int(pl, c->comm_tid),
+	return tables_thread_note(s->t, payload_int(pl, c->comm_tid), -1,
 		bt_field_string_get_value(
 			bt_field_structure_borrow_member_field_by_index_const(
 				pl, (uint64_t)c->comm_name)),
@@ -455,7 +463,11 @@ static int handle_event(struct ingest_sink *s, const bt_message *msg)
 			bt_field_structure_borrow_member_field_by_index_const(
 				ctx, (uint64_t)c->tid_member));
 		if (c->procname_member >= 0 &&
-		    tables_thread_note(s->t, tid, bt_field_string_get_value(
+		    tables_thread_note(s->t, tid, c->pid_member < 0 ? -1 :
+				bt_field_integer_signed_get_value(
+					bt_field_structure_borrow_member_field_by_index_const(
+						ctx, (uint64_t)c->pid_member)),
+				bt_field_string_get_value(
 				bt_field_structure_borrow_member_field_by_index_const(
 					ctx, (uint64_t)c->procname_member)),
 				seq) < 0)

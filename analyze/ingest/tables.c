@@ -3,6 +3,7 @@
  */
 #include "ingest/tables.h"
 
+#include "ingest/vms.h"
 #include "db/db.h"
 #include "model/fault.h"
 #include "util/alloc.h"
@@ -38,6 +39,7 @@ struct tables_lost {
 
 struct tables_thread {
 	const char *procname;
+	struct vms_thread vm;
 };
 
 struct ingest_tables {
@@ -47,6 +49,9 @@ struct ingest_tables {
 	struct strpool strings;
 
 	struct ptrmap threads;          /* tid -> tables_thread */
+	struct tables_thread *last_thread;      /* of last_tid */
+	int64_t last_tid;
+	struct vms vms;                 /* each row's VM */
 	struct u64map raw_by_name;      /* interned name -> raw index */
 
 	struct tables_raw *raws;
@@ -66,6 +71,7 @@ struct ingest_tables {
 	/* Rows committed per catalogue entry (kind): each canonical
 	 * table's row count, stored for the readers (db_table_count()). */
 	int64_t *kind_rows;
+	int nomem;                      /* a row's VM lost to memory */
 
 	/* The fault's decoded columns (fault_decode()): the kinds and
 	 * value indexes involved, -1 where the catalogue has none. */
@@ -172,6 +178,7 @@ struct ingest_tables *tables_create(const struct catalog *cat,
 	strpool_init(&t->strings);
 	ptrmap_init(&t->threads);
 	u64map_init(&t->raw_by_name);
+	vms_init(&t->vms, cat);
 	fault_decode_init(t);
 	return t;
 }
@@ -184,6 +191,7 @@ void tables_destroy(struct ingest_tables *t)
 	if (!t)
 		return;
 	ptrmap_free_values(&t->threads);
+	vms_free(&t->vms);
 	u64map_free(&t->raw_by_name);
 	for (i = 0; i < t->nstreams; i++) {
 		free(t->stream_list[i]->name);
@@ -419,6 +427,18 @@ int64_t tables_ts(const struct ingest_tables *t, int64_t ns)
 	return ns - t->ts_base;
 }
 
+/* The thread tid, or NULL when no event named it yet. */
+static struct tables_thread *thread_find(struct ingest_tables *t,
+					 int64_t tid)
+{
+	/* Runs of events come from one thread: ask the map once a run. */
+	if (!t->last_thread || t->last_tid != tid) {
+		t->last_thread = ptrmap_get(&t->threads, (uint64_t)tid);
+		t->last_tid = tid;
+	}
+	return t->last_thread;
+}
+
 struct ingest_row *tables_row_next(struct ingest_tables *t)
 {
 	if (!t->chunk)
@@ -434,6 +454,18 @@ void tables_row_commit(struct ingest_tables *t)
 	if (r->kind == (uint32_t)t->fault_kind ||
 	    r->kind == (uint32_t)t->exit_kind)
 		fault_decode(t, r);
+	if ((int)r->kind != ROW_KIND_THREAD(t->cat)) {
+		/* A thread no event named with its process (a trace without
+		 * procname): its process is not known. */
+		struct vms_thread unknown = { .pid = -1 };
+		struct tables_thread *th = r->nullmask & ROW_NULL_TID ? NULL :
+			thread_find(t, r->tid);
+
+		if (vms_row(&t->vms, r->nullmask & ROW_NULL_TID ? NULL :
+			    th ? &th->vm : &unknown,
+			    th ? th->procname : NULL, r) < 0)
+			t->nomem = 1;
+	}
 	t->kind_rows[r->kind]++;
 	if (++t->chunk->n == CHUNK_ROWS) {
 		writer_chunk_submit(t->w, t->chunk);
@@ -458,14 +490,14 @@ const char *tables_intern(struct ingest_tables *t, const char *s)
 	return strpool_intern(&t->strings, s);
 }
 
-int tables_thread_note(struct ingest_tables *t, int64_t tid,
+int tables_thread_note(struct ingest_tables *t, int64_t tid, int64_t pid,
 		       const char *name, uint64_t seq)
 {
-	struct tables_thread *th = ptrmap_get(&t->threads, (uint64_t)tid);
+	struct tables_thread *th = thread_find(t, tid);
 	struct ingest_row *r;
 	const char *iname;
 
-	if (th && strcmp(th->procname, name) == 0)
+	if (th && th->vm.pid == pid && strcmp(th->procname, name) == 0)
 		return 0;
 	iname = strpool_intern(&t->strings, name);
 	if (!iname)
@@ -476,7 +508,13 @@ int tables_thread_note(struct ingest_tables *t, int64_t tid,
 			free(th);
 			return -1;
 		}
+		t->last_thread = th;
+	} else if (th->vm.pid != pid) {
+		/* A tid reused by another process: its VM is not the
+		 * old thread's. */
+		memset(&th->vm, 0, sizeof(th->vm));
 	}
+	th->vm.pid = pid;
 	th->procname = iname;
 	r = tables_row_next(t);
 	memset(r, 0, sizeof(*r));
@@ -485,6 +523,9 @@ int tables_thread_note(struct ingest_tables *t, int64_t tid,
 	r->seq = (int64_t)seq;
 	r->textmask = 1;
 	r->v[0].text = iname;
+	r->v[1].i = pid;
+	if (pid < 0)
+		r->nullmask |= 2;
 	tables_row_commit(t);
 	return 0;
 }
@@ -633,8 +674,12 @@ enum tables_status tables_store(struct ingest_tables *t, sqlite3 *db)
 	    db_meta_set_int(db, "last_ts", t->last_ns - t->ts_base) != DB_OK ||
 	    db_meta_set_int(db, "lost_events",
 			    (int64_t)t->lost_events) != DB_OK ||
-	    store_row_counts(t, db) < 0)
+	    store_row_counts(t, db) < 0 || vms_store(&t->vms, db) < 0)
 		goto end;
+	if (t->nomem) {
+		status = TABLES_ERR_NOMEM;
+		goto end;
+	}
 	status = TABLES_OK;
 end:
 	if (status != TABLES_OK)

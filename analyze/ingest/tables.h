@@ -143,8 +143,9 @@ struct ingest_row *tables_row_next(struct ingest_tables *t);
 void tables_row_commit(struct ingest_tables *t);
 /* Intern a string that a row carries; NULL: no memory. */
 const char *tables_intern(struct ingest_tables *t, const char *s);
-/* A thread row the first time (tid, procname) is seen; -1: no memory. */
-int tables_thread_note(struct ingest_tables *t, int64_t tid,
+/* A thread row the first time (tid, procname) is seen, with its
+ * process (pid; -1: the trace does not say); -1: no memory. */
+int tables_thread_note(struct ingest_tables *t, int64_t tid, int64_t pid,
 		       const char *procname, uint64_t seq);
 
 /* Discarded events (is_packets 0) or packets the tracer reported;

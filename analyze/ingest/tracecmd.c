@@ -181,7 +181,7 @@ static int record_handle(struct tc_state *s, struct tc_buffer *b,
 	comm = tep_data_comm_from_pid(s->tep, (int)tid);
 	/* "<...>": the pid was not in the saved cmdlines. */
 	if (comm && strcmp(comm, "<...>") != 0 &&
-	    tables_thread_note(s->t, tid, comm, seq) < 0)
+	    tables_thread_note(s->t, tid, -1, comm, seq) < 0)
 		return -1;
 	if (c->map.kind < 0)
 		return 0;

@@ -82,9 +82,10 @@ static void append(char *buf, size_t len, const char *s)
  * per table per chunk moves a whole bucket without binding a parameter
  * per value: binding, copying each parameter into a register and the
  * multi-row VALUES co-routine cost a fifth of this thread's time.
- * Column 0..3: seq, ts, cpu, tid; 4 + i: value i of the row.
+ * Column 0..4: seq, ts, cpu, tid, vm; 5 + i: value i of the row.
  */
-#define ROWS_COLS (4 + ROW_MAX_VALS)
+#define ROWS_COMMON 5
+#define ROWS_COLS (ROWS_COMMON + ROW_MAX_VALS)
 
 struct rows_vtab {
 	sqlite3_vtab base;
@@ -189,7 +190,7 @@ static int rows_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx,
 	struct rows_cursor *c = (struct rows_cursor *)cur;
 	const struct ingest_row *r =
 		&c->w->cur_chunk->rows[c->w->order[c->pos]];
-	int i = col - 4;
+	int i = col - ROWS_COMMON;
 
 	switch (col) {
 	case 0:
@@ -205,6 +206,10 @@ static int rows_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx,
 	case 3:
 		if (!(r->nullmask & ROW_NULL_TID))
 			sqlite3_result_int64(ctx, r->tid);
+		break;
+	case 4:
+		if (!(r->nullmask & ROW_NULL_VM))
+			sqlite3_result_int64(ctx, r->vm);
 		break;
 	default:
 		/* No result set: NULL. */
@@ -250,26 +255,26 @@ static enum writer_status stmts_prepare(struct writer *w)
 	for (i = 0; i < cat->nentries; i++) {
 		const struct catalog_entry *e = &cat->entries[i];
 
-		snprintf(cols, sizeof(cols), "seq, ts, cpu, tid");
-		snprintf(sel, sizeof(sel), "c0, c1, c2, c3");
+		snprintf(cols, sizeof(cols), "seq, ts, cpu, tid, vm");
+		snprintf(sel, sizeof(sel), "c0, c1, c2, c3, c4");
 		for (j = 0; j < e->ncols; j++) {
 			append(cols, sizeof(cols), ", ");
 			append(cols, sizeof(cols), e->cols[j].name);
 			snprintf(sel + strlen(sel), sizeof(sel) - strlen(sel),
-				 ", c%d", 4 + j);
+				 ", c%d", ROWS_COMMON + j);
 		}
 		w->nvals[i] = e->ncols;
 		if (e->store_raw_id) {
 			append(cols, sizeof(cols), ", raw_id");
 			snprintf(sel + strlen(sel), sizeof(sel) - strlen(sel),
-				 ", c%d", 4 + j);
+				 ", c%d", ROWS_COMMON + j);
 			w->nvals[i]++;
 		}
 		for (j = 0; j < e->nderived; j++) {
 			append(cols, sizeof(cols), ", ");
 			append(cols, sizeof(cols), e->derived[j]);
 			snprintf(sel + strlen(sel), sizeof(sel) - strlen(sel),
-				 ", c%d", 4 + w->nvals[i]);
+				 ", c%d", ROWS_COMMON + w->nvals[i]);
 			w->nvals[i]++;
 		}
 		snprintf(sql, sizeof(sql), "INSERT INTO %s (%s) SELECT %s "
@@ -278,10 +283,10 @@ static enum writer_status stmts_prepare(struct writer *w)
 		if (st != WRITER_OK)
 			return st;
 	}
-	w->nvals[i] = 1;
+	w->nvals[i] = 2;
 	return stmt_prepare(w, &w->stmt_thread, "INSERT OR IGNORE INTO "
-			    "thread (tid, first_seq, procname) VALUES (?, ?, "
-			    "?)");
+			    "thread (tid, first_seq, procname, pid) VALUES "
+			    "(?, ?, ?, ?)");
 }
 
 /* Bind row r to the parameters of s from index p + 1; returns the next
@@ -305,6 +310,10 @@ static int row_bind(struct writer *w, sqlite3_stmt *s, int p,
 			sqlite3_bind_null(s, ++p);
 		else
 			sqlite3_bind_int64(s, ++p, r->tid);
+		if (r->nullmask & ROW_NULL_VM)
+			sqlite3_bind_null(s, ++p);
+		else
+			sqlite3_bind_int64(s, ++p, r->vm);
 	}
 	for (i = 0; i < w->nvals[r->kind]; i++) {
 		++p;

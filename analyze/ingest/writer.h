@@ -22,6 +22,7 @@
 #define ROW_KIND_THREAD(cat) ((cat)->nentries)
 
 /* Bits of ingest_row.nullmask for the common columns. */
+#define ROW_NULL_VM (1u << 29)
 #define ROW_NULL_CPU (1u << 30)
 #define ROW_NULL_TID (1u << 31)
 
@@ -37,6 +38,7 @@ struct ingest_row {
 	uint32_t nullmask;      /* bit i: v[i] is NULL; ROW_NULL_* */
 	uint32_t textmask;      /* bit i: v[i].text, else v[i].i */
 	int64_t seq, ts, cpu, tid;
+	int64_t vm;             /* ingest/vms.h */
 	union ingest_val v[ROW_MAX_VALS];
 };
 

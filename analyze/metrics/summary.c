@@ -307,7 +307,7 @@ static double stat_rate(sqlite3 *db, const char *stat)
 	if (sqlite3_prepare_v2(db, "SELECT sum(d / t) FROM (SELECT "
 			       "(max(value) - min(value)) * 1.0 AS d, "
 			       "(max(ts) - min(ts)) / 1e9 AS t FROM "
-			       "stats_sample WHERE stat = ? GROUP BY vm, tid "
+			       "stats_sample WHERE stat = ? GROUP BY sampler_vm, tid "
 			       "HAVING count(*) > 1 AND t > 0)", -1, &st,
 			       NULL) != SQLITE_OK)
 		goto end;
@@ -339,7 +339,7 @@ static int counter_check(sqlite3 *db, int i, struct summary_counter_check *c)
 	c->counter = counter_pairs[i].counter;
 	c->table = counter_pairs[i].table;
 	c->counter_delta = c->events = -1;
-	if (query_int(db, "SELECT count(DISTINCT vm) FROM stats_sample", 0) != 1)
+	if (query_int(db, "SELECT count(DISTINCT sampler_vm) FROM stats_sample", 0) != 1)
 		return 0;
 	if (sqlite3_prepare_v2(db, "SELECT min(seq), max(seq) FROM stats_sample "
 			       "WHERE stat = ?1", -1, &st, NULL) != SQLITE_OK)

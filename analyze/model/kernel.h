@@ -66,5 +66,11 @@
 #define KVM_GET_DIRTY_LOG 0x4010ae42ULL
 #define KVM_CLEAR_DIRTY_LOG 0xc018aec0ULL
 #define UFFDIO_WRITEPROTECT 0xc018aa06ULL
+/* KVM's ioctl type (_IO(KVMIO, nr)), and the ioctls that make a VM, a
+ * vCPU, and run one. */
+#define KVM_IOCTL_TYPE 0xae
+#define KVM_CREATE_VM 0xae01ULL
+#define KVM_CREATE_VCPU 0xae41ULL
+#define KVM_RUN 0xae80ULL
 
 #endif

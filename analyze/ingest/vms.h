@@ -1,0 +1,91 @@
+/*
+ * Which VM each event belongs to, followed as ingest commits its rows in
+ * seq order (docs/design.md, "VMs").
+ *
+ * A VM is one successful KVM_CREATE_VM: its process, the fd the ioctl
+ * returned, the seq of its return.  A process may make several (one
+ * after the other, as KVM's selftests do), and a pid reused later in one
+ * capture makes a new one.  A thread's events belong to:
+ *   - the VM of the fd its KVM ioctl named: a VM fd (KVM_CREATE_VCPU,
+ *     KVM_SET_USER_MEMORY_REGION, ...) or a vCPU fd that KVM_CREATE_VCPU
+ *     returned (KVM_RUN), from that ioctl on;
+ *   - else its process's VM, when the process has exactly one;
+ *   - a process that runs a vCPU (KVM_RUN) with no KVM_CREATE_VM traced
+ *     before ran its VM from before the capture: one VM for the process,
+ *     its fd and creation unknown.
+ * Every other row has no VM, counted by reason (enum vms_reason):
+ * threads of a process with no VM (kernel threads: kswapd, ksmd,
+ * khugepaged, 6.1's NX recovery kthread), of a process with several and
+ * no fd to tell, or whose process the trace does not give (no pid
+ * context).  Replay attributes kernel threads' work by the state it
+ * changes; ingest never guesses.
+ *
+ * Memory: a record per thread, process and VM; nothing per event.
+ */
+#ifndef MMUREPLAY_INGEST_VMS_H
+#define MMUREPLAY_INGEST_VMS_H
+
+#include "ingest/catalog.h"
+#include "ingest/writer.h"
+#include "util/ptrmap.h"
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+/* Why a row has no VM, as meta 'vm_unattributed:NAME' counts it. */
+#define VMS_REASON_LIST(X) \
+	X(VMS_NO_THREAD, "no_thread") /* the event names no thread */ \
+	X(VMS_NO_PID, "no_pid")       /* the trace gives no process */ \
+	X(VMS_NO_VM, "no_vm_process") /* its process made no VM */ \
+	X(VMS_SEVERAL, "several_vms") /* its process has several */
+
+#define VMS_REASON_ENUM(e, name) e,
+enum vms_reason {
+	VMS_REASON_LIST(VMS_REASON_ENUM)
+	VMS_REASONS
+};
+#undef VMS_REASON_ENUM
+
+/* What ingest follows of one thread. */
+struct vms_thread {
+	int64_t pid;            /* -1: the trace does not say */
+	int64_t vm;             /* named by its last KVM ioctl; 0: none */
+	int in_ioctl;
+	int64_t ioctl_fd;
+	uint64_t ioctl_cmd;
+};
+
+struct vms_vm {
+	int64_t id;             /* 1, 2, ... in creation order */
+	int64_t pid;
+	int64_t fd;             /* -1: made before the capture */
+	int64_t created_seq, created_ts;        /* -1: before the capture */
+	const char *procname;   /* its creator's, interned; may be NULL */
+};
+
+struct vms {
+	struct ptrmap procs;            /* pid -> struct vms_proc */
+	struct vms_vm *list;
+	size_t nvms, capvms;
+	int64_t unattributed[VMS_REASONS];
+	int64_t rows_pid;               /* rows whose thread had a pid */
+	/* The ioctl entry and exit catalogue entries and their columns
+	 * (fd, cmd; ret); -1 where the catalogue has none. */
+	int entry_kind, exit_kind, col_fd, col_cmd, col_ret;
+};
+
+void vms_init(struct vms *v, const struct catalog *cat);
+void vms_free(struct vms *v);
+/*
+ * Row r of thread th (NULL: the row names none) is about to be
+ * committed: follows the KVM ioctls that make VMs and vCPUs and sets
+ * r->vm, or ROW_NULL_VM and counts why.  procname is the thread's
+ * (interned), kept for a VM it creates.  Returns 0, or -1 when out of
+ * memory.
+ */
+int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
+	    struct ingest_row *r);
+/* Stores table vm and the meta counts of unattributed rows. */
+int vms_store(const struct vms *v, sqlite3 *db);
+
+#endif

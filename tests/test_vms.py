@@ -1,0 +1,140 @@
+"""Each event's VM (ingest/vms.h) against the lab's own record and the
+babeltrace2 CLI, on real captures of several VMs at once.
+
+usage: test_vms.py MMUREPLAY DATA_DIR WORK
+
+For each multi-VM capture (tests/data and tests/data/pending, manifest
+lab.vms from capture/lab/run.sh multi): table vm holds one VM per workload,
+with the pid the lab recorded; each VM's rows are exactly the canonical
+events babeltrace2 shows with that pid from its KVM_CREATE_VM's return
+on (the process has one VM); the rows of no VM are those of the other
+pids (kernel threads: 6.1's NX recovery kthread, kswapd), counted in
+meta vm_unattributed:no_vm_process.  A capture recorded without the pid
+context (every fixture before the lab added it) has no VM, and says so.
+What this cannot catch: a process with several VMs at once (no capture
+has one), whose threads the vCPU fds tell apart.
+"""
+import collections
+import json
+import os
+import re
+import sys
+
+from mmrtest import (check, db_rows, extract_fixture, finish, fresh_dir,
+                     run)
+
+mmr, data, work = sys.argv[1:4]
+fresh_dir(work)
+KVM_CREATE_VM = 0xae01
+LINE = re.compile(r'^\[[0-9.]+\] \S+ (\S+): (.*)$')
+PID = re.compile(r'\bpid = (\d+)')
+FIELD = re.compile(r'\b(fd|cmd|ret) = (-?\d+)')
+
+
+def multi_vm_fixtures():
+    for top in (data, os.path.join(data, "pending")):
+        for d in sorted(os.listdir(top)):
+            m = os.path.join(top, d, "manifest.json")
+            if os.path.exists(m) and len(lab_vms(m)) > 1:
+                yield os.path.join(top, d)
+
+
+def lab_vms(manifest):
+    return json.load(open(manifest)).get("lab", {}).get("vms") or []
+
+
+def bt_rows_by_pid(trace, canonical):
+    """Canonical events per pid, counted from its process's first
+    KVM_CREATE_VM return on (before it, the process has no VM), and
+    the events of processes that made none."""
+    p = run(["babeltrace2", "--clock-seconds", "--no-delta", trace])
+    check(p.returncode == 0, "babeltrace2 %s" % trace)
+    created, in_create = set(), set()
+    per_pid, before = collections.Counter(), collections.Counter()
+    for line in p.stdout.splitlines():
+        m = LINE.match(line)
+        if not m or m.group(1) not in canonical:
+            continue
+        name, body = m.groups()
+        pid = int(PID.search(body).group(1))
+        f = dict((k, int(v)) for k, v in FIELD.findall(body))
+        if name == "syscall_entry_ioctl" and f.get("cmd") == KVM_CREATE_VM:
+            in_create.add(pid)
+        # The return row is the VM's own: it says the fd.
+        if name == "syscall_exit_ioctl" and pid in in_create:
+            in_create.discard(pid)
+            if f.get("ret", -1) >= 0:
+                created.add(pid)
+        if pid in created:
+            per_pid[pid] += 1
+        else:
+            before[pid] += 1
+    return per_pid, before
+
+
+fixtures = list(multi_vm_fixtures())
+check(len(fixtures) >= 5, "the multi-VM captures are found (%d)"
+      % len(fixtures))
+for fx in fixtures:
+    name = os.path.basename(fx)
+    w = fresh_dir(os.path.join(work, name))
+    trace = extract_fixture(fx, w)
+    db = os.path.join(w, "capture.db")
+    r = run([mmr, "ingest", "-q", trace, "-o", db])
+    check(r.returncode == 0, "ingest %s: %s" % (name, r.stderr))
+    lab = lab_vms(os.path.join(fx, "manifest.json"))
+    vms = db_rows(db, "SELECT id, pid, fd, created_seq, procname FROM vm "
+                  "ORDER BY id")
+    check(sorted(v[1] for v in vms) == sorted(v["pid"] for v in lab) and
+          all(v[2] is not None and v[3] is not None for v in vms),
+          "%s: a VM per workload, made in the trace, with the lab's pids "
+          "(%s; lab %s)" % (name, vms, [(v["pid"], v["workload"])
+                                        for v in lab]))
+    by_pid = dict((v["pid"], v["workload"]) for v in lab)
+    check(all(by_pid.get(v[1], "")[:15] == v[4] for v in vms),
+          "%s: each VM's procname is its workload's" % name)
+    canonical = set(n for (n,) in db_rows(
+        db, "SELECT name FROM raw_event WHERE canonical IS NOT NULL"))
+    tables = sorted(set(t for (t,) in db_rows(
+        db, "SELECT canonical FROM raw_event WHERE canonical IS NOT NULL")))
+    rows = collections.Counter()
+    for t in tables:
+        for vm, n in db_rows(db, 'SELECT vm, count(*) FROM "%s" GROUP BY vm'
+                             % t):
+            rows[vm] += n
+    per_pid, before = bt_rows_by_pid(trace, canonical)
+    for vm_id, pid, _, _, _ in vms:
+        check(rows[vm_id] == per_pid[pid],
+              "%s: VM %d (pid %d) holds the %d events babeltrace2 shows "
+              "of its pid from its creation on (%d)"
+              % (name, vm_id, pid, per_pid[pid], rows[vm_id]))
+    others = sum(n for pid, n in per_pid.items() if pid not in by_pid)
+    meta = dict(db_rows(db, "SELECT key, value FROM meta WHERE key LIKE "
+                        "'vm%'"))
+    none = rows[None]
+    check(none == sum(before.values()) + others and
+          meta["vm_unattributed:no_vm_process"] == none and
+          meta["vm_unattributed:no_pid"] == 0 and
+          meta["vm_attribution"] == "pid",
+          "%s: the %d rows of no VM are the other processes' and those "
+          "before each VM (%d + %d), said in meta (%s)"
+          % (name, none, sum(before.values()), others, meta))
+    print("%s: %s, %d rows of no VM" % (
+        name, ", ".join("VM %d pid %d: %d" % (v[0], v[1], rows[v[0]])
+                        for v in vms), none))
+
+# A capture without the pid context: no VM, and the DB says why.
+old = os.path.join(data, "lttng-kernel-6.1-bgsnapshot-perpage-read")
+w = fresh_dir(os.path.join(work, "no-pid"))
+trace = extract_fixture(old, w)
+db = os.path.join(w, "capture.db")
+check(run([mmr, "ingest", "-q", trace, "-o", db]).returncode == 0,
+      "ingest %s" % old)
+meta = dict(db_rows(db, "SELECT key, value FROM meta WHERE key LIKE 'vm%'"))
+n = db_rows(db, "SELECT count(*) FROM spte_change")[0][0]
+check(db_rows(db, "SELECT count(*) FROM vm")[0][0] == 0 and
+      meta["vm_attribution"] == "none" and
+      db_rows(db, "SELECT count(*) FROM spte_change WHERE vm IS NULL")[0][0]
+      == n and n > 0,
+      "no pid context: no VM, every row unattributed (%s)" % meta)
+finish()
