@@ -22,7 +22,7 @@
  * (collapse: those children zapped).
  *
  * Usage: basic [--mem MiB] [--thp] [--hugepage] [--no-dirty-log] [--split]
- *              [--read-tail MiB]
+ *              [--read-tail MiB] [--mergeable] [--hugepage-late]
  *   --mem MiB       guest RAM (default 32); data is [1 MiB, mem - tail)
  *   --thp           leave THP enabled on guest RAM (default
  *                   MADV_NOHUGEPAGE): THP as the system setting says
@@ -31,6 +31,8 @@
  *   --no-dirty-log  skip passes 4 and 5 (no dirty logging)
  *   --split         add pass 7 (THP splits; needs --mem >= 3)
  *   --read-tail MiB read-only tail (default 0; at most mem - 2)
+ *   --mergeable, --hugepage-late  guest RAM options (vmm.h); with
+ *                   --hugepage-late RAM is MADV_HUGEPAGE after pass 1
  *
  * Phase markers: "[monotonic s] MARK ..." lines on stdout and marker
  * syscalls ioctl(-1, 0x4d52NNNN) that a kernel trace records.
@@ -130,9 +132,10 @@ int main(int argc, char **argv)
 			split = 1;
 		else if (!strcmp(argv[i], "--read-tail") && i + 1 < argc)
 			tail = strtoull(argv[++i], NULL, 0) * MiB;
-		else
+		else if (!vmm_mem_opt(argv[i]))
 			die("usage: basic [--mem MiB] [--thp] [--hugepage] "
-			    "[--no-dirty-log] [--split] [--read-tail MiB]");
+			    "[--no-dirty-log] [--split] [--read-tail MiB] "
+			    VMM_MEM_USAGE);
 	}
 	if (mem_size < 2 * MiB)
 		die("--mem must be >= 2");
@@ -148,6 +151,7 @@ int main(int argc, char **argv)
 		die("madvise NOHUGEPAGE");
 	if (hugepage && madvise(mem, mem_size, MADV_HUGEPAGE))
 		die("madvise HUGEPAGE");
+	vmm_mem_advise(mem, mem_size);
 	memset(mem + data_end, 0x5a, tail);    /* host-written, guest-read */
 	vm_create(&vm, mem, mem_size);
 	vm_load_code(&vm, &code);
@@ -161,15 +165,16 @@ int main(int argc, char **argv)
 	regs.eax = 1;
 	vm_set_regs(&vm, &regs);
 	printf("basic mem=%lluMiB data_pages=%llu thp=%d hugepage=%d "
-	       "dirty_log=%d split=%d read_tail=%lluMiB pid=%d debugfs=%s\n",
+	       "dirty_log=%d split=%d read_tail=%lluMiB pid=%d debugfs=%s %s\n",
 	       (unsigned long long)(mem_size / MiB),
 	       (unsigned long long)((data_end - DATA_GPA) / 4096), thp,
 	       hugepage, dirty_log, split, (unsigned long long)(tail / MiB),
-	       getpid(), vm_debugfs_dir(&vm));
+	       getpid(), vm_debugfs_dir(&vm), vmm_mem_desc());
 	t0 = now_mono();
 
 	mark(1, "BASIC START");
 	pass();
+	vmm_mem_late(mem, mem_size);
 	mprotect_cycle(2);
 	pass();
 	mark(3, "BASIC MADV_DONTNEED_UPPER_HALF");

@@ -27,6 +27,8 @@
  *   --probe-pace-us N      latprobe: host sleeps N us between samples
  *                          (default 200)
  *   --lat-out FILE         latprobe: write samples there (default stdout)
+ *   --mergeable            guest RAM MADV_MERGEABLE (vmm.h); --hugepage-late
+ *                          is refused (RAM stays 4 KiB pages)
  *
  * Output: phase markers "[monotonic s] MARK BGSNAP ..." (plus marker
  * syscalls ioctl(-1, 0x4d52NNNN)), a BGSNAP RESULT line, and for latprobe
@@ -305,7 +307,7 @@ static void usage(void)
 {
 	die("usage: bgsnapshot [--access read|write64|randset|latprobe] [--mode perpage|whole] "
 	    "[--mem MiB] [--warmup N] [--after N] [--pace-us N] [--probe-pace-us N] "
-	    "[--lat-out FILE]");
+	    "[--lat-out FILE] [--mergeable]");
 }
 
 int main(int argc, char **argv)
@@ -328,6 +330,11 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (!strcmp(a, "--hugepage-late"))
+			die("bgsnapshot: --hugepage-late: its RAM stays 4 KiB pages "
+			    "(MADV_NOHUGEPAGE, per-page uffd-wp)");
+		if (vmm_mem_opt(a))
+			continue;
 		if (!strcmp(a, "--access") && v) {
 			for (access_mode = 0; access_mode <= ACC_LATPROBE; access_mode++)
 				if (!strcmp(v, access_names[access_mode]))
@@ -378,6 +385,7 @@ int main(int argc, char **argv)
 	mem = xmmap_aligned(mem_size, 2 * MiB);
 	if (madvise(mem, mem_size, MADV_NOHUGEPAGE))
 		die("madvise NOHUGEPAGE");
+	vmm_mem_advise(mem, mem_size);
 	for (p = 0; p < npages; p++)
 		memset(mem + p * PAGE, 0x5a, PAGE);
 	snap = malloc(mem_size);
@@ -414,10 +422,10 @@ int main(int argc, char **argv)
 	printf("uffd features 0x%llx\n", (unsigned long long)api.features);
 	if (!(api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP))
 		die("kernel has no userfaultfd write-protect");
-	printf("bgsnap mode=%s access=%s mem=%lluMiB pages=%llu pace_us=%ld pid=%d tsc_ns=%.4f ust=%s\n",
+	printf("bgsnap mode=%s access=%s mem=%lluMiB pages=%llu pace_us=%ld pid=%d tsc_ns=%.4f ust=%s %s\n",
 	       perpage ? "perpage" : "whole", access_names[access_mode],
 	       (unsigned long long)(mem_size / MiB), (unsigned long long)npages, pace_us,
-	       getpid(), tsc_ns_per_cycle, UST_EVENTS);
+	       getpid(), tsc_ns_per_cycle, UST_EVENTS, vmm_mem_desc());
 
 	t0 = now_mono();
 	mark(1, "BGSNAP WARMUP mode=%s access=%s", perpage ? "perpage" : "whole",

@@ -15,11 +15,15 @@
  *   off       KVM_GET_DIRTY_LOG, then dirty logging off
  *
  * Usage: nxrecovery [--mem MiB] [--exec N] [--plain S] [--dirty S] [--no-readfirst]
+ *                   [--mergeable] [--hugepage-late]
  *   --mem MiB        guest RAM, multiple of 2 (default 128 = 64 regions)
  *   --exec N         call into regions 1..N (default 47)
  *   --plain S        seconds of the plain phase (default 8)
  *   --dirty S        seconds with dirty logging on (default 8; 0 skips it)
  *   --no-readfirst   do not read every region before executing
+ *   --mergeable, --hugepage-late  guest RAM options (vmm.h); with
+ *                    --hugepage-late RAM is MADV_HUGEPAGE only after the
+ *                    read phase
  *
  * Output: phase markers "[monotonic s] MARK NX ..." (plus marker syscalls
  * ioctl(-1, 0x4d52NNNN)), one line per second with the guest pass count
@@ -154,9 +158,11 @@ int main(int argc, char **argv)
 			readfirst = 0;
 			continue;
 		}
+		if (vmm_mem_opt(a))
+			continue;
 		if (!v)
 			die("usage: nxrecovery [--mem MiB] [--exec N] [--plain S] [--dirty S] "
-			    "[--no-readfirst]");
+			    "[--no-readfirst] " VMM_MEM_USAGE);
 		if (!strcmp(a, "--mem"))
 			mem_size = strtoull(v, NULL, 0) * MiB;
 		else if (!strcmp(a, "--exec"))
@@ -182,6 +188,7 @@ int main(int argc, char **argv)
 	mem = xmmap_aligned(mem_size, REGION);
 	if (madvise(mem, mem_size, MADV_HUGEPAGE))
 		die("madvise HUGEPAGE");
+	vmm_mem_advise(mem, mem_size);
 	memset(mem, 0xc3, mem_size);		/* ret */
 	memset(mem + GUEST_MBOX_GPA, 0, 4096);
 	vm_create(&vm, mem, mem_size);
@@ -195,9 +202,9 @@ int main(int argc, char **argv)
 	vm_set_regs(&vm, &regs);
 	t0 = now_mono();
 	printf("nxhuge mem=%lluMiB regions=%llu exec_regions=1..%d readfirst=%d thp=1 "
-	       "statdir=%s pid=%d\n", (unsigned long long)(mem_size / MiB),
+	       "statdir=%s pid=%d %s\n", (unsigned long long)(mem_size / MiB),
 	       (unsigned long long)nregions, exec_last, readfirst, vm_debugfs_dir(&vm),
-	       getpid());
+	       getpid(), vmm_mem_desc());
 	stat_line("start");
 
 	mark(1, "NX START");
@@ -208,6 +215,7 @@ int main(int argc, char **argv)
 		usleep(10000);
 	if (readfirst && !read_done)
 		die("guest did not finish the read phase");
+	vmm_mem_late(mem, mem_size);
 
 	run_phase("plain", plain_s);
 	if (dirty_s > 0) {

@@ -73,6 +73,45 @@ double now_mono(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static int opt_mergeable, opt_hugepage_late;
+
+int vmm_mem_opt(const char *arg)
+{
+	if (!strcmp(arg, "--mergeable"))
+		opt_mergeable = 1;
+	else if (!strcmp(arg, "--hugepage-late"))
+		opt_hugepage_late = 1;
+	else
+		return 0;
+	return 1;
+}
+
+void vmm_mem_advise(void *mem, size_t size)
+{
+	if (opt_hugepage_late && madvise(mem, size, MADV_NOHUGEPAGE))
+		die("madvise NOHUGEPAGE (--hugepage-late)");
+	if (opt_mergeable && madvise(mem, size, MADV_MERGEABLE))
+		die("madvise MERGEABLE");
+}
+
+void vmm_mem_late(void *mem, size_t size)
+{
+	if (!opt_hugepage_late)
+		return;
+	mark(9, "VMM MADV_HUGEPAGE_LATE");
+	if (madvise(mem, size, MADV_HUGEPAGE))
+		die("madvise HUGEPAGE (--hugepage-late)");
+}
+
+const char *vmm_mem_desc(void)
+{
+	static char buf[64];
+
+	snprintf(buf, sizeof(buf), "mergeable=%d hugepage_late=%d",
+		 opt_mergeable, opt_hugepage_late);
+	return buf;
+}
+
 void mark(unsigned int id, const char *fmt, ...)
 {
 	va_list ap;

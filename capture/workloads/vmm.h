@@ -69,6 +69,26 @@ void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
  */
 void *xmmap_aligned(size_t size, size_t align);
 double now_mono(void);
+/*
+ * Guest RAM options every workload takes (the lab's host memory
+ * management runs, capture/lab/run.sh --ksm, --khugepaged):
+ *   --mergeable       MADV_MERGEABLE on guest RAM: KSM (ksmd) may merge
+ *                     its identical pages while the guest runs
+ *   --hugepage-late   guest RAM first MADV_NOHUGEPAGE (filled as 4 KiB
+ *                     pages), then MADV_HUGEPAGE once the guest runs:
+ *                     khugepaged collapses it under the running VM
+ *                     (workloads that allow THP: basic, nxrecovery)
+ * vmm_mem_opt(arg) says whether arg is one of them (and takes it);
+ * vmm_mem_advise() applies them to guest RAM right after the
+ * workload's own madvise, vmm_mem_late() makes it MADV_HUGEPAGE under
+ * --hugepage-late (a no-op otherwise).
+ */
+#define VMM_MEM_USAGE	"[--mergeable] [--hugepage-late]"
+int vmm_mem_opt(const char *arg);
+void vmm_mem_advise(void *mem, size_t size);
+void vmm_mem_late(void *mem, size_t size);
+/* The options taken, for the workload's first line ("mergeable=0 ..."). */
+const char *vmm_mem_desc(void);
 /* Print "[mono] MARK <what>" and issue a traced marker syscall. */
 void mark(unsigned int id, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
