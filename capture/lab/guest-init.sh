@@ -11,7 +11,8 @@
 # UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS, STATS, ATTACH_AFTER,
 # SNAPSHOT_AT, STATEDUMP, MEMSLOT_REF, SELFTEST, SELFTEST_ARGS,
 # SELFTEST_PATH, SELFTEST_SRC, HUGEPAGES, SIMULATE_HANG, MULTI_N,
-# MULTI_WL_I, MULTI_ARGS_I.  Loads kvm/kvm_amd
+# MULTI_WL_I, MULTI_ARGS_I, KSM, KHUGEPAGED, MEMCG_MB, NUMA_BAL,
+# EXTRA_MODULES, EXTRA_PROBES.  Loads kvm/kvm_amd
 # with the parameters, records the workload with an LTTng kernel session,
 # and writes to the raw output disk /dev/vdc a tar of /out: trace/ (CTF),
 # manifest.json (workload_rc 124 = timeout, 125 = stuck after its RESULT line),
@@ -90,6 +91,17 @@
 # workload, args, pid, rc, and its start (just before the exec) and end
 # (when its wait returned) in CLOCK_MONOTONIC ns, the clock of LTTng's
 # kernel trace (/proc/timer_list's "now at"; null without it).
+#
+# KSM=1, KHUGEPAGED=1, MEMCG_MB=N, NUMA_BAL=1 (run.sh --ksm,
+# --khugepaged, --memcg-limit, --numa-balancing): the host's memory
+# management set up before the workload (host_mm_setup): KSM on with a
+# fast scan; THP always with a fast khugepaged; a cgroup v2 lab-wl with
+# memory.max N MiB that the workload (every VM of a multi run) starts
+# in, with swap (zram, else a swap file); kernel.numa_balancing=1.  The
+# manifest gets "host_mm": the settings and, after the run, the
+# counters (KSM pages_sharing, khugepaged pages_collapsed, the
+# cgroup's memory.events and swap).  EXTRA_MODULES, EXTRA_PROBES: more
+# lttng probe modules to load (lttng-probe-vmscan for --memcg-limit).
 #
 # MEMSLOT_REF=1 (run.sh --memslot-ref): a second kernel session "ref"
 # (channel refch, discard, 4 x 64 KiB per CPU, kvm_memslot_change only,
@@ -265,6 +277,100 @@ perf_stop() {
 	log "perf record rc=$? perf.data $(du -h "$OUT/perf.data" 2>/dev/null | cut -f1): $(tr '\n' ' ' <"$OUT/perf.log" | head -c 200)"
 }
 
+# The host's memory management for the workload (KSM, KHUGEPAGED,
+# MEMCG_MB, NUMA_BAL); sets MEMCG_DIR, SWAP_KIND and HM_* for the
+# manifest.
+host_mm_setup() {
+	local k=/sys/kernel/mm/ksm t=/sys/kernel/mm/transparent_hugepage f
+	MEMCG_DIR= SWAP_KIND= HM_KSM=null HM_KHP=null HM_MEMCG=null HM_NUMA=null
+	if [ "${KSM:-0}" = 1 ]; then
+		if [ -w $k/run ]; then
+			echo 10000 >$k/pages_to_scan
+			echo 10 >$k/sleep_millisecs
+			echo 1 >$k/run
+			log "ksm: run=$(cat $k/run) pages_to_scan=$(cat $k/pages_to_scan) sleep_millisecs=$(cat $k/sleep_millisecs)"
+			HM_KSM="{\"run\": 1, \"pages_to_scan\": $(cat $k/pages_to_scan), \"sleep_millisecs\": $(cat $k/sleep_millisecs)"
+		else
+			log "ksm: no $k/run (a kernel without CONFIG_KSM)"
+			HM_KSM='{"run": null, "error": "no /sys/kernel/mm/ksm"'
+		fi
+	fi
+	if [ "${KHUGEPAGED:-0}" = 1 ]; then
+		echo always >$t/enabled
+		echo 10 >$t/khugepaged/scan_sleep_millisecs
+		echo 10 >$t/khugepaged/alloc_sleep_millisecs
+		echo 8192 >$t/khugepaged/pages_to_scan
+		log "khugepaged: thp $(cat $t/enabled) scan_sleep_millisecs=$(cat $t/khugepaged/scan_sleep_millisecs) alloc_sleep_millisecs=$(cat $t/khugepaged/alloc_sleep_millisecs) pages_to_scan=$(cat $t/khugepaged/pages_to_scan)"
+		HM_KHP="{\"thp_enabled\": \"always\", \"scan_sleep_millisecs\": $(cat $t/khugepaged/scan_sleep_millisecs), \"alloc_sleep_millisecs\": $(cat $t/khugepaged/alloc_sleep_millisecs), \"pages_to_scan\": $(cat $t/khugepaged/pages_to_scan)"
+	fi
+	if [ -n "${MEMCG_MB:-}" ]; then
+		mkdir -p /sys/fs/cgroup
+		mountpoint -q /sys/fs/cgroup || mount -t cgroup2 cgroup2 /sys/fs/cgroup
+		if echo +memory >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+			MEMCG_DIR=/sys/fs/cgroup/lab-wl
+			mkdir -p $MEMCG_DIR
+			echo "${MEMCG_MB}M" >$MEMCG_DIR/memory.max
+		else
+			log "memcg: no memory controller (a kernel without CONFIG_MEMCG)"
+		fi
+		# Swap: zram when the kernel has it, else a swap file.
+		if modprobe zram num_devices=1 2>/dev/null && [ -w /sys/block/zram0/disksize ]; then
+			echo 1G >/sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null &&
+				swapon /dev/zram0 && SWAP_KIND=zram
+		fi
+		if [ -z "$SWAP_KIND" ]; then
+			f=/lab-swapfile
+			dd if=/dev/zero of=$f bs=1M count=512 status=none && chmod 600 $f &&
+				mkswap $f >/dev/null && swapon $f && SWAP_KIND=file
+		fi
+		log "memcg: ${MEMCG_DIR:-none} memory.max=$(cat $MEMCG_DIR/memory.max 2>/dev/null) swap=${SWAP_KIND:-none} ($(grep SwapTotal /proc/meminfo | tr -s ' '))"
+		HM_MEMCG="{\"cgroup\": $(json_str "$MEMCG_DIR"), \"memory_max\": $(json_str "$(cat $MEMCG_DIR/memory.max 2>/dev/null)"), \"limit_mb\": $MEMCG_MB, \"swap\": $(json_str "$SWAP_KIND"), \"swap_total_kb\": $(awk '/^SwapTotal/ { print $2 }' /proc/meminfo)"
+	fi
+	if [ "${NUMA_BAL:-0}" = 1 ]; then
+		if [ -w /proc/sys/kernel/numa_balancing ]; then
+			echo 1 >/proc/sys/kernel/numa_balancing
+		fi
+		log "numa: $(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l) nodes, numa_balancing=$(cat /proc/sys/kernel/numa_balancing 2>/dev/null || echo absent)"
+		HM_NUMA="{\"nodes\": $(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l), \"numa_balancing\": $(cat /proc/sys/kernel/numa_balancing 2>/dev/null || echo null)"
+	fi
+}
+
+# After the workload: the counters into the HM_* objects (closed here).
+host_mm_after() {
+	local k=/sys/kernel/mm/ksm t=/sys/kernel/mm/transparent_hugepage/khugepaged ev
+	if [ "$HM_KSM" != null ]; then
+		[ ! -r $k/pages_sharing ] ||
+			HM_KSM="$HM_KSM, \"pages_shared\": $(cat $k/pages_shared), \"pages_sharing\": $(cat $k/pages_sharing), \"full_scans\": $(cat $k/full_scans)"
+		HM_KSM="$HM_KSM}"
+		[ ! -r $k/pages_sharing ] || echo 0 >$k/run
+		log "ksm after: $HM_KSM"
+	fi
+	if [ "$HM_KHP" != null ]; then
+		HM_KHP="$HM_KHP, \"pages_collapsed\": $(cat $t/pages_collapsed), \"full_scans\": $(cat $t/full_scans)}"
+		log "khugepaged after: $HM_KHP"
+	fi
+	if [ "$HM_MEMCG" != null ]; then
+		if [ -n "$MEMCG_DIR" ]; then
+			ev=$(awk '{ printf "%s\"%s\": %s", (NR > 1 ? ", " : ""), $1, $2 }' $MEMCG_DIR/memory.events)
+			HM_MEMCG="$HM_MEMCG, \"memory_events\": {$ev}, \"memory_peak\": $(cat $MEMCG_DIR/memory.peak 2>/dev/null || echo null), \"stat\": {$(awk '$1 ~ /^(pgscan|pgsteal|pgmajfault|workingset_refault_anon|thp_swpout|swap)$/ { printf "%s\"%s\": %s", (n++ ? ", " : ""), $1, $2 }' $MEMCG_DIR/memory.stat)}"
+		fi
+		HM_MEMCG="$HM_MEMCG, \"pswpout\": $(awk '$1 == "pswpout" { print $2 }' /proc/vmstat), \"pswpin\": $(awk '$1 == "pswpin" { print $2 }' /proc/vmstat)}"
+		log "memcg after: $HM_MEMCG"
+	fi
+	if [ "$HM_NUMA" != null ]; then
+		HM_NUMA="$HM_NUMA, \"numa_pte_updates\": $(awk '$1 == "numa_pte_updates" { print $2 }' /proc/vmstat), \"numa_hint_faults\": $(awk '$1 == "numa_hint_faults" { print $2 }' /proc/vmstat), \"numa_pages_migrated\": $(awk '$1 == "numa_pages_migrated" { print $2 }' /proc/vmstat)}"
+		log "numa after: $HM_NUMA"
+	fi
+}
+
+# wl_exec CMD ARGS...: exec CMD, first joining the workload's memory
+# cgroup (MEMCG_DIR) if any: run in the background, $! is CMD's pid.
+wl_exec() {
+	[ -z "${MEMCG_DIR:-}" ] || echo "$BASHPID" >"$MEMCG_DIR/cgroup.procs" ||
+		log "memcg: could not move $BASHPID into $MEMCG_DIR"
+	exec "$@"
+}
+
 json_str() {
 	# JSON string of $1 (one process: forks are slow under TCG).
 	S=$1 awk 'BEGIN { s = ENVIRON["S"]; gsub(/\\/, "&&", s); gsub(/"/, "\\\"", s)
@@ -324,6 +430,7 @@ main() {
 		read -r HP_RESERVED </proc/sys/vm/nr_hugepages
 		log "hugetlb: $HP_RESERVED of $HUGEPAGES 2 MiB pages reserved"
 	fi
+	host_mm_setup
 
 	# LTTng: load the tracer and the probes we need (the TDP MMU probe is
 	# not in lttng-sessiond's default list), then only those.
@@ -371,6 +478,7 @@ main() {
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	log "lttng setup took $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')s ($(lsmod | grep -c '^lttng') lttng modules)"
 	run_workload
+	host_mm_after
 	if [ "${CAPTURE_TOOL:-0}" = 1 ]; then
 		lttng list lab >"$OUT/lttng-list.txt" 2>&1
 		timeout 300 "$LAB/bin/mmureplay-capture" stop -o "$OUT" --session lab ||
@@ -537,7 +645,7 @@ run_vm() {
 	eval "wl=\$MULTI_WL_$i args=\$MULTI_ARGS_$i"
 	mono_ns s
 	# shellcheck disable=SC2086
-	"$LAB/bin/$wl" $args >"$OUT/workload-$i.log" 2>&1 &
+	wl_exec "$LAB/bin/$wl" $args >"$OUT/workload-$i.log" 2>&1 &
 	p=$!
 	echo "$p ${s:-null}" >"/tmp/vm-$i.pid"
 	tail -n +1 -f --pid="$p" "$OUT/workload-$i.log" | sed -u "s/^/VM $i: /" &
@@ -649,12 +757,12 @@ run_workload() {
 	printf -v WL_UP '%d.%02d' $((WL_CS / 100)) $((WL_CS % 100))
 	# shellcheck disable=SC2086
 	if [ -n "${SELFTEST:-}" ]; then
-		"$SELFTEST_PATH" $SELFTEST_ARGS >"$OUT/workload.log" 2>&1 &
+		wl_exec "$SELFTEST_PATH" $SELFTEST_ARGS >"$OUT/workload.log" 2>&1 &
 	elif [ "${UST:-0}" = 1 ]; then
-		LTTNG_UST_REGISTER_TIMEOUT=30000 LTTNG_UST_ALLOW_BLOCKING=1 \
+		wl_exec env LTTNG_UST_REGISTER_TIMEOUT=30000 LTTNG_UST_ALLOW_BLOCKING=1 \
 			"$LAB/bin/${WORKLOAD_BIN:-$WORKLOAD}" $WORKLOAD_ARGS >"$OUT/workload.log" 2>&1 &
 	else
-		"$LAB/bin/${WORKLOAD_BIN:-$WORKLOAD}" $WORKLOAD_ARGS >"$OUT/workload.log" 2>&1 &
+		wl_exec "$LAB/bin/${WORKLOAD_BIN:-$WORKLOAD}" $WORKLOAD_ARGS >"$OUT/workload.log" 2>&1 &
 	fi
 	wpid=$!
 	spid=
@@ -792,6 +900,7 @@ $params
   "lost_packets": ${lost:-null},
   "workload_bin": $(json_str "${SELFTEST_PATH:-${WORKLOAD_BIN:-$WORKLOAD}}"),
   "selftest": $(if [ -n "${SELFTEST:-}" ]; then echo "{\"name\": $(json_str "$SELFTEST"), \"args\": $(json_str "$SELFTEST_ARGS"), \"path\": $(json_str "$SELFTEST_PATH"), \"source\": $(json_str "${SELFTEST_SRC:-}"), \"linkage\": \"static\"}"; else echo null; fi),
+  "host_mm": {"ksm": $HM_KSM, "khugepaged": $HM_KHP, "memcg": $HM_MEMCG, "numa_balancing": $HM_NUMA},
   "hugepages": $(if [ -n "${HUGEPAGES:-}" ]; then echo "{\"page_kb\": 2048, \"asked\": $HUGEPAGES, \"reserved\": ${HP_RESERVED:-null}}"; else echo null; fi),
   "ust": $(if [ "${UST:-0}" = 1 ]; then echo "{\"channel\": {\"name\": \"uch0\", \"mode\": \"discard\", \"buffers\": \"per-uid\", \"subbuf_size_mb\": 1, \"per_cpu_buffer_mb\": ${UST_BUF_MB:-8}}, \"events\": $(json_str "${UST_EVENTS:-mmureplay:*}"), \"contexts\": \"vtid,procname\", \"trace_dir\": \"trace/ust\"}"; else echo null; fi),
   "discarded_events": ${disc:-null},

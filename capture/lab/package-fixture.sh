@@ -11,7 +11,8 @@
 # manifest.json (a capture manifest, see lab-manifest.py), console.log (the guest's log, which includes the
 # workload's phase markers) and README.md (README_TEXT_FILE if given,
 # followed by a generated summary of kernel, knobs and workload; for a
-# run.sh multi run, each VM with its pid).
+# run.sh multi run, each VM with its pid; the host's memory management
+# of run.sh --ksm, --khugepaged, --memcg-limit, --numa-balancing).
 # Fails if the trace has discarded events or the tarball exceeds 2 MB.
 # A run.sh --trace-cmd run also gives trace.dat.xz (converted to trace-cmd
 # file version 6, see below) and ftrace-text.txt.xz (each at most 2 MB), tracecmd-counts.txt (event lines of `trace-cmd
@@ -103,6 +104,15 @@ field_or_none() { local v; v=$(field "$1"); echo "${v:-none}"; }
 		echo "- UST: $(sed -n 's/^  "ust": {.*"events": "\([^"]*\)".*/\1/p' "$SRC/manifest.json")" \
 			"from $(field workload_bin) (channel uch0, per-UID buffers, contexts vtid,procname)"
 	fi
+	# run.sh --ksm, --khugepaged, --memcg-limit, --numa-balancing.
+	python3 - "$SRC/manifest.json" <<'PY' || true
+import json, sys
+h = json.load(open(sys.argv[1])).get("host_mm") or {}
+for k, v in h.items():
+    if v:
+        print("- host mm, %s: %s" % (k, ", ".join("%s %s" % (a, json.dumps(b))
+                                                for a, b in v.items())))
+PY
 	echo "- discarded events: $(field discarded_events)"
 	if [ -d "$DEST/ref" ]; then
 		echo "- ref/: the session \"ref\" (run.sh --memslot-ref): $(babeltrace2 "$DEST/ref" 2>/dev/null |

@@ -51,6 +51,41 @@
 #                         (-s anonymous_hugetlb..., shared_hugetlb) gets
 #                         256 (512 MiB of the guest's 2 GiB) unless given.
 #                         manifest.json: "hugepages" (asked, reserved)
+#   --ksm                 the host's (L1's) KSM on while the workload runs,
+#                         scanning fast (/sys/kernel/mm/ksm: run 1,
+#                         pages_to_scan 10000, sleep_millisecs 10), and
+#                         the workload's guest RAM MADV_MERGEABLE (its
+#                         --mergeable, added to its arguments): ksmd
+#                         merges the identical pages under the running VM
+#                         (notifier calls by the thread ksmd)
+#   --khugepaged          THP enabled=always and khugepaged scanning fast
+#                         (scan_sleep_millisecs 10, alloc_sleep_millisecs
+#                         10, pages_to_scan 8192); basic and nxrecovery
+#                         get --hugepage-late (their RAM filled as 4 KiB
+#                         pages, MADV_HUGEPAGE once the guest runs), so
+#                         khugepaged collapses it under the running VM
+#                         (notifier calls by the thread khugepaged);
+#                         bgsnapshot keeps its 4 KiB pages
+#   --memcg-limit MB      run the workload in a cgroup v2 (cgroup2 on
+#                         /sys/fs/cgroup, lab-wl) with memory.max MB, with
+#                         swap: zram (1 GiB, lzo-rle) when the kernel has
+#                         it, else a 512 MiB swap file on the root image;
+#                         reclaim then unmaps guest RAM under the VM
+#                         (notifier calls by the workload's own threads in
+#                         memcg reclaim, or by kswapd*).  Also records
+#                         the mm_vmscan_* reclaim events (lttng-probe-vmscan)
+#   --numa-balancing      two NUMA nodes for the L1 guest (QEMU -numa, 1 GiB
+#                         and one vCPU each) and kernel.numa_balancing=1:
+#                         the scanner's PROT_NONE hinting unmaps guest
+#                         RAM (notifier calls by the workload's threads,
+#                         its vCPU's inside KVM_RUN, outside any
+#                         mprotect/madvise)
+#                         These four are recorded in manifest.json's
+#                         "host_mm" (settings, and the counters after the
+#                         run: KSM pages_sharing, khugepaged
+#                         pages_collapsed, memory.events, swap used);
+#                         verify.sh counts the notifier calls by thread
+#                         name and checks the ones each must show
 #   --kernel KERNEL       stock (default): Debian's 6.1 kernel; patched:
 #                         the patched 6.1 kernel staged by build.sh
 #                         --kernel patched; 6.12: Debian's 6.12 kernel
@@ -221,7 +256,7 @@ usage() { sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 case $1 in -h|--help) usage; exit 0 ;; esac
 WORKLOAD=$1
 shift
-SELFTEST= HUGEPAGES=
+SELFTEST= HUGEPAGES= KSM=0 KHUGEPAGED=0 MEMCG_MB= NUMA_BAL=0
 if [ "$WORKLOAD" = selftest ]; then
 	case ${1:-} in
 	''|-*) echo "run.sh: selftest TEST: which test (see BUILD-STATUS in the rootfs's /opt/kvm-selftests/SERIES/)" >&2; exit 2 ;;
@@ -271,6 +306,10 @@ while [ $# -gt 0 ]; do
 	--snapshot-buf-kb) SNAP_KB=${2:?}; shift 2 ;;
 	--memslot-ref) MEMSLOT_REF=1; shift ;;
 	--hugepages) HUGEPAGES=${2:?}; shift 2 ;;
+	--ksm) KSM=1; shift ;;
+	--khugepaged) KHUGEPAGED=1; shift ;;
+	--memcg-limit) MEMCG_MB=${2:?}; shift 2 ;;
+	--numa-balancing) NUMA_BAL=1; shift ;;
 	--vm-args) VM_ARGS+=("${2:?}"); shift 2 ;;
 	--) shift; WARGS=("$@"); HAVE_WARGS=1; break ;;
 	-h|--help) usage; exit 0 ;;
@@ -334,6 +373,24 @@ else
 		{ echo "run.sh: unknown workload '$WORKLOAD' (basic, bgsnapshot, nxrecovery, selftest TEST, multi WORKLOAD...)" >&2; exit 2; }
 fi
 [ "$HAVE_WARGS" -eq 1 ] || WARGS=("${DEF_ARGS[@]}")
+[ -z "$MEMCG_MB" ] || { [[ $MEMCG_MB =~ ^[0-9]+$ ]] && [ "$MEMCG_MB" -ge 4 ]; } ||
+	{ echo "run.sh: --memcg-limit wants MiB (>= 4)" >&2; exit 2; }
+# host_mm_args WORKLOAD ARGS: ARGS plus the guest RAM options --ksm and
+# --khugepaged want of WORKLOAD (capture/workloads/vmm.h).
+host_mm_args() {
+	local wl=$1 a=$2
+	case $wl in basic|bgsnapshot|nxrecovery) ;; *) echo "$a"; return ;; esac
+	[ "$KSM" -eq 0 ] || [[ " $a " == *" --mergeable "* ]] || a="$a --mergeable"
+	[ "$KHUGEPAGED" -eq 0 ] || [ "$wl" = bgsnapshot ] || [[ " $a " == *" --hugepage-late "* ]] ||
+		a="$a --hugepage-late"
+	echo "${a# }"
+}
+if [ -z "$SELFTEST" ] && [ "$WORKLOAD" != multi ]; then
+	read -r -a WARGS <<<"$(host_mm_args "$WORKLOAD" "${WARGS[*]}")"
+fi
+for i in "${!MULTI[@]}"; do
+	MULTI_ARGS[i]=$(host_mm_args "${MULTI[i]}" "${MULTI_ARGS[i]}")
+done
 [ -z "$HUGEPAGES" ] || [[ $HUGEPAGES =~ ^[0-9]+$ ]] || { echo "run.sh: --hugepages wants a number of 2 MiB pages" >&2; exit 2; }
 # A selftest on a hugetlb backing needs the pages reserved.
 [ -n "$HUGEPAGES" ] || [ -z "$SELFTEST" ] || [[ " ${WARGS[*]} " != *hugetlb* ]] || HUGEPAGES=256
@@ -516,6 +573,14 @@ if [ "$FLAVOR" = patched ]; then
 	STATEDUMP=1
 	EVENTS="$EVENTS lttng_statedump_start lttng_statedump_end lttng_statedump_kvm_memslot"
 fi
+# --memcg-limit: who reclaims, and when (lttng-probe-vmscan).
+EXTRA_MODULES= EXTRA_PROBES=
+if [ -n "$MEMCG_MB" ]; then
+	EVENTS="$EVENTS mm_vmscan_memcg_reclaim_begin mm_vmscan_memcg_reclaim_end"
+	EVENTS="$EVENTS mm_vmscan_direct_reclaim_begin mm_vmscan_direct_reclaim_end"
+	EVENTS="$EVENTS mm_vmscan_kswapd_wake mm_vmscan_kswapd_sleep"
+	EXTRA_MODULES=lttng-probe-vmscan EXTRA_PROBES=vmscan
+fi
 for e in "${EXTRA_EVENTS[@]}"; do EVENTS="$EVENTS $e"; done
 KNOB_STR="${KNOBS[*]}"
 # The series' new events as SYSTEM/EVENT of tracefs (include/trace/events/kvm.h
@@ -561,6 +626,8 @@ fi
 	printf 'SELFTEST=%q\nSELFTEST_ARGS=%q\nSELFTEST_PATH=%q\nSELFTEST_SRC=%q\n' \
 		"$SELFTEST" "${WARGS[*]}" "$SELFTEST_PATH" "$SELFTEST_SRC"
 	printf 'HUGEPAGES=%q\n' "$HUGEPAGES"
+	printf 'KSM=%q\nKHUGEPAGED=%q\nMEMCG_MB=%q\nNUMA_BAL=%q\n' "$KSM" "$KHUGEPAGED" "$MEMCG_MB" "$NUMA_BAL"
+	printf 'EXTRA_MODULES=%q\nEXTRA_PROBES=%q\n' "$EXTRA_MODULES" "$EXTRA_PROBES"
 	printf 'KVM_PARAMS=%q\n' "${KVM_PARAMS# }"
 	printf 'KVM_AMD_PARAMS=%q\n' "${AMD_PARAMS# }"
 	printf 'KNOBS=%q\n' "$KNOB_STR"
@@ -597,6 +664,10 @@ else
 	echo "==> boot ($KERNEL kernel $(cat "$LAB/$KDIR/kernel.release"), ${SELFTEST_PATH:-$BIN} ${WARGS[*]}; kvm:${KVM_PARAMS:- defaults})"
 fi
 [ -z "$HUGEPAGES" ] || echo "    hugetlb: $HUGEPAGES 2 MiB pages reserved before the workload"
+[ "$KSM" -eq 0 ] || echo "    host mm: KSM on (fast scan), guest RAM MADV_MERGEABLE"
+[ "$KHUGEPAGED" -eq 0 ] || echo "    host mm: THP always, khugepaged scanning fast"
+[ -z "$MEMCG_MB" ] || echo "    host mm: the workload in a memory cgroup, memory.max ${MEMCG_MB}M, with swap"
+[ "$NUMA_BAL" -eq 0 ] || echo "    host mm: two NUMA nodes, NUMA balancing on"
 [ -z "$ATTACH_AFTER" ] || echo "    late start: the session is created ${ATTACH_AFTER}s after the workload starts"
 [ -z "$SNAPSHOT_AT" ] || echo "    flight recorder: ${SNAP_KB} KiB per CPU, one snapshot ${SNAPSHOT_AT}s after the workload starts"
 [ "$MEMSLOT_REF" -eq 0 ] || echo "    memslot reference: session ref (kvm_memslot_change) from before the workload into ref-trace/"
@@ -617,13 +688,18 @@ SYSMAP=$LAB/$KDIR/System.map
 [ "$FLAVOR" = patched ] || SYSMAP=$LAB/rootfs/boot/System.map-$(cat "$LAB/$KDIR/kernel.release")
 [ -r "$SYSMAP" ] || SYSMAP=
 T_BOOT=$(date +%s)
+# --numa-balancing: two nodes of 1 GiB, a vCPU each.
+QEMU_NUMA=()
+[ "$NUMA_BAL" -eq 0 ] || QEMU_NUMA=(
+	-object memory-backend-ram,id=ram0,size=1G -object memory-backend-ram,id=ram1,size=1G
+	-numa node,nodeid=0,cpus=0,memdev=ram0 -numa node,nodeid=1,cpus=1,memdev=ram1)
 # no_timer_check: under TCG on a loaded host the kernel's check that the
 # 8254 timer reaches the IO-APIC can miss its window and panic at boot
 # ("IO-APIC + timer doesn't work": 5 of 16 boots of the 6.12 kernels at
 # a host load of 8-16, none of 80 patched 6.1 boots); the check only
 # guards real chipsets.
 nice -n 10 qemu-system-x86_64 \
-	-accel tcg,thread=multi -cpu max,la57=off -smp 2 -m 2G \
+	-accel tcg,thread=multi -cpu max,la57=off -smp 2 -m 2G "${QEMU_NUMA[@]}" \
 	-display none -no-reboot -serial "file:$OUT/serial.log" \
 	-chardev "pipe,id=mon0,path=$MON" -mon chardev=mon0,mode=readline \
 	"${QEMU_KERNEL[@]}" \

@@ -21,8 +21,10 @@
 #               whole: one unprotect of the whole range); leaf zaps
 #               (level 1 present -> not present) and refaults; with
 #               perm_upgrade_skip_zap=Y: >= 8192 skip decisions instead
-#   nxrecovery  zaps by the recovery worker (comm kvm-nx-lpage-re); NX
-#               splits (exec faults, error code bit 4)
+#   nxrecovery  zaps by the recovery worker (comm kvm-nx-lpage-re; not
+#               with --hugepage-late: its RAM was 4 KiB pages when the
+#               guest first touched it, so nothing is NX-split); exec
+#               faults (error code bit 4)
 #   selftest    (run.sh selftest TEST) KVM's own selftests: only the
 #               checks of all (each test does its own; its exit status
 #               is the workload's)
@@ -49,6 +51,22 @@
 #               check stays.  A snapshot run also prints, per stream, the
 #               packet sequence numbers it holds: a first one above 0 is
 #               a CPU whose beginning the flight recorder overwrote
+#   host mm     (run.sh --ksm, --khugepaged, --memcg-limit,
+#               --numa-balancing; the manifest's "host_mm") the
+#               notifier calls (kvm_unmap_hva_range, the patched
+#               kvm_invalidate_range_start, 6.1's change_pte
+#               kvm_set_spte_hva) and the aging calls (kvm_age_hva) are
+#               counted by thread name (procname), and those made inside
+#               reclaim (between a thread's mm_vmscan_*_reclaim_begin and
+#               _end); checks: --ksm some by ksmd; --khugepaged some by
+#               khugepaged; --memcg-limit some by kswapd* or by a thread
+#               inside reclaim (it says which); --numa-balancing some by
+#               the workload's threads outside its mprotect, madvise and
+#               ioctl calls but KVM_RUN (where a vCPU thread runs its
+#               task work: the NUMA scanner).  basic's exact notifier count becomes a
+#               lower bound (the host adds its own), its dirty-log fast
+#               page faults are not required (KSM's merged pages and
+#               swapped-out ones take the slow path)
 
 set -Eeuo pipefail
 [ $# -eq 1 ] || { sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 2; }
@@ -67,6 +85,11 @@ ATTACH=$(sed -n 's/^  "attach_after_s": \([0-9.]*\),$/\1/p' "$M")
 SNAPAT=$(sed -n 's/^  "snapshot_at_s": \([0-9.]*\),$/\1/p' "$M")
 LATE=0
 [ -z "$ATTACH$SNAPAT" ] || LATE=1
+# run.sh's host memory management options: "ksm khugepaged memcg numa".
+HOSTMM=$(python3 -c '
+import json, sys
+h = json.load(open(sys.argv[1])).get("host_mm") or {}
+print(" ".join(k for k in ("ksm", "khugepaged", "memcg", "numa_balancing") if h.get(k)))' "$M" 2>/dev/null || true)
 
 TMP=$(mktemp)
 trap 'rm -f "$TMP" "$TMP.err" "$TMP.vm"' EXIT
@@ -172,7 +195,7 @@ local WL=$1 ARGS=$2
 check "MMU events present" "[ $N_fault -gt 0 ] && [ $N_req -gt 0 ] && [ $N_set -gt 0 ] && [ $N_changed -gt 0 ]"
 case $WL in
 basic)
-	if [[ " $ARGS " =~ \ --(thp|hugepage|split)\  ]]; then
+	if [[ " $ARGS " =~ \ --(thp|hugepage|split)\  ]] || [ -n "$HOSTMM" ]; then
 		# A THP split is one more invalidation (of its 2 MiB), and
 		# --split adds an mprotect RO/RW cycle: 5 or more (a late
 		# start holds only those after it: no bound).
@@ -183,9 +206,11 @@ basic)
 	else
 		check "5 notifier calls" "[ $N_unmap -eq 5 ]"
 	fi
-	# Without dirty logging, the fast path has nothing to fix.
+	# Without dirty logging, the fast path has nothing to fix; with
+	# the host's memory management (KSM's read-only merged pages,
+	# swapped-out pages) the write faults may all take the slow path.
 	[[ " $ARGS " == *" --no-dirty-log "* ]] || { [ "$LATE" -eq 1 ] && [ "$DIRTYON" -eq 0 ]; } ||
-		check "dirty-log fast page faults" "[ $N_fast -gt 0 ]"
+		[ -n "$HOSTMM" ] || check "dirty-log fast page faults" "[ $N_fast -gt 0 ]"
 	;;
 bgsnapshot)
 	# --mem MiB (default 32): one unprotect per 4 KiB page, data pages
@@ -220,6 +245,11 @@ nxrecovery)
 		# multi on 6.1: the worker is a kthread of its own pid.
 		check "recovery worker zaps (a kthread of no VM's pid, over the whole trace: $KTHREAD_WORKER)" \
 			"[ ${KTHREAD_WORKER%% *} -gt 0 ]"
+	elif [[ " $ARGS " == *" --hugepage-late "* ]]; then
+		# The read phase faulted RAM in as 4 KiB pages: KVM's
+		# mappings stay 4 KiB after khugepaged's collapse, so no NX
+		# huge page need be split (nor recovered).
+		echo "  recovery worker zaps: not required (--hugepage-late)"
 	else
 		check "recovery worker zaps" "[ $WORKERZAP -gt 0 ] && [ $WORKER -gt 0 ]"
 	fi
@@ -231,7 +261,59 @@ selftest)
 esac
 }
 
+# host_mm_checks: the notifier calls by thread name (run.sh's host
+# memory management options).
+host_mm_checks() {
+	local out by
+	out=$(awk -v wl="$WL" '
+	function f(name,   r) {
+		if (match($0, name " = [^,}]+")) {
+			r = substr($0, RSTART + length(name) + 3, RLENGTH - length(name) - 3)
+			gsub(/[ "]/, "", r); return r
+		}
+		return ""
+	}
+	{ ev = $4; sub(/:$/, "", ev); tid = f("tid"); p = f("procname") }
+	ev ~ /^mm_vmscan_(memcg|direct)_reclaim_begin$/ { inrecl[tid] = 1; next }
+	ev ~ /^mm_vmscan_(memcg|direct)_reclaim_end$/ { delete inrecl[tid]; next }
+	# KVM_RUN (ioctl 0xae80) is where task work runs for a vCPU
+	# thread: NUMA hinting, memcg reclaim at memory.high.
+	ev ~ /^syscall_entry_(mprotect|madvise)$/ ||
+	(ev == "syscall_entry_ioctl" && f("cmd") != "44672") { insys[tid] = 1; next }
+	ev ~ /^syscall_exit_(mprotect|madvise|ioctl)$/ { delete insys[tid]; next }
+	ev == "kvm_unmap_hva_range" || ev == "kvm_invalidate_range_start" ||
+	ev == "kvm_set_spte_hva" || ev == "kvm_age_hva" {
+		k = p " " ev; n[k]++
+		if (tid in inrecl) r[k]++
+		if (ev != "kvm_age_hva") {
+			if (p ~ /^ksmd$/) ksmd++
+			if (p ~ /^khugepaged$/) khp++
+			if (p ~ /^kswapd/) kswapd++
+			if (tid in inrecl) { recl++; if (p !~ /^kswapd/) reclwl++ }
+			if (p == wl && !(tid in insys)) nosys++
+		}
+	}
+	END {
+		for (k in n) printf "  by thread: %s %d%s\n", k, n[k], (k in r) ? " (" r[k] " in reclaim)" : ""
+		printf "HM_KSMD=%d HM_KHP=%d HM_KSWAPD=%d HM_RECL=%d HM_RECLWL=%d HM_NOSYS=%d\n",
+			ksmd, khp, kswapd, recl, reclwl, nosys
+	}' "$TMP")
+	echo "  host mm: $HOSTMM; notifier and aging calls by thread name (procname event count):"
+	echo "$out" | grep '^  by thread' | sort -k3,3 -k4,4 || true
+	eval "$(echo "$out" | grep '^HM_')"
+	echo "  notifier calls: ksmd=$HM_KSMD khugepaged=$HM_KHP kswapd*=$HM_KSWAPD in reclaim=$HM_RECL (of them not kswapd: $HM_RECLWL) by $WL outside mprotect/madvise/ioctl but KVM_RUN=$HM_NOSYS"
+	[[ " $HOSTMM " != *" ksm "* ]] || check "ksm: notifier calls by ksmd" "[ $HM_KSMD -gt 0 ]"
+	[[ " $HOSTMM " != *" khugepaged "* ]] || check "khugepaged: notifier calls by khugepaged" "[ $HM_KHP -gt 0 ]"
+	if [[ " $HOSTMM " == *" memcg "* ]]; then
+		by="kswapd* $HM_KSWAPD, the workload's threads in reclaim $HM_RECLWL"
+		check "memcg: notifier calls by reclaim ($by)" "[ $((HM_KSWAPD + HM_RECLWL)) -gt 0 ]"
+	fi
+	[[ " $HOSTMM " != *" numa_balancing "* ]] ||
+		check "numa balancing: notifier calls by $WL outside its mprotect/madvise/ioctls but KVM_RUN" "[ $HM_NOSYS -gt 0 ]"
+}
+
 ARGS=$(sed -n 's/^  "workload_args": "\(.*\)",$/\1/p' "$M")
+[ -z "$HOSTMM" ] || host_mm_checks
 if [ "$WL" != multi ]; then
 	wl_checks "$WL" "$ARGS"
 	[ "$fails" -eq 0 ]
