@@ -28,6 +28,8 @@ events = list(bt_events(trace))
 
 PRESENT, LARGE = 1 << 11, 1 << 7
 AD = (1 << 5) | (1 << 6)
+# include/uapi/linux/userfaultfd.h: _IOWR(0xAA, 0x06, struct uffdio_writeprotect)
+UFFDIO_WRITEPROTECT = 0xc018aa06
 
 
 def leaf(spte, level):
@@ -199,15 +201,17 @@ rows = con.execute(
     "SELECT 's', seq, tid, gfn, level, old_spte, new_spte FROM spte_change "
     "UNION ALL SELECT 'x', seq, tid, 0, 0, 0, 0 FROM fault UNION ALL "
     "SELECT CASE WHEN r.name = 'syscall_entry_mprotect' THEN 'm' WHEN "
-    "r.name = 'syscall_entry_madvise' THEN 'a' ELSE 'y' "
+    "r.name = 'syscall_entry_madvise' THEN 'a' WHEN "
+    "r.name = 'syscall_entry_ioctl' AND s.a1 = %d THEN 'u' WHEN "
+    "r.name LIKE 'syscall_%%_ioctl' THEN 'i' ELSE 'y' "
     "END, s.seq, s.tid, 0, 0, coalesce(s.a2, 0), 0 FROM syscall s "
     "JOIN raw_event r ON "
     "r.id = s.raw_id UNION ALL "
     "SELECT 'x', seq, tid, 0, 0, 0, 0 FROM vcpu_exit UNION ALL "
     "SELECT 'x', seq, tid, 0, 0, 0, 0 FROM vcpu_entry ORDER BY seq"
-).fetchall()
+    % UFFDIO_WRITEPROTECT).fetchall()
 con.close()
-windows, cur, pending, prot = [], {}, {}, {}
+windows, cur, pending, prot, uffd = [], {}, {}, {}, {}
 for kind, seq, tid, gfn, level, old, new in rows:
     old &= (1 << 64) - 1
     new &= (1 << 64) - 1
@@ -220,19 +224,22 @@ for kind, seq, tid, gfn, level, old, new in rows:
                 w["measured"] = level == 2 and old == 1
             continue
         cur[tid] = {"zaps": 0, "same": 0, "differ": 0, "range": (gfn, new),
-                    "mprotect": prot.get(tid),
+                    "mprotect": prot.get(tid), "uffd": uffd.get(tid),
                     "measured": (level == 2 and old == 1) if level >= 0
                     else None}
         windows.append(cur[tid])
         continue
-    elif kind in "xmay":
+    elif kind in "xmayui":
         cur.pop(tid, None)
         if kind == "m":
             prot[tid] = old
         elif kind == "a":
             prot[tid] = 0           # unmaps: never an upgrade
-        elif kind == "y":
-            prot.pop(tid, None)
+        else:
+            if kind != "x":
+                prot.pop(tid, None)
+            if kind in "ui":
+                uffd[tid] = kind == "u"
     elif leaf(old, level) and not new & PRESENT and tid in cur:
         cur[tid]["zaps"] += 1
         pending[(level, gfn)] = (cur[tid], old & ~AD)
@@ -246,7 +253,12 @@ for w in windows:
     elif w["mprotect"] is not None:
         w["upgrade"] = w["mprotect"] & 2 != 0
     else:
-        w["upgrade"] = w["same"] > 0 and w["differ"] == 0
+        # Rule upgrade_cause: identical refaults make an upgrade only
+        # inside UFFDIO_WRITEPROTECT on the invalidating thread (ksmd,
+        # khugepaged, reclaim leave pages in place that refault
+        # identical too).
+        w["upgrade"] = bool(w["uffd"]) and w["same"] > 0 and \
+            w["differ"] == 0
 upgrades = [w for w in windows if w["upgrade"]]
 kept = sum(w["zaps"] for w in upgrades)
 pu = pol["perm-upgrade"]
