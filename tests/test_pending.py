@@ -36,6 +36,8 @@ KINDS = {
          "recovery_batch", "nx_count", "flush_context", "recovery_period"},
     "lttng-kernel-6.1.192-stock-multivm-nxrecovery-bgsnapshot-basic":
         {"fault_not_required", "zap_count", "recovery_batch"},
+    "lttng-kernel-6.1.192-stock-basic-memcg-limit":
+        {"zap_count", "zap_outside_range"},
 }
 present = sorted(d for d in os.listdir(pending)
                  if os.path.exists(os.path.join(pending, d, "trace.tar.xz")))
