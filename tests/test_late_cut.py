@@ -27,7 +27,9 @@ Checks, per fixture:
     decisions on a revealed batch rest on its own list from before).
 A cut that holds no fault (the tail of a capture) cannot be replayed:
 the replay says so in one line (exit 7), and that is what is checked.
-What this cannot catch: a cut whose revealed items hide a wrong rule
+What this cannot catch: the what-if of a cut of several VMs (not
+compared: a VM the cut shows no vCPU event of is not seen as one); a
+cut whose revealed items hide a wrong rule
 (they are judged by nothing); tests/test_rules_off.py runs the rules on
 late cuts for that.  A context that straddles the cut second is dated
 by its start in the whole capture's series (a window's or a fault's
@@ -90,6 +92,9 @@ def whole_after(db, policy, k):
 
 
 rc, whole = replay(whole_db)
+con = sqlite3.connect(whole_db)
+nvms = con.execute("SELECT count(*) FROM vm").fetchone()[0]
+con.close()
 if rc == 7:
     # No SPTE changes recorded (the probes Debian ships lack them):
     # nothing a late session could replay either.
@@ -150,6 +155,15 @@ for share in SHARES:
                         sc.get("mismatches_by_kind", {}).items() if n},
              sc.get("mismatches", [])[:3]))
     if rc != 0:
+        continue
+    if nvms > 1:
+        # Several VMs: a VM whose cut shows no vCPU event (one that only
+        # exits after the cut) is not seen as a VM, and a kernel
+        # thread's zaps of leaves no VM's cut state holds are given to
+        # none, so the cut's sums lack what the whole capture gives them
+        # (docs/design.md, VMs).  Each VM's self-check is held above.
+        print("%s: %d VMs: what-if agreement with the whole capture not "
+              "checked" % (what, nvms))
         continue
     rev = st["revealed"]
     for policy, v in c["policies"].items():

@@ -11,6 +11,8 @@ on (the process has one VM); the rows of no VM are those of the other
 pids (kernel threads: 6.1's NX recovery kthread, kswapd), counted in
 meta vm_unattributed:no_vm_process.  A capture recorded without the pid
 context (every fixture before the lab added it) has no VM, and says so.
+Each VM of the captures under tests/data passes its own self-check
+(fidelity replays each alone), and --vm narrows to one.
 What this cannot catch: a process with several VMs at once (no capture
 has one), whose threads the vCPU fds tell apart.
 """
@@ -119,6 +121,23 @@ for fx in fixtures:
           "%s: the %d rows of no VM are the other processes' and those "
           "before each VM (%d + %d), said in meta (%s)"
           % (name, none, sum(before.values()), others, meta))
+    # Each VM replayed alone: its own self-check, the capture's verdict
+    # every VM's, the figures their sums (those under data/pending/ are
+    # checked by test_pending.py).
+    if os.path.basename(os.path.dirname(fx)) != "pending":
+        r = run([mmr, "fidelity", db, "--json"])
+        f = json.loads(r.stdout)
+        per = [(v["vm"], v["pid"], v["ok"]) for v in f["vms"]]
+        check(r.returncode == 0 and f["ok"] and
+              sorted((v[0], v[1]) for v in per) ==
+              sorted((v[0], v[1]) for v in vms) and all(v[2] for v in per)
+              and f["observed"]["faults"] ==
+              sum(v["observed"]["faults"] for v in f["vms"]),
+              "%s: every VM passes its own self-check (%s)" % (name, per))
+        one = run([mmr, "fidelity", db, "--json", "--vm", "1"])
+        check(one.returncode == 0 and
+              [v["vm"] for v in json.loads(one.stdout)["vms"]] == [1],
+              "%s: --vm 1 replays VM 1 alone" % name)
     print("%s: %s, %d rows of no VM" % (
         name, ", ".join("VM %d pid %d: %d" % (v[0], v[1], rows[v[0]])
                         for v in vms), none))
@@ -137,4 +156,9 @@ check(db_rows(db, "SELECT count(*) FROM vm")[0][0] == 0 and
       db_rows(db, "SELECT count(*) FROM spte_change WHERE vm IS NULL")[0][0]
       == n and n > 0,
       "no pid context: no VM, every row unattributed (%s)" % meta)
+r = run([mmr, "fidelity", db, "--vm", "1"])
+check(r.returncode == 1 and "no VM 1" in r.stderr and
+      len(r.stderr.strip().splitlines()) == 1,
+      "--vm on a capture without VMs: one line, exit 1 (%d: %s)"
+      % (r.returncode, r.stderr))
 finish()

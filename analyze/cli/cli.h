@@ -81,6 +81,9 @@ struct cli_option {
 /* -o FILE of every command that writes a result (cli_output()). */
 #define CLI_OUTPUT CLI_STRING("output", 'o', "FILE", \
 			      "write to FILE (temp + rename) instead of stdout")
+/* --vm ID of every command that may narrow to one VM (cli_narrow_vm()). */
+#define CLI_VM CLI_INT("vm", 0, "ID", 1, 1 << 30, \
+		       "this VM alone (table vm's id; summary lists them)")
 #define CLI_END { NULL, 0, CLI_TYPE_FLAG, NULL, NULL, 0, 0 }
 
 /* Options one command may have (its table, CLI_END excluded). */
@@ -179,6 +182,23 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 			const struct policy *const *pols, int n,
 			unsigned rules_off, struct replay_result *res,
 			int *done);
+/* Narrows ci to the VM option opt names, if given: CLI_EXIT_OK, or,
+ * after saying why on stderr, CLI_EXIT_USAGE (the DB has no such VM). */
+int cli_narrow_vm(const struct cli_args *a, int opt,
+		  struct capture_info *ci);
+/*
+ * Replays db under pol per VM (each VM alone, its own state), or the one
+ * ci->vm narrows to: each VM's result and self-check in vms (the caller
+ * frees it with cli_vms_free()), their sum in *total.  A capture with
+ * fewer than two VMs and no --vm is replayed as one state: vms->n 0.
+ * Returns what cli_replay_one() does.
+ */
+struct report_vms;
+int cli_replay_vms(sqlite3 *db, const char *path,
+		   const struct capture_info *ci, const struct policy *pol,
+		   unsigned rules_off, struct report_vms *vms,
+		   struct replay_result *total);
+void cli_vms_free(struct report_vms *vms);
 /* Replays db under pol alone into *res, as cli_replay_policies() does;
  * returns its exit code, and res holds a result (to free) only when
  * that is CLI_EXIT_OK. */

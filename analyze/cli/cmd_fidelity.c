@@ -14,7 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { OPT_JSON, OPT_OUTPUT, OPT_POLICY, OPT_RATIO, OPT_RULE_OFF, OPT_N };
+enum { OPT_JSON, OPT_OUTPUT, OPT_POLICY, OPT_RATIO, OPT_VM, OPT_RULE_OFF,
+	OPT_N };
 
 static const struct cli_option options[] = {
 	[OPT_JSON] = CLI_FLAG("json", 0, "JSON instead of a text table"),
@@ -27,6 +28,7 @@ static const struct cli_option options[] = {
 			      "NX recovery ratio the trace ran with (default: "
 			      "from the manifest; unknown: batch sizes "
 			      "unchecked)"),
+	[OPT_VM] = CLI_VM,
 	[OPT_RULE_OFF] = CLI_LIST("rule-off", 0, "NAME[,NAME]",
 				  "for tests: switch model rules off, to see "
 				  "the self-check notice (names: engine.h)"),
@@ -37,7 +39,7 @@ static int run(struct cli_args *a);
 
 const struct cli_command cli_cmd_fidelity = {
 	.name = "fidelity",
-	.usage = "DB [--json] [-o FILE] [--recorded-policy NAME]",
+	.usage = "DB [--json] [-o FILE] [--recorded-policy NAME] [--vm ID]",
 	.summary = "Self-check: replay under the recorded policy vs the trace.",
 	.details =
 	"Replays the capture under the policy it was recorded with and\n"
@@ -79,6 +81,7 @@ static int rules_parse(const char *arg, unsigned *mask)
 struct fidelity_output {
 	const struct fidelity *fid;
 	const struct replay_result *res;
+	const struct report_vms *vms;
 };
 
 static void text(FILE *out, const void *f, const char *db_path)
@@ -86,6 +89,7 @@ static void text(FILE *out, const void *f, const char *db_path)
 	const struct fidelity_output *o = f;
 
 	report_fidelity_text(out, o->fid, o->res, db_path);
+	report_vms_text(out, o->vms);
 }
 
 static int run(struct cli_args *a)
@@ -94,7 +98,9 @@ static int run(struct cli_args *a)
 	struct capture_info ci;
 	struct replay_result res = { 0 };
 	struct fidelity fid;
-	struct fidelity_output fo = { &fid, &res };
+	struct report_vms vms = { 0 };
+	struct fidelity_output fo = { &fid, &res, &vms };
+	int i;
 	unsigned rules_off = 0;
 	int rc = CLI_EXIT_USAGE;
 
@@ -118,19 +124,27 @@ static int run(struct cli_args *a)
 	}
 	if (a->str[OPT_RATIO])
 		ci.nx_ratio = a->num[OPT_RATIO];
-	rc = cli_replay_one(a->db, a->path, &ci, ci.recorded, rules_off,
-			    &res);
+	rc = cli_narrow_vm(a, OPT_VM, &ci);
 	if (rc != CLI_EXIT_OK)
 		goto end;
+	rc = cli_replay_vms(a->db, a->path, &ci, ci.recorded, rules_off,
+			    &vms, &res);
+	if (rc != CLI_EXIT_OK)
+		goto end;
+	/* The capture's verdict is every VM's own. */
+	for (i = 0; i < vms.n; i++)
+		res.vms_failed += !vms.vm[i].fid.ok;
 	fidelity_compute(&res, fidelity_default_tolerance, &fid);
 	cli_capture_damage(&ci, a->path, &fid);
 	rc = cli_output(a->str[OPT_OUTPUT], a->str[OPT_JSON] != NULL,
 			a->str[OPT_JSON] ?
-			report_fidelity_json(&fid, &res, a->path) : NULL,
+			report_fidelity_json_vms(&fid, &res, a->path, &vms) :
+			NULL,
 			text, &fo, a->path);
 	if (rc == CLI_EXIT_OK && !fid.ok)
 		rc = CLI_EXIT_CHECK;
 end:
 	replay_result_free(&res);
+	cli_vms_free(&vms);
 	return rc;
 }

@@ -11,7 +11,11 @@
 #include "replay/capture_info.h"
 #include "replay/engine.h"
 #include "replay/session.h"
+#include "report/report.h"
 #include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 int cli_recorded_policy(sqlite3 *db, const char *path,
 			struct capture_info *ci)
@@ -49,6 +53,22 @@ int cli_recorded_policy(sqlite3 *db, const char *path,
 	return CLI_EXIT_OK;
 }
 
+int cli_narrow_vm(const struct cli_args *a, int opt,
+		  struct capture_info *ci)
+{
+	if (!a->str[opt])
+		return CLI_EXIT_OK;
+	if (a->num[opt] > ci->nvms) {
+		log_error("%s: no VM %lld: the capture holds %d (table vm%s)",
+			  a->path, a->num[opt], ci->nvms, ci->nvms ? "" :
+			  "; without the pid context ingest cannot tell VMs "
+			  "apart");
+		return CLI_EXIT_USAGE;
+	}
+	ci->vm = (int)a->num[opt];
+	return CLI_EXIT_OK;
+}
+
 void cli_capture_damage(const struct capture_info *ci, const char *path,
 			struct fidelity *fid)
 {
@@ -62,11 +82,11 @@ void cli_capture_damage(const struct capture_info *ci, const char *path,
 			 ci->truncated ? ", a stream cut short" : "");
 }
 
-int cli_replay_policies(sqlite3 *db, const char *path,
-			const struct capture_info *ci,
-			const struct policy *const *pols, int n,
-			unsigned rules_off, struct replay_result *res,
-			int *done)
+static int replay_one_state(sqlite3 *db, const char *path,
+			    const struct capture_info *ci,
+			    const struct policy *const *pols, int n,
+			    unsigned rules_off, struct replay_result *res,
+			    int *done)
 {
 	struct replay_session s;
 	enum replay_status st;
@@ -96,6 +116,57 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 	return rc;
 }
 
+/*
+ * A capture of several VMs: each VM alone, every policy; the results
+ * are the sums over VMs (replay_result_merge()).
+ */
+int cli_replay_policies(sqlite3 *db, const char *path,
+			const struct capture_info *ci,
+			const struct policy *const *pols, int n,
+			unsigned rules_off, struct replay_result *res,
+			int *done)
+{
+	struct capture_info one = *ci;
+	struct replay_result *part;
+	int v, p, rc = CLI_EXIT_OK, got;
+
+	if (ci->vm || ci->nvms < 2)
+		return replay_one_state(db, path, ci, pols, n, rules_off, res,
+					done);
+	*done = 0;
+	part = calloc((size_t)n, sizeof(*part));
+	if (!part) {
+		log_error("%s: out of memory", path);
+		return CLI_EXIT_INTERNAL;
+	}
+	for (v = 1; v <= ci->nvms && rc == CLI_EXIT_OK; v++) {
+		one.vm = v;
+		rc = replay_one_state(db, path, &one, pols, n, rules_off,
+				      part, &got);
+		for (p = 0; p < got; p++) {
+			/* The self-check holds per VM: the sum may pass
+			 * where one VM does not. */
+			if (rc == CLI_EXIT_OK && pols[p] == ci->recorded) {
+				struct fidelity f;
+
+				fidelity_compute(&part[p],
+						 fidelity_default_tolerance, &f);
+				part[p].vms_failed = !f.ok;
+			}
+			if (rc == CLI_EXIT_OK &&
+			    replay_result_merge(&res[p], &part[p], v == 1) < 0) {
+				log_error("%s: out of memory", path);
+				rc = CLI_EXIT_INTERNAL;
+			}
+			replay_result_free(&part[p]);
+		}
+		if (v == 1)
+			*done = rc == CLI_EXIT_OK ? n : 0;
+	}
+	free(part);
+	return rc;
+}
+
 int cli_replay_one(sqlite3 *db, const char *path,
 		   const struct capture_info *ci, const struct policy *pol,
 		   unsigned rules_off, struct replay_result *res)
@@ -104,4 +175,95 @@ int cli_replay_one(sqlite3 *db, const char *path,
 
 	return cli_replay_policies(db, path, ci, &pol, 1, rules_off, res,
 				   &done);
+}
+
+/* Each VM's process and name (table vm), and ingest's count of rows of
+ * no VM.  Returns 0, or -1 after a failed query (logged). */
+static int vms_read(sqlite3 *db, struct report_vms *vms)
+{
+	sqlite3_stmt *st = NULL;
+	int i;
+
+	if (sqlite3_prepare_v2(db, "SELECT id, pid, procname FROM vm WHERE "
+			       "id = ?1", -1, &st, NULL) != SQLITE_OK)
+		goto fail;
+	for (i = 0; i < vms->n; i++) {
+		struct report_vm *v = &vms->vm[i];
+
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, v->id);
+		if (sqlite3_step(st) != SQLITE_ROW)
+			continue;
+		v->pid = sqlite3_column_int64(st, 1);
+		if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+			v->procname = strdup((const char *)
+					     sqlite3_column_text(st, 2));
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "SELECT coalesce(sum(value), 0) FROM meta "
+			       "WHERE key LIKE 'vm_unattributed:%'", -1, &st,
+			       NULL) != SQLITE_OK)
+		goto fail;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		vms->rows_unattributed = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return 0;
+fail:
+	log_error("%s: %s", sqlite3_db_filename(db, "main"),
+		  sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return -1;
+}
+
+int cli_replay_vms(sqlite3 *db, const char *path,
+		   const struct capture_info *ci, const struct policy *pol,
+		   unsigned rules_off, struct report_vms *vms,
+		   struct replay_result *total)
+{
+	struct capture_info one = *ci;
+	int i, rc;
+
+	memset(vms, 0, sizeof(*vms));
+	memset(total, 0, sizeof(*total));
+	if (!ci->vm && ci->nvms < 2)
+		return cli_replay_one(db, path, ci, pol, rules_off, total);
+	vms->narrowed = ci->vm;
+	vms->n = ci->vm ? 1 : ci->nvms;
+	vms->vm = calloc((size_t)vms->n, sizeof(*vms->vm));
+	if (!vms->vm) {
+		log_error("%s: out of memory", path);
+		return CLI_EXIT_INTERNAL;
+	}
+	for (i = 0; i < vms->n; i++)
+		vms->vm[i].id = ci->vm ? ci->vm : i + 1;
+	if (vms_read(db, vms) < 0)
+		return CLI_EXIT_INPUT;
+	for (i = 0; i < vms->n; i++) {
+		struct report_vm *v = &vms->vm[i];
+
+		one.vm = (int)v->id;
+		rc = cli_replay_one(db, path, &one, pol, rules_off, &v->res);
+		if (rc != CLI_EXIT_OK)
+			return rc;
+		fidelity_compute(&v->res, fidelity_default_tolerance, &v->fid);
+		if (replay_result_merge(total, &v->res, i == 0) < 0) {
+			log_error("%s: out of memory", path);
+			return CLI_EXIT_INTERNAL;
+		}
+	}
+	vms->kthread_events_decided = total->kthread_events_decided;
+	vms->kthread_events_left = total->kthread_events_left;
+	return CLI_EXIT_OK;
+}
+
+void cli_vms_free(struct report_vms *vms)
+{
+	int i;
+
+	for (i = 0; vms->vm && i < vms->n; i++) {
+		free((char *)vms->vm[i].procname);
+		replay_result_free(&vms->vm[i].res);
+	}
+	free(vms->vm);
+	memset(vms, 0, sizeof(*vms));
 }

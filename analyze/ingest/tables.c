@@ -178,7 +178,12 @@ struct ingest_tables *tables_create(const struct catalog *cat,
 	strpool_init(&t->strings);
 	ptrmap_init(&t->threads);
 	u64map_init(&t->raw_by_name);
-	vms_init(&t->vms, cat);
+	if (vms_init(&t->vms, cat) < 0) {
+		vms_free(&t->vms);
+		free(t->kind_rows);
+		free(t);
+		return NULL;
+	}
 	fault_decode_init(t);
 	return t;
 }

@@ -42,8 +42,9 @@ static int entry_col(const struct catalog_entry *e, const char *name)
 	return -1;
 }
 
-void vms_init(struct vms *v, const struct catalog *cat)
+int vms_init(struct vms *v, const struct catalog *cat)
 {
+	int i;
 	const struct catalog_entry *in = catalog_find(cat,
 						      "syscall_entry_ioctl");
 	const struct catalog_entry *out = catalog_find(cat,
@@ -60,6 +61,15 @@ void vms_init(struct vms *v, const struct catalog *cat)
 		v->entry_kind = -1;
 	if (v->col_ret < 0)
 		v->exit_kind = -1;
+	v->nkinds = cat->nentries;
+	v->vcpu_kind = calloc((size_t)cat->nentries + 1, 1);
+	if (!v->vcpu_kind)
+		return -1;
+	for (i = 0; i < cat->nentries; i++)
+		v->vcpu_kind[i] = strcmp(cat->entries[i].table, "vcpu_exit") == 0 ||
+			strcmp(cat->entries[i].table, "vcpu_entry") == 0 ||
+			strcmp(cat->entries[i].table, "fault") == 0;
+	return 0;
 }
 
 static void proc_free_fds(void *arg, void *val)
@@ -73,6 +83,7 @@ void vms_free(struct vms *v)
 	ptrmap_each(&v->procs, proc_free_fds, NULL);
 	ptrmap_free_values(&v->procs);
 	free(v->list);
+	free(v->vcpu_kind);
 }
 
 static struct vms_proc *proc_get(struct vms *v, int64_t pid, int create)
@@ -204,7 +215,7 @@ static int on_return(struct vms *v, struct vms_thread *th,
 int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
 	    struct ingest_row *r)
 {
-	const struct vms_proc *p;
+	struct vms_proc *p;
 	enum vms_reason why;
 
 	if (!th) {
@@ -230,6 +241,16 @@ int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
 		goto none;
 	}
 	p = proc_get(v, th->pid, 0);
+	/* A vCPU's own event in a process with no VM known: it ran one
+	 * from before the capture. */
+	if ((!p || !p->nvms) && (int)r->kind < v->nkinds &&
+	    v->vcpu_kind[r->kind]) {
+		struct vms_proc *np = proc_get(v, th->pid, 1);
+
+		if (!np || vm_add(v, np, th->pid, -1, NULL, procname) < 0)
+			return -1;
+		p = np;
+	}
 	if (p && p->nvms == 1) {
 		r->vm = p->only_vm;
 		return 0;

@@ -10,9 +10,10 @@
  *     KVM_SET_USER_MEMORY_REGION, ...) or a vCPU fd that KVM_CREATE_VCPU
  *     returned (KVM_RUN), from that ioctl on;
  *   - else its process's VM, when the process has exactly one;
- *   - a process that runs a vCPU (KVM_RUN) with no KVM_CREATE_VM traced
- *     before ran its VM from before the capture: one VM for the process,
- *     its fd and creation unknown.
+ *   - a process whose thread runs a vCPU (KVM_RUN, or a vCPU's exit,
+ *     entry or page fault: a vCPU may stay inside KVM_RUN for seconds)
+ *     with no KVM_CREATE_VM traced before ran its VM from before the
+ *     capture: one VM for the process, its fd and creation unknown.
  * Every other row has no VM, counted by reason (enum vms_reason):
  * threads of a process with no VM (kernel threads: kswapd, ksmd,
  * khugepaged, 6.1's NX recovery kthread), of a process with several and
@@ -72,9 +73,14 @@ struct vms {
 	/* The ioctl entry and exit catalogue entries and their columns
 	 * (fd, cmd; ret); -1 where the catalogue has none. */
 	int entry_kind, exit_kind, col_fd, col_cmd, col_ret;
+	/* Per catalogue entry: 1 when its rows are a vCPU's own (table
+	 * vcpu_exit, vcpu_entry, fault). */
+	unsigned char *vcpu_kind;
+	int nkinds;
 };
 
-void vms_init(struct vms *v, const struct catalog *cat);
+/* Returns 0, or -1 when out of memory. */
+int vms_init(struct vms *v, const struct catalog *cat);
 void vms_free(struct vms *v);
 /*
  * Row r of thread th (NULL: the row names none) is about to be

@@ -82,7 +82,9 @@ void fidelity_compute(const struct replay_result *r,
 	out->exempt_share = r->faults_observed ?
 		(double)out->exempt_total / (double)r->faults_observed : 0;
 	out->exempt_ok = out->exempt_share <= FIDELITY_MAX_EXEMPT_SHARE;
-	out->ok = out->metrics_ok && !out->mismatches && out->exempt_ok;
+	out->vms_ok = !r->vms_failed;
+	out->ok = out->metrics_ok && !out->mismatches && out->exempt_ok &&
+		out->vms_ok;
 	out->began_mid_run = r->began_mid_run;
 	out->span_start_s = (double)r->span_start_ts / 1e9;
 	out->events_before_span = r->events_before_span;

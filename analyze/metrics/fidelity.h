@@ -82,6 +82,9 @@ struct fidelity {
 	int64_t exempt_total;
 	double exempt_share;            /* of the traced faults */
 	int exempt_ok;
+	/* Several VMs, each replayed alone: every one passes its own
+	 * self-check (1 when the capture was replayed as one state). */
+	int vms_ok;
 	int ok;                         /* the verdict */
 	/* The capture's own damage (capture_info): the model misses what
 	 * lost events did, so mismatches after them are expected; said

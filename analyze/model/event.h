@@ -106,6 +106,7 @@ struct model_event {
 	uint64_t seq;
 	int64_t ts;                     /* ns from the capture time base */
 	int32_t cpu, tid;
+	int32_t vm;                     /* the DB's vm column; 0: none */
 	enum model_event_kind kind;
 	union {
 		struct {

@@ -146,6 +146,13 @@ int capture_info_read(sqlite3 *db, struct capture_info *ci)
 		goto end;
 	ci->workers_known = ci->nworkers > 0 ||
 		(sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0));
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM vm", -1, &st,
+			       NULL) != SQLITE_OK)
+		goto end;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		ci->nvms = sqlite3_column_int(st, 0);
 	rc = 0;
 end:
 	if (rc < 0)

@@ -56,6 +56,10 @@ struct capture_info {
 	 * beginning (an LTTng snapshot's per-CPU buffers begin apart); 0
 	 * when none did. */
 	int64_t span_start_ts;
+	/* VMs in table vm (ingest/vms.h), and the one a command narrows
+	 * to (--vm: its id; 0: the capture whole, as one state). */
+	int nvms;
+	int vm;
 };
 
 /* 0, or -1 after reporting a query error. */

@@ -148,7 +148,13 @@
 	/* stock kernels: an invalidation is a permission upgrade only \
 	 * inside a syscall that can loosen (mprotect, userfaultfd \
 	 * unprotect) on its thread (scan.c window_inferred_up()) */ \
-	X(RULE_UPGRADE_CAUSE, "upgrade_cause")
+	X(RULE_UPGRADE_CAUSE, "upgrade_cause") \
+	/* exec faults split nothing in a VM whose memory no trace shows \
+	 * mapped huge: the host maps it 4K (engine_nx.c) */ \
+	X(RULE_NX_HUGE_HOST, "nx_huge_host") \
+	/* an untraced batch ends at a pause of half the period, not of \
+	 * 50 ms (engine_nx.c nx_batch_gap()) */ \
+	X(RULE_BATCH_PERIOD, "batch_period")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures
@@ -310,6 +316,13 @@ struct replay_result {
 	 * memslots (before the swap or after it) KVM's count settled, and
 	 * how many of them saw the old memslots (engine_nx.c). */
 	int64_t span_faults_settled, span_faults_old;
+	/* A VM replayed alone (replay/session.h): the kernel threads'
+	 * events of the capture the replay gave a VM, and those it could
+	 * not (vm_attr.h); the same for every VM of the capture. */
+	int64_t kthread_events_decided, kthread_events_left;
+	/* A host's total of VMs replayed alone: how many VMs failed their
+	 * own self-check (set by the caller that judged them). */
+	int64_t vms_failed;
 	/* Every mismatch, in trace order (malloc'd), and how many of each
 	 * kind; mismatches_total == nmismatches unless memory ran out. */
 	struct mismatch *mismatches;
@@ -425,6 +438,13 @@ static inline double replay_warmup_s(const struct replay_result *r)
 
 /* Frees the per-second series *res holds (its counts stay).  Harmless
  * on a result that holds none: a failed run's, or one freed already. */
+/*
+ * Adds the per-VM result src into the host's total dst (first: dst is
+ * made from src; replay/result_merge.c).  Returns 0, or -1 when out of
+ * memory (dst then holds what was added before; free it as usual).
+ */
+int replay_result_merge(struct replay_result *dst,
+			const struct replay_result *src, int first);
 void replay_result_free(struct replay_result *res);
 
 #endif

@@ -181,7 +181,7 @@ static int pending_live(const struct engine *e, const struct pending_fault *p)
 	    p->pend_window->ctx_seq == p->pend_window_seq)
 		return 1;
 	if ((p->pend_reasons & (1u << EXEMPT_NX_BATCH)) &&
-	    (p->pend_next_batch || (e->batch.batch_active &&
+	    (p->pend_next_batch || (nx_batch_live(e) &&
 				    e->batch.batch_first_seq ==
 				    p->pend_batch_seq)))
 		return 1;
@@ -249,7 +249,7 @@ static enum fault_exempt pending_holder(const struct engine *e,
 	    t->ctx_seq == p->pend_window_seq)
 		return EXEMPT_WINDOW;
 	if ((p->pend_reasons & (1u << EXEMPT_NX_BATCH)) && t->is_worker &&
-	    (p->pend_next_batch || (e->batch.batch_active &&
+	    (p->pend_next_batch || (nx_batch_live(e) &&
 				    e->batch.batch_first_seq ==
 				    p->pend_batch_seq)))
 		return EXEMPT_NX_BATCH;
@@ -323,7 +323,7 @@ static void fault_defer(struct engine *e, struct thread_ctx *self,
 			p.pend_window_seq = p.pend_window->ctx_seq;
 			break;
 		}
-	if (e->batch.batch_active) {
+	if (nx_batch_live(e)) {
 		p.pend_reasons |= 1u << EXEMPT_NX_BATCH;
 		p.pend_batch_seq = e->batch.batch_first_seq;
 	}
@@ -405,10 +405,17 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 	t->fault_write = (err & MEV_PFERR_WRITE) != 0;
 	r->faults_observed++;
 	in_window = window_any_covers(e, 0, gfn, 1);
-	/* Without begin/end events a batch is over once its worker has
-	 * been quiet for the gap: it exempts nothing after that. */
+	/* Without begin/end events a batch exempts nothing once its worker
+	 * has been quiet for the gap, and is over after nx_batch_gap(). */
 	if (e->batch.batch_active && !e->batch.batch_measured &&
-	    ev->ts - e->batch.batch_last_ts > BATCH_GAP_NS)
+	    ev->ts - e->batch.batch_last_ts > BATCH_GAP_NS &&
+	    !e->batch.batch_quiet) {
+		e->batch.batch_quiet = 1;
+		if (e->npending)
+			fault_pending_expire(e, 0);
+	}
+	if (e->batch.batch_active && !e->batch.batch_measured &&
+	    ev->ts - e->batch.batch_last_ts > nx_batch_gap(e))
 		nx_batch_close(e);
 
 	/* Self-check: the traced state must require this fault. */

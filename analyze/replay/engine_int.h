@@ -96,7 +96,8 @@
 #include <stdint.h>
 
 #define NS_PER_S 1000000000LL
-/* Worker events further apart than this start a new recovery batch. */
+/* Worker events further apart than this start a new recovery batch
+ * (stock kernels; nx_batch_gap()). */
 #define BATCH_GAP_NS 50000000LL
 /* A thread first traced this soon after a mid-run capture began may be
  * inside a context that began before it (struct thread_ctx fresh): a
@@ -182,6 +183,9 @@ struct batch {
 	int batch_read_lock;            /* measured lock mode (patched) */
 	int64_t batch_wake;             /* recorded wake-up index */
 	int batch_skipped;              /* the policy's worker sleeps */
+	/* Untraced, its worker quiet for BATCH_GAP_NS: it exempts no
+	 * fault until the worker shows again (nx_batch_live()). */
+	int batch_quiet;
 	/* Leaves zapped by its pages: predicted, traced (known entries,
 	 * and the entries the trace revealed), under the policy. */
 	int64_t zaps_predicted, zaps_observed, zaps_revealed, zaps_policy;
@@ -453,6 +457,13 @@ void nx_split_drop(struct engine *e, struct nx_splits *l, uint64_t gfn);
  * by nothing now (engine_nx.c, struct nx_undecided). */
 void nx_span_forget(struct engine *e, uint64_t gfn);
 void nx_batch_touch(struct engine *e, const struct model_event *ev);
+/* How long the worker may pause inside an untraced batch (ns). */
+int64_t nx_batch_gap(const struct engine *e);
+/* A batch runs, and its worker is not quiet: faults may race it. */
+static inline int nx_batch_live(const struct engine *e)
+{
+	return e->batch.batch_active && !e->batch.batch_quiet;
+}
 void nx_batch_close(struct engine *e);
 void nx_recovery_ctx_open(struct engine *e, struct thread_ctx *t,
 			  const struct model_event *ev, int level);

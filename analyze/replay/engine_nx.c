@@ -248,8 +248,17 @@ static void nx_batch_span_settle(struct engine *e)
 		nx_span_new_from(e, 0);
 }
 
-/* An L1 table made by an exec fault outside dirty logging is an NX
- * split that recovery will come for (account_nx_huge_page()). */
+/*
+ * An L1 table made by an exec fault outside dirty logging is an NX
+ * split that recovery will come for (account_nx_huge_page()), where the
+ * host could have mapped the 2M page huge: kvm_tdp_mmu_map() accounts
+ * it only when fault->req_level reaches 2M, the host mapping's level
+ * (kvm_mmu_max_mapping_level()).  A VM whose trace never shows a leaf
+ * above 4K is taken as backed by 4K host pages (rule nx_huge_host;
+ * seen on a VM without THP beside one with it, one kvm module forcing
+ * nx_huge_pages for both).  What it cannot catch: a VM backed huge
+ * whose capture shows no huge leaf (the recovery checks then fail).
+ */
 void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 			const struct model_event *ev)
 {
@@ -266,7 +275,8 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 		e->nomem = 1;
 	if (level != TDP_LEVEL_4K ||
 	    t->ctx_kind != CTX_FAULT || !t->fault_fetch ||
-	    (e->opts->nx_off && engine_rule(e, RULE_NX_OFF)))
+	    (e->opts->nx_off && engine_rule(e, RULE_NX_OFF)) ||
+	    (!e->scan->huge_leaves && engine_rule(e, RULE_NX_HUGE_HOST)))
 		return;
 	if (engine_rule(e, RULE_NX_DIRTY_UNTRACKED)) {
 		if (e->slots.measured && engine_rule(e, RULE_SLOT_SWAP))
@@ -424,6 +434,24 @@ static void nx_batch_size(struct engine *e)
 						  missed : b->late_policy), pr);
 }
 
+/*
+ * A pause ends an untraced batch: one longer than the gap, or, with the
+ * period known (rule batch_period), than half of it.  The worker sleeps
+ * a period after a batch returned (less a jiffy), so a pause shorter
+ * than half of it is the batch yielding mmu_lock (cond_resched_rwlock_*()
+ * in the loop) on a busy host: seen on stock 6.12 with two VMs on two
+ * CPUs, a batch of 12 pages paused 150 ms after its first.
+ */
+int64_t nx_batch_gap(const struct engine *e)
+{
+	int64_t half = e->opts->nx_period_ms * 1000000 / 2;
+
+	/* A traced batch ends at its end event (measured_batch); with that
+	 * rule off, at the plain gap. */
+	return !e->batch.batch_measured && engine_rule(e, RULE_BATCH_PERIOD) &&
+		half > BATCH_GAP_NS ? half : BATCH_GAP_NS;
+}
+
 void nx_batch_touch(struct engine *e, const struct model_event *ev)
 {
 	struct batch *b = &e->batch;
@@ -434,7 +462,7 @@ void nx_batch_touch(struct engine *e, const struct model_event *ev)
 	 * longer than any gap rule. */
 	if (b->batch_active &&
 	    (!b->batch_measured || !engine_rule(e, RULE_MEASURED_BATCH)) &&
-	    ev->ts - b->batch_last_ts > BATCH_GAP_NS)
+	    ev->ts - b->batch_last_ts > nx_batch_gap(e))
 		nx_batch_close(e);
 	if (!b->batch_active) {
 		b->batch_active = 1;
@@ -451,6 +479,7 @@ void nx_batch_touch(struct engine *e, const struct model_event *ev)
 		nx_batch_size(e);
 	}
 	b->batch_last_ts = ev->ts;
+	b->batch_quiet = 0;
 }
 
 /*

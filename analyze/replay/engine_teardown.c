@@ -37,6 +37,21 @@
 static int64_t replaced_take(struct engine *e, int32_t tid, int as_id,
 			     int level, uint64_t gfn);
 
+/*
+ * Whether the NX recovery worker's table free is a teardown.  On a
+ * patched capture a batch is traced from its begin to its end event
+ * (kernel-series patch 9): a free outside one is the VM's own teardown,
+ * which on 6.12 the worker (a vhost task of the VM process) may finish
+ * after another thread zapped the leaves (seen with two VMs: the VMM
+ * thread zapped every 4K leaf, the worker freed the tables).
+ */
+static int worker_tears_down(const struct engine *e)
+{
+	return engine_rule(e, RULE_MEASURED_BATCH) &&
+		e->scan->nx_batches_traced &&
+		!(e->batch.batch_active && e->batch.batch_measured);
+}
+
 void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev)
 {
@@ -68,7 +83,8 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	/* Freed inside an invalidation or a fault: part of that context. */
 	if (t->ctx_kind == CTX_WINDOW || t->ctx_kind == CTX_FAULT)
 		return;
-	kind = t->is_worker ? CTX_RECOVERY : CTX_TEARDOWN;
+	kind = t->is_worker && !worker_tears_down(e) ? CTX_RECOVERY :
+		CTX_TEARDOWN;
 	engine_ctx_open(e, t, kind, ev, gfn);
 	t->sp_level = level;
 	/* What the model knows of the table's entries now: of a table a

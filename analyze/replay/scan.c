@@ -133,6 +133,9 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 	if (t->in_fault && level > 1 && spte_present_leaf(f, old, level) &&
 	    spte_present(f, new) && !spte_leaf(f, new, level))
 		p->out->fault_splits_in_place++;
+	if (level > TDP_LEVEL_4K && (spte_present_leaf(f, old, level) ||
+				     spte_present_leaf(f, new, level)))
+		p->out->huge_leaves = 1;
 	if (spte_leaf_zapped(f, old, new, level)) {
 		if (!t->in_window)
 			return 0;
@@ -450,6 +453,8 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 	while ((ss = source_next(src, &e)) == SOURCE_OK) {
 		last_seq = e.seq;
 		out->seen[e.kind] = 1;
+		out->nx_batches_traced |= e.kind == MEV_NX_RECOVERY &&
+			e.u.nx.phase == MEV_NX_BEGIN;
 		t = thread_get(&p, e.tid);
 		if (!t)
 			goto end;

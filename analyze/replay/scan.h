@@ -78,6 +78,11 @@ struct scan {
 	size_t nflips, capflips;
 	enum replay_source dirty_src;
 	int64_t fault_splits_in_place;  /* huge leaves faults split */
+	/* A leaf above 4K shows in the trace: the VM's memory can be
+	 * mapped huge (host THP or hugetlbfs). */
+	int huge_leaves;
+	/* The patched recovery begin event shows: batches are traced. */
+	int nx_batches_traced;
 	int seen[MEV_KINDS];            /* event kinds present */
 };
 

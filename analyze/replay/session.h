@@ -18,6 +18,7 @@
 #include "replay/engine.h"
 #include "replay/scan.h"
 #include "replay/source.h"
+#include "replay/vm_attr.h"
 
 #include <sqlite3.h>
 
@@ -30,6 +31,10 @@ enum replay_session_input {
 
 struct replay_session {
 	struct source *src;
+	/* With ci->vm set: the pass that gives kernel threads' work its VM
+	 * (vm_attr.h), and the source narrowed to that VM's events. */
+	struct vm_attr attr;
+	int have_attr;
 	struct scan scan;
 	struct replay_opts opts;
 	const struct policy *recorded;
@@ -39,7 +44,9 @@ struct replay_session {
  * Opens db's events (from input) as the session's source and makes the
  * first pass.  ci holds the capture's facts (the caller may have
  * overridden some, e.g. the NX ratio) and must outlive the session,
- * which keeps a pointer to its worker list; rules_off holds the model
+ * which keeps a pointer to its worker list; with ci->vm set, the session
+ * replays that VM's events alone (one pass more first, vm_attr.h);
+ * rules_off holds the model
  * rules a test switched off (1 << enum replay_rule), else 0.  Returns
  * REPLAY_OK, and the caller closes the session with
  * replay_session_close().  On error returns REPLAY_ERR_SOURCE (the

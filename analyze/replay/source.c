@@ -10,6 +10,7 @@
 #include "db/db.h"
 #include "model/event_fields.h"
 #include "replay/stream.h"
+#include "replay/vm_attr.h"
 #include "util/log.h"
 
 #include <stdio.h>
@@ -32,12 +33,13 @@ struct table_reader {
 
 /*
  * One statement per kind, made from its field list (model/event_fields.h):
- * seq, ts, cpu, tid, then the fields' columns in the list's order, which
- * decode() reads by the same list.
+ * seq, ts, cpu, tid, vm, then the fields' columns in the list's order,
+ * which decode() reads by the same list.
  */
 #define SQL_COLUMN(column, type, member) ", " column
 #define TABLE_SPEC(kind, fields, table, also, join) \
-	{ kind, "SELECT seq, ts, cpu, tid" fields(SQL_COLUMN) " FROM " table \
+	{ kind, "SELECT seq, ts, cpu, tid, " table ".vm" fields(SQL_COLUMN) \
+	  " FROM " table \
 	  join " ORDER BY seq", table, table also },
 
 static const struct table_spec tables[] = {
@@ -69,6 +71,9 @@ struct source {
 	 * (0: not counted yet). */
 	char what[64];
 	uint64_t done, total;
+	/* source_narrow(): the VM whose events alone pass (0: all). */
+	int vm;
+	const struct vm_attr *attr;
 };
 
 static int advance(struct source *s, struct table_reader *r)
@@ -348,7 +353,7 @@ static void col_ENTRY(sqlite3_stmt *st, int i, int *v)
 }
 
 /* Straight-line per kind: the column of a field is its place in the
- * kind's list after seq, ts, cpu, tid (TABLE_SPEC's SELECT). */
+ * kind's list after seq, ts, cpu, tid, vm (TABLE_SPEC's SELECT). */
 #define DECODE_FIELD(column, type, member) col_##type(st, i++, &ev->member);
 #define DECODE_KIND(kind, fields, table, also, join) \
 	case kind: fields(DECODE_FIELD) break;
@@ -356,7 +361,7 @@ static void col_ENTRY(sqlite3_stmt *st, int i, int *v)
 static void decode(struct table_reader *r, struct model_event *ev)
 {
 	sqlite3_stmt *st = r->st;
-	int i = 4;
+	int i = 5;
 
 	memset(ev, 0, sizeof(*ev));
 	ev->kind = r->kind;
@@ -364,6 +369,7 @@ static void decode(struct table_reader *r, struct model_event *ev)
 	ev->ts = sqlite3_column_int64(st, 1);
 	ev->cpu = sqlite3_column_int(st, 2);
 	ev->tid = sqlite3_column_int(st, 3);
+	ev->vm = sqlite3_column_int(st, 4);     /* NULL: 0 */
 	switch (r->kind) {
 	MEV_EVENT_TABLES(DECODE_KIND)
 	default:
@@ -439,10 +445,21 @@ void source_progress(struct source *s, const char *what)
 		s->total = source_total(s);
 }
 
+void source_narrow(struct source *s, int vm, const struct vm_attr *attr)
+{
+	s->vm = vm;
+	s->attr = attr;
+}
+
 enum source_status source_next(struct source *s, struct model_event *ev)
 {
-	enum source_status st = next_event(s, ev);
+	enum source_status st;
 	const char *why;
+
+	do
+		st = next_event(s, ev);
+	while (st == SOURCE_OK && s->vm && (s->attr ? vm_attr_of(s->attr, ev) :
+					    ev->vm) != s->vm);
 
 	if (st != SOURCE_OK) {
 		if (s->what[0]) {

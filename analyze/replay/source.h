@@ -75,6 +75,13 @@ void source_progress(struct source *s, const char *what);
  */
 enum source_status source_next(struct source *s, struct model_event *ev);
 /*
+ * From now on source_next() returns only the events of VM vm (the DB's
+ * vm column, else attr's decision; attr may be NULL), or, with vm 0,
+ * every event.  attr must outlive the narrowing.
+ */
+struct vm_attr;
+void source_narrow(struct source *s, int vm, const struct vm_attr *attr);
+/*
  * Start again from the first event (a further pass).  Returns SOURCE_OK;
  * SOURCE_ERR when the tables cannot be read again (logged).
  */

@@ -5,11 +5,11 @@
  * starts from zero in every chunk, so a chunk decodes on its own.  An
  * event is
  *
- *   byte     kind (bits 0-3) | SAME_CTX (bit 4: cpu and tid as the
- *            previous event; bits 5-7 are 0)
+ *   byte     kind (bits 0-3) | SAME_CTX (bit 4: cpu, tid and vm as
+ *            the previous event; bits 5-7 are 0)
  *   varint   seq - previous seq
  *   zvarint  ts - previous ts
- *   zvarint  cpu, zvarint tid         (absent with SAME_CTX)
+ *   zvarint  cpu, zvarint tid, varint vm      (absent with SAME_CTX)
  *   fields   the kind's fields, in the order of its list
  *            (model/event_fields.h)
  *
@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STREAM_FORMAT 3        /* bump on any change of the encoding,
+#define STREAM_FORMAT 4        /* bump on any change of the encoding,
 				 * a kind's field list included */
 #define CHUNK_BYTES 65536
 #define EVENT_MAX_BYTES 256     /* header + 16 fields of 10 bytes, rounded */
@@ -54,12 +54,12 @@
 #define FIELDS_MAX 16           /* fields of the widest kind, rounded */
 
 /* Every kind fits the column state, every event the encode buffer's
- * slack (header: kind, seq, ts, cpu, tid; a field at most 10 bytes). */
+ * slack (header: kind, seq, ts, cpu, tid, vm; a field at most 10 bytes). */
 #define COUNT_FIELD(column, type, member) + 1
 #define CHECK_KIND(kind, fields, table, also, join) \
 	_Static_assert(0 fields(COUNT_FIELD) <= FIELDS_MAX, #kind);
 MEV_EVENT_TABLES(CHECK_KIND)
-_Static_assert(1 + 4 * 10 + FIELDS_MAX * 10 <= EVENT_MAX_BYTES,
+_Static_assert(1 + 5 * 10 + FIELDS_MAX * 10 <= EVENT_MAX_BYTES,
 	       "EVENT_MAX_BYTES");
 /* A kind is bits 0-3 of the event's first byte: a 17th kind needs a new
  * layout of that byte (and a new STREAM_FORMAT). */
@@ -74,7 +74,7 @@ _Static_assert(MEV_KINDS <= 16, "MEV_KINDS beyond the 4-bit kind");
 struct delta {
 	uint64_t seq;
 	int64_t ts;
-	int32_t cpu, tid;
+	int32_t cpu, tid, vm;
 	uint64_t last[MEV_KINDS][FIELDS_MAX];
 };
 
@@ -182,7 +182,8 @@ static unsigned char *enc_SYS(unsigned char *p, uint64_t *prev,
 static unsigned char *event_encode(unsigned char *p, struct delta *d,
 				   const struct model_event *ev)
 {
-	int same = d->seq && ev->cpu == d->cpu && ev->tid == d->tid;
+	int same = d->seq && ev->cpu == d->cpu && ev->tid == d->tid &&
+		ev->vm == d->vm;
 	uint64_t prev = 0;
 	unsigned fi = 0;
 
@@ -194,11 +195,13 @@ static unsigned char *event_encode(unsigned char *p, struct delta *d,
 	if (!same) {
 		p = put_varint(p, zigzag(ev->cpu));
 		p = put_varint(p, zigzag(ev->tid));
+		p = put_varint(p, (uint32_t)ev->vm);
 	}
 	d->seq = ev->seq;
 	d->ts = ev->ts;
 	d->cpu = ev->cpu;
 	d->tid = ev->tid;
+	d->vm = ev->vm;
 	switch (ev->kind) {
 	MEV_EVENT_TABLES(ENC_KIND)
 	default:
@@ -326,11 +329,13 @@ static int event_decode(struct cursor *c, struct delta *d,
 	if (!(h & SAME_CTX)) {
 		d->cpu = (int32_t)unzigzag(get_varint(c));
 		d->tid = (int32_t)unzigzag(get_varint(c));
+		d->vm = (int32_t)get_varint(c);
 	}
 	ev->seq = d->seq;
 	ev->ts = d->ts;
 	ev->cpu = d->cpu;
 	ev->tid = d->tid;
+	ev->vm = d->vm;
 	switch (ev->kind) {
 	MEV_EVENT_TABLES(DEC_KIND)
 	default:

@@ -90,6 +90,8 @@ void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
 	cJSON_AddBoolToObject(o, "metrics_ok", f->metrics_ok);
 	cJSON_AddBoolToObject(o, "no_mismatch", !f->mismatches);
 	cJSON_AddBoolToObject(o, "exempt_ok", f->exempt_ok);
+	if (!f->vms_ok)
+		cJSON_AddBoolToObject(o, "vms_ok", 0);
 	report_knowledge_json(root, r);
 	report_upgrade_inference_json(root, r);
 	/* Leaf zaps the trace, not the model, decided (engine_window.c
@@ -137,6 +139,14 @@ void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
 char *report_fidelity_json(const struct fidelity *f,
 			   const struct replay_result *r, const char *db_path)
 {
+	return report_fidelity_json_vms(f, r, db_path, NULL);
+}
+
+char *report_fidelity_json_vms(const struct fidelity *f,
+			       const struct replay_result *r,
+			       const char *db_path,
+			       const struct report_vms *vms)
+{
 	cJSON *root = cJSON_CreateObject();
 	char *out;
 
@@ -147,6 +157,8 @@ char *report_fidelity_json(const struct fidelity *f,
 	report_damage_json(root, f);
 	report_start_json(root, f);
 	report_fidelity_json_add(root, f, r);
+	if (vms)
+		report_vms_json(root, vms);
 	out = cJSON_Print(root);
 	cJSON_Delete(root);
 	return out;

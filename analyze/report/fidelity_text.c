@@ -39,10 +39,11 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 	fprintf(out, "Fidelity of %s: replay under %s against the trace: "
 		"%s\n", db_path, f->policy, f->ok ? "OK" : "FAILED");
 	if (!f->ok)
-		fprintf(out, "  failed on:%s%s%s\n",
+		fprintf(out, "  failed on:%s%s%s%s\n",
 			f->metrics_ok ? "" : " a metric off its tolerance;",
 			f->mismatches ? " per-context mismatches;" : "",
-			f->exempt_ok ? "" : " too many faults exempt;");
+			f->exempt_ok ? "" : " too many faults exempt;",
+			f->vms_ok ? "" : " a VM's own self-check (below);");
 	fprintf(out, "\n");
 	report_damage_text(out, f);
 	report_start_text(out, f, 0);

@@ -29,8 +29,8 @@
  */
 #define REPORT_JSON_SCHEMA_LIST(X) \
 	X(REPORT_JSON_SUMMARY, "mmureplay-summary", 2) \
-	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 4) \
-	X(REPORT_JSON_REPLAY, "mmureplay-replay", 4) \
+	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 5) \
+	X(REPORT_JSON_REPLAY, "mmureplay-replay", 5) \
 	X(REPORT_JSON_SPIKES, "mmureplay-spikes", 1) \
 	X(REPORT_JSON_COMPARE, "mmureplay-compare", 3)
 
@@ -51,9 +51,37 @@ char *report_summary_json(const struct summary *s, const char *db_path);
 void report_summary_text(FILE *out, const struct summary *s,
 			 const char *db_path);
 
-/* Fidelity (self-check) of a capture as JSON / text. */
+/*
+ * A capture's VMs, each replayed alone as its own state (docs/design.md,
+ * "VMs"): its id, process and self-check; the rows ingest gave no VM
+ * and the kernel threads' events the replay gave none either.
+ */
+struct report_vm {
+	int64_t id, pid;
+	const char *procname;           /* may be NULL */
+	struct fidelity fid;
+	struct replay_result res;
+};
+
+struct report_vms {
+	int n;
+	struct report_vm *vm;
+	int narrowed;                   /* --vm: its id; 0: every VM */
+	int64_t rows_unattributed;      /* ingest's (meta vm_unattributed) */
+	int64_t kthread_events_decided, kthread_events_left;
+};
+
+/* Fidelity (self-check) of a capture as JSON / text; vms NULL for a
+ * capture replayed as one state. */
 char *report_fidelity_json(const struct fidelity *f,
 			   const struct replay_result *r, const char *db_path);
+char *report_fidelity_json_vms(const struct fidelity *f,
+			       const struct replay_result *r,
+			       const char *db_path,
+			       const struct report_vms *vms);
+/* The VMs' table (text) and "vms" / "vm_attribution" keys (JSON). */
+void report_vms_text(FILE *out, const struct report_vms *vms);
+void report_vms_json(struct cJSON *root, const struct report_vms *vms);
 void report_fidelity_text(FILE *out, const struct fidelity *f,
 			  const struct replay_result *r, const char *db_path);
 

@@ -1,0 +1,246 @@
+/*
+ * Which VM a kernel thread's work belongs to (see vm_attr.h).
+ *
+ * Invariants: a context's candidates only shrink; once one VM is left
+ * the context is decided and every event of it, buffered or later, maps
+ * to that VM; a VM's leaves change only by events of that VM.
+ */
+#include "replay/vm_attr.h"
+
+#include "model/tdp.h"
+#include "util/alloc.h"
+#include "util/ptrmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Events a context holds before a zap tells its VM, at most. */
+#define VM_ATTR_HELD_MAX 65536
+
+/* A kernel thread's open context. */
+struct kthread {
+	uint64_t cand;                  /* VMs its zaps fit (bit vm - 1) */
+	int vm;                         /* decided; 0: not yet */
+	int zapped;                     /* it zapped a present leaf */
+	struct model_event *held;       /* undecided: its events */
+	size_t nheld, capheld;
+};
+
+struct pass {
+	const struct spte_format *fmt;
+	struct vm_attr *out;
+	struct tdp *leaves;             /* [vm - 1] */
+	int nvms;
+	uint64_t all;                   /* every VM's bit */
+	struct ptrmap threads;          /* tid -> struct kthread */
+	int nomem;
+};
+
+/* An SPTE change of vm: its leaves as the change leaves them. */
+static void leaves_apply(struct pass *p, int vm,
+			 const struct model_event *ev)
+{
+	if (vm < 1 || vm > p->nvms || ev->kind != MEV_SPTE_CHANGE)
+		return;
+	if (tdp_set(&p->leaves[vm - 1], ev->u.spte.as_id, ev->u.spte.level,
+		    ev->u.spte.gfn, ev->u.spte.new_spte) < 0)
+		p->nomem = 1;
+}
+
+/*
+ * Which VMs the leaf this change zaps fits: *held, those whose state
+ * holds it (present, the same pfn); the return, those whose state does
+ * not contradict it (it holds it, or never showed that entry: a capture
+ * that began mid-run).
+ */
+static uint64_t zap_fits(const struct pass *p, const struct model_event *ev,
+			 uint64_t *held)
+{
+	uint64_t fits = 0, now;
+	int v, as = ev->u.spte.as_id, level = ev->u.spte.level;
+
+	*held = 0;
+	for (v = 0; v < p->nvms; v++) {
+		if (!tdp_stored(&p->leaves[v], as, level, ev->u.spte.gfn)) {
+			fits |= 1ull << v;
+			continue;
+		}
+		now = tdp_get(&p->leaves[v], as, level, ev->u.spte.gfn);
+		if (spte_present_leaf(p->fmt, now, level) &&
+		    spte_pfn(p->fmt, now) == spte_pfn(p->fmt, ev->u.spte.old_spte)) {
+			fits |= 1ull << v;
+			*held |= 1ull << v;
+		}
+	}
+	return fits;
+}
+
+/* ev is vm's: mapped, and its leaves move with it. */
+static void decide(struct pass *p, int vm, const struct model_event *ev)
+{
+	if (u64map_put(&p->out->seq_vm, ev->seq, (uint64_t)vm) < 0)
+		p->nomem = 1;
+	leaves_apply(p, vm, ev);
+}
+
+/* The context ends: its held events stay without a VM. */
+static void context_close(struct pass *p, struct kthread *k)
+{
+	if (!k->nheld && !k->vm)
+		return;
+	if (!k->vm) {
+		if (k->zapped)
+			p->out->contexts_several++;
+		else
+			p->out->contexts_empty++;
+		p->out->events_left += (int64_t)k->nheld;
+	}
+	k->nheld = 0;
+	k->vm = 0;
+	k->zapped = 0;
+	k->cand = p->all;
+}
+
+static void context_event(struct pass *p, struct kthread *k,
+			  const struct model_event *ev)
+{
+	uint64_t fits, held;
+	size_t i;
+
+	if (k->vm) {
+		decide(p, k->vm, ev);
+		p->out->events_decided++;
+		return;
+	}
+	if (!k->nheld)
+		p->out->contexts++;
+	/* Memory stays bounded: a context that long without a zap that
+	 * tells is left, from here on unattributed. */
+	if (k->nheld == VM_ATTR_HELD_MAX) {
+		p->out->events_left++;
+		return;
+	}
+	if (ALLOC_GROW(k->held, k->nheld + 1, k->capheld)) {
+		p->nomem = 1;
+		return;
+	}
+	k->held[k->nheld++] = *ev;
+	if (ev->kind != MEV_SPTE_CHANGE ||
+	    !spte_present_leaf(p->fmt, ev->u.spte.old_spte, ev->u.spte.level))
+		return;
+	fits = zap_fits(p, ev, &held);
+	k->zapped = 1;
+	k->cand &= fits;
+	/* One VM left, or one whose state holds the leaf among those left. */
+	held &= k->cand;
+	if (held && !(held & (held - 1)))
+		k->cand = held;
+	if (!k->cand || (k->cand & (k->cand - 1)))
+		return;
+	/* One VM left: the context is its, from its first event. */
+	k->vm = __builtin_ctzll(k->cand) + 1;
+	p->out->contexts_decided++;
+	for (i = 0; i < k->nheld; i++)
+		decide(p, k->vm, &k->held[i]);
+	p->out->events_decided += (int64_t)k->nheld;
+	k->nheld = 0;
+}
+
+static struct kthread *kthread_get(struct pass *p, int32_t tid)
+{
+	struct kthread *k = ptrmap_get(&p->threads, (uint64_t)(uint32_t)tid);
+
+	if (k)
+		return k;
+	k = calloc(1, sizeof(*k));
+	if (!k || ptrmap_put(&p->threads, (uint64_t)(uint32_t)tid, k) < 0) {
+		free(k);
+		return NULL;
+	}
+	k->cand = p->all;
+	return k;
+}
+
+static void kthread_free(void *arg, void *val)
+{
+	struct kthread *k = val;
+
+	context_close(arg, k);
+	free(k->held);
+}
+
+enum vm_attr_status vm_attr_run(struct source *src,
+				const struct spte_format *fmt, int nvms,
+				const struct u64map *thread_vm,
+				struct vm_attr *out)
+{
+	enum vm_attr_status st = VM_ATTR_ERR_NOMEM;
+	enum source_status ss;
+	struct model_event ev;
+	struct kthread *k;
+	struct pass p;
+	int v;
+
+	memset(out, 0, sizeof(*out));
+	u64map_init(&out->seq_vm);
+	memset(&p, 0, sizeof(p));
+	if (nvms > VM_ATTR_MAX_VMS)
+		nvms = VM_ATTR_MAX_VMS;
+	p.fmt = fmt;
+	p.out = out;
+	p.nvms = nvms;
+	p.all = nvms == 64 ? ~0ull : (1ull << nvms) - 1;
+	ptrmap_init(&p.threads);
+	p.leaves = calloc((size_t)(nvms ? nvms : 1), sizeof(*p.leaves));
+	if (!p.leaves)
+		goto end;
+	for (v = 0; v < nvms; v++)
+		tdp_init(&p.leaves[v], fmt);
+	if (source_rewind(src) != SOURCE_OK) {
+		st = VM_ATTR_ERR_SOURCE;
+		goto end;
+	}
+	source_progress(src, "replay: VMs of kernel threads");
+	while (!p.nomem && (ss = source_next(src, &ev)) == SOURCE_OK) {
+		if (ev.vm) {
+			leaves_apply(&p, ev.vm, &ev);
+			continue;
+		}
+		v = thread_vm ? (int)u64map_get(thread_vm,
+						 (uint64_t)(uint32_t)ev.tid) : 0;
+		if (v > 0 && v <= nvms) {
+			decide(&p, v, &ev);
+			out->events_of_process++;
+			continue;
+		}
+		k = kthread_get(&p, ev.tid);
+		if (!k)
+			goto end;
+		if (ev.kind == MEV_NOTIFIER && ev.u.notifier.phase ==
+		    MEV_PHASE_START)
+			context_close(&p, k);
+		/* A syscall of a process with no VM touches none. */
+		if (ev.kind == MEV_SYSCALL) {
+			out->events_left++;
+			continue;
+		}
+		context_event(&p, k, &ev);
+	}
+	if (p.nomem)
+		goto end;
+	st = ss == SOURCE_END ? VM_ATTR_OK : VM_ATTR_ERR_SOURCE;
+end:
+	ptrmap_each(&p.threads, kthread_free, &p);
+	ptrmap_free_values(&p.threads);
+	for (v = 0; p.leaves && v < nvms; v++)
+		tdp_free(&p.leaves[v]);
+	free(p.leaves);
+	if (st != VM_ATTR_OK)
+		vm_attr_free(out);
+	return st;
+}
+
+void vm_attr_free(struct vm_attr *a)
+{
+	u64map_free(&a->seq_vm);
+}

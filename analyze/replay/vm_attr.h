@@ -1,0 +1,74 @@
+/*
+ * Which VM the work of a thread of no VM's process belongs to.
+ *
+ * Ingest gives each event the VM of its thread's process (ingest/vms.h)
+ * and leaves none to kernel threads: 6.1's NX recovery kthread, and the
+ * host's memory management (kswapd, khugepaged, ksmd, kcompactd), whose
+ * invalidation names an hva range of some mm, not a VM.  Their work
+ * changes one VM's SPTEs, and that VM is the one whose state holds what
+ * they zap.  One pass over the source:
+ *   - each VM's leaves (as_id, level, gfn -> SPTE), as the VM's own
+ *     events and the work attributed to it leave them;
+ *   - a kernel thread's context (from one invalidation start to the
+ *     next; a thread that starts none, as the NX kthread serving one VM,
+ *     is one context throughout) belongs to the VM whose leaves hold a
+ *     present leaf it zapped, pfn included, when no other VM's do and
+ *     no zap of it contradicts that VM's state (on a capture that began
+ *     mid-run a VM's state may not show an entry: no contradiction);
+ *     none or several (a context that zaps nothing, a page KSM shares
+ *     between VMs at one gfn): it stays unattributed and is counted,
+ *     never guessed.
+ * Memory: each VM's present leaves and, per kernel thread, the events
+ * of its context until it is decided.
+ */
+#ifndef MMUREPLAY_REPLAY_VM_ATTR_H
+#define MMUREPLAY_REPLAY_VM_ATTR_H
+
+#include "model/event.h"
+#include "model/spte.h"
+#include "replay/source.h"
+#include "util/u64map.h"
+
+#include <stdint.h>
+
+/* VMs told apart by a kernel thread's zaps, at most (a bit each). */
+#define VM_ATTR_MAX_VMS 64
+
+struct vm_attr {
+	struct u64map seq_vm;           /* seq -> VM, of events decided here */
+	int64_t contexts;               /* kernel threads' contexts */
+	int64_t contexts_decided;
+	int64_t contexts_empty;         /* zapped no leaf: nothing to tell */
+	int64_t contexts_several;       /* fit several VMs, or none */
+	int64_t events_decided, events_left;
+	/* Events of a VM's process ingest gave none (thread_vm). */
+	int64_t events_of_process;
+};
+
+enum vm_attr_status {
+	VM_ATTR_OK = 0,
+	VM_ATTR_ERR_SOURCE,
+	VM_ATTR_ERR_NOMEM,
+};
+
+/*
+ * One pass over src (rewound first) for a capture of nvms VMs (table
+ * vm's ids 1..nvms).  thread_vm (may be NULL) maps a thread to the one
+ * VM its process ever had: its events that ingest gave none (before
+ * the VM showed: on a capture that began mid-run, ingest learns of a
+ * VM at its first vCPU event) are that VM's.
+ */
+enum vm_attr_status vm_attr_run(struct source *src,
+				const struct spte_format *fmt, int nvms,
+				const struct u64map *thread_vm,
+				struct vm_attr *out);
+void vm_attr_free(struct vm_attr *a);
+/* Returns the VM ev belongs to: its own, else the one decided here;
+ * 0 when none. */
+static inline int vm_attr_of(const struct vm_attr *a,
+			     const struct model_event *ev)
+{
+	return ev->vm ? ev->vm : (int)u64map_get(&a->seq_vm, ev->seq);
+}
+
+#endif
