@@ -11,6 +11,7 @@ on (the process has one VM); the rows of no VM are those of the other
 pids (kernel threads: 6.1's NX recovery kthread, kswapd), counted in
 meta vm_unattributed:no_vm_process.  A capture recorded without the pid
 context (every fixture before the lab added it) has no VM, and says so.
+The summary's row per VM gives babeltrace2's page faults of its pid.
 Each VM of the captures under tests/data passes its own self-check
 (fidelity replays each alone), and --vm narrows to one.
 What this cannot catch: a process with several VMs at once (no capture
@@ -45,7 +46,7 @@ def lab_vms(manifest):
     return json.load(open(manifest)).get("lab", {}).get("vms") or []
 
 
-def bt_rows_by_pid(trace, canonical):
+def bt_rows_by_pid(trace, canonical, faults):
     """Canonical events per pid, counted from its process's first
     KVM_CREATE_VM return on (before it, the process has no VM), and
     the events of processes that made none."""
@@ -53,6 +54,7 @@ def bt_rows_by_pid(trace, canonical):
     check(p.returncode == 0, "babeltrace2 %s" % trace)
     created, in_create = set(), set()
     per_pid, before = collections.Counter(), collections.Counter()
+    pid_faults = collections.Counter()
     for line in p.stdout.splitlines():
         m = LINE.match(line)
         if not m or m.group(1) not in canonical:
@@ -69,9 +71,10 @@ def bt_rows_by_pid(trace, canonical):
                 created.add(pid)
         if pid in created:
             per_pid[pid] += 1
+            pid_faults[pid] += name in faults
         else:
             before[pid] += 1
-    return per_pid, before
+    return per_pid, before, pid_faults
 
 
 fixtures = list(multi_vm_fixtures())
@@ -104,7 +107,9 @@ for fx in fixtures:
         for vm, n in db_rows(db, 'SELECT vm, count(*) FROM "%s" GROUP BY vm'
                              % t):
             rows[vm] += n
-    per_pid, before = bt_rows_by_pid(trace, canonical)
+    faults = set(n for (n,) in db_rows(
+        db, "SELECT name FROM raw_event WHERE canonical = 'fault'"))
+    per_pid, before, pid_faults = bt_rows_by_pid(trace, canonical, faults)
     for vm_id, pid, _, _, _ in vms:
         check(rows[vm_id] == per_pid[pid],
               "%s: VM %d (pid %d) holds the %d events babeltrace2 shows "
@@ -121,6 +126,13 @@ for fx in fixtures:
           "%s: the %d rows of no VM are the other processes' and those "
           "before each VM (%d + %d), said in meta (%s)"
           % (name, none, sum(before.values()), others, meta))
+    # The summary's row per VM: its faults are babeltrace2's page faults
+    # of its pid.
+    sm = json.loads(run([mmr, "summary", db, "--json"]).stdout)
+    check(sorted((v["vm"], v["pid"], v["faults"]) for v in sm["vms"]) ==
+          sorted((v[0], v[1], pid_faults[v[1]]) for v in vms) and
+          sm["vm_attribution"]["source"] == "pid",
+          "%s: summary's VMs and their faults (%s)" % (name, sm["vms"]))
     # Each VM replayed alone: its own self-check, the capture's verdict
     # every VM's, the figures their sums (those under data/pending/ are
     # checked by test_pending.py).
@@ -151,6 +163,10 @@ check(run([mmr, "ingest", "-q", trace, "-o", db]).returncode == 0,
       "ingest %s" % old)
 meta = dict(db_rows(db, "SELECT key, value FROM meta WHERE key LIKE 'vm%'"))
 n = db_rows(db, "SELECT count(*) FROM spte_change")[0][0]
+sm = json.loads(run([mmr, "summary", db, "--json"]).stdout)
+check(sm["vms"] == [] and sm["vm_attribution"]["source"] == "none",
+      "no pid context: the summary lists no VM and says why (%s)"
+      % sm["vm_attribution"])
 check(db_rows(db, "SELECT count(*) FROM vm")[0][0] == 0 and
       meta["vm_attribution"] == "none" and
       db_rows(db, "SELECT count(*) FROM spte_change WHERE vm IS NULL")[0][0]

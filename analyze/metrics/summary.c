@@ -165,9 +165,22 @@ struct vcpu_scan {
 	struct summary *s;
 	struct u64map idx;
 	int64_t null_faults;
-	struct timeline *tl;            /* column 2 ts, binned; or NULL */
+	struct timeline *tl;            /* column 3 ts, binned; or NULL */
 	int isa;                        /* column 1 error_code's meaning */
+	struct u64map vm_vcpus;         /* vm << 32 | vcpu: seen */
 };
+
+/* The VM of a row's vm column (column i), or NULL: none, or an id the
+ * vm table lacks. */
+static struct summary_vm *row_vm(struct summary *s, sqlite3_stmt *st, int i)
+{
+	int64_t vm;
+
+	if (sqlite3_column_type(st, i) == SQLITE_NULL)
+		return NULL;
+	vm = sqlite3_column_int64(st, i);
+	return vm >= 1 && vm <= s->nvms ? &s->vms[vm - 1] : NULL;
+}
 
 static int vcpu_row(sqlite3_stmt *st, void *arg)
 {
@@ -178,9 +191,26 @@ static int vcpu_row(sqlite3_stmt *st, void *arg)
 
 	uint64_t pferr;
 
+	struct summary_vm *vm = row_vm(s, st, 2);
+
 	if (vs->tl)
 		vs->tl->count[TL_FAULTS][timeline_bin(vs->tl,
-				sqlite3_column_int64(st, 2))]++;
+				sqlite3_column_int64(st, 3))]++;
+	if (vm) {
+		vm->faults++;
+		if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
+			uint64_t key = (uint64_t)vm->id << 32 |
+				(uint32_t)sqlite3_column_int64(st, 0);
+
+			if (!u64map_get(&vs->vm_vcpus, key)) {
+				if (u64map_put(&vs->vm_vcpus, key, 1) < 0)
+					return -1;
+				vm->vcpus++;
+			}
+		}
+	} else {
+		s->novm_faults++;
+	}
 	if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
 		pferr = mev_fault_pferr(vs->isa,
 					(uint64_t)sqlite3_column_int64(st, 1));
@@ -216,13 +246,14 @@ static int vcpu_cmp(const void *a, const void *b)
 static int vcpu_faults(sqlite3 *db, struct summary *s, int64_t faults,
 		       struct timeline *tl, int isa)
 {
-	struct vcpu_scan vs = { s, { 0 }, 0, tl, isa };
+	struct vcpu_scan vs = { s, { 0 }, 0, tl, isa, { 0 } };
 	struct summary_vcpu *v;
 	int rc = -1;
 
 	u64map_init(&vs.idx);
-	if (scan_each(db, tl ? "SELECT vcpu, error_code, ts FROM fault" :
-		      "SELECT vcpu, error_code FROM fault",
+	u64map_init(&vs.vm_vcpus);
+	if (scan_each(db, tl ? "SELECT vcpu, error_code, vm, ts FROM fault" :
+		      "SELECT vcpu, error_code, vm FROM fault",
 		      "summary: faults per vCPU", faults,
 		      vcpu_row, &vs) < 0)
 		goto end;
@@ -241,13 +272,15 @@ static int vcpu_faults(sqlite3 *db, struct summary *s, int64_t faults,
 	rc = 0;
 end:
 	u64map_free(&vs.idx);
+	u64map_free(&vs.vm_vcpus);
 	return rc;
 }
 
 struct zap_scan {
 	const struct spte_format *fmt;
 	int64_t zaps;
-	struct timeline *tl;            /* column 3 ts, binned; or NULL */
+	struct timeline *tl;            /* column 4 ts, binned; or NULL */
+	struct summary *s;              /* column 3 vm */
 };
 
 static int zap_row(sqlite3_stmt *st, void *arg)
@@ -257,12 +290,19 @@ static int zap_row(sqlite3_stmt *st, void *arg)
 	uint64_t new = (uint64_t)sqlite3_column_int64(st, 1);
 	int level = sqlite3_column_int(st, 2);
 
+	struct summary_vm *vm;
+
 	if (!spte_leaf_zapped(z->fmt, old, new, level))
 		return 0;
 	z->zaps++;
+	vm = row_vm(z->s, st, 3);
+	if (vm)
+		vm->leaf_zaps++;
+	else
+		z->s->novm_leaf_zaps++;
 	if (z->tl)
 		z->tl->count[TL_LEAF_ZAPS][timeline_bin(z->tl,
-				sqlite3_column_int64(st, 3))]++;
+				sqlite3_column_int64(st, 4))]++;
 	return 0;
 }
 
@@ -386,6 +426,36 @@ end:
 static double per_s(int64_t n, double secs)
 {
 	return secs > 0 ? (double)n / secs : 0.0;
+}
+
+static int vm_row(sqlite3_stmt *st, void *arg)
+{
+	struct summary *s = arg;
+	struct summary_vm *v = PUSH(s->vms, s->nvms, s->capvms);
+
+	if (!v)
+		return -1;
+	memset(v, 0, sizeof(*v));
+	v->id = sqlite3_column_int64(st, 0);
+	v->pid = sqlite3_column_int64(st, 1);
+	v->created_ts = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 :
+		sqlite3_column_int64(st, 2);
+	if (sqlite3_column_type(st, 3) != SQLITE_NULL &&
+	    !(v->procname = strdup((const char *)sqlite3_column_text(st, 3))))
+		return -1;
+	/* Ids are 1, 2, ... in order (ingest/vms.c). */
+	return v->id == s->nvms ? 0 : -1;
+}
+
+/* Table vm and ingest's meta on the rows of no VM. */
+static int vms_read(sqlite3 *db, struct summary *s)
+{
+	s->vm_attribution = db_meta_get_text(db, "vm_attribution");
+	s->rows_unattributed = query_int(db, "SELECT coalesce(sum(value), 0) "
+					 "FROM meta WHERE key LIKE "
+					 "'vm_unattributed:%'", 0);
+	return query_each(db, "SELECT id, pid, created_ts, procname FROM vm "
+			  "ORDER BY id", vm_row, s);
 }
 
 enum summary_status summary_compute(sqlite3 *db, struct summary *s)
@@ -512,6 +582,8 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 	if (capture_info_read(db, &ci) < 0)
 		goto end;
 	s->spte_format_detected = ci.isa_source != CAPTURE_ISA_ASSUMED;
+	if (vms_read(db, s) < 0)
+		goto end;
 	s->isa_source = ci.isa_source == CAPTURE_ISA_EXITS ? "exits" :
 		ci.isa_source == CAPTURE_ISA_MANIFEST ? "manifest" : "assumed";
 	for (i = 0; i < SIDE_N; i++) {
@@ -538,8 +610,9 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 	zs.fmt = ci.fmt;
 	s->spte_format = zs.fmt->name;
 	zs.tl = tl;
-	if (scan_each(db, tl ? "SELECT old_spte, new_spte, level, ts FROM "
-		      "spte_change" : "SELECT old_spte, new_spte, level FROM "
+	zs.s = s;
+	if (scan_each(db, tl ? "SELECT old_spte, new_spte, level, vm, ts FROM "
+		      "spte_change" : "SELECT old_spte, new_spte, level, vm FROM "
 		      "spte_change", "summary: leaf zaps",
 		      summary_count(s, "spte_change"), zap_row, &zs) < 0)
 		goto end;
@@ -588,6 +661,10 @@ void summary_free(struct summary *s)
 	int i;
 
 	coverage_free(&s->cov);
+	for (i = 0; i < s->nvms; i++)
+		free(s->vms[i].procname);
+	free(s->vms);
+	free(s->vm_attribution);
 	for (i = 0; i < s->nraw; i++) {
 		free(s->raw[i].name);
 		free(s->raw[i].canonical);

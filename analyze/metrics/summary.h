@@ -45,6 +45,16 @@ struct summary_vcpu {
 	int64_t faults;
 };
 
+/* A VM of the capture (table vm, ingest/vms.h): its process and what
+ * its own events show; kernel threads' work the replay attributes is
+ * not here (their rows have no VM). */
+struct summary_vm {
+	int64_t id, pid;
+	char *procname;
+	int64_t created_ts;             /* -1: made before the capture */
+	int64_t faults, leaf_zaps, vcpus;
+};
+
 /*
  * KVM's own counter against the trace's events over the sampled time:
  * counter_delta = last - first sample of the counter, events = the
@@ -97,7 +107,7 @@ struct summary {
 	struct summary_vcpu *vcpus;
 	int nvcpus;
 	/* Capacities of the arrays above (util/alloc.h). */
-	size_t capraw, capcanon, captraces, caplost, capvcpus;
+	size_t capraw, capcanon, captraces, caplost, capvcpus, capvms;
 
 	/* From mmureplay:stats_sample (KVM's own counters), when sampled:
 	 * increase of pf_taken / remote_tlb_flush over the sampled time,
@@ -113,6 +123,14 @@ struct summary {
 
 	int64_t faults, leaf_zaps, invalidations;
 	double faults_per_s, leaf_zaps_per_s, invalidations_per_s;
+
+	/* The capture's VMs (none without the pid context), and the
+	 * faults and leaf zaps of rows of no VM; meta vm_attribution and
+	 * vm_unattributed:* ingest wrote. */
+	struct summary_vm *vms;
+	int nvms;
+	int64_t novm_faults, novm_leaf_zaps, rows_unattributed;
+	char *vm_attribution;
 };
 
 enum summary_status {

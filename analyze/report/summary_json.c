@@ -209,6 +209,38 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 		cJSON_AddNumberToObject(o, key, (double)s->vcpus[i].faults);
 	}
 
+	a = cJSON_AddArrayToObject(root, "vms");
+	for (i = 0; i < s->nvms; i++) {
+		const struct summary_vm *v = &s->vms[i];
+		cJSON *e = cJSON_CreateObject();
+
+		cJSON_AddItemToArray(a, e);
+		cJSON_AddNumberToObject(e, "vm", (double)v->id);
+		cJSON_AddNumberToObject(e, "pid", (double)v->pid);
+		if (v->procname)
+			cJSON_AddStringToObject(e, "procname", v->procname);
+		else
+			cJSON_AddNullToObject(e, "procname");
+		if (v->created_ts >= 0)
+			cJSON_AddNumberToObject(e, "created_s",
+						(double)v->created_ts / 1e9);
+		else
+			cJSON_AddNullToObject(e, "created_s");
+		cJSON_AddNumberToObject(e, "vcpus", (double)v->vcpus);
+		cJSON_AddNumberToObject(e, "faults", (double)v->faults);
+		cJSON_AddNumberToObject(e, "leaf_zaps", (double)v->leaf_zaps);
+	}
+	o = cJSON_AddObjectToObject(root, "vm_attribution");
+	if (s->vm_attribution)
+		cJSON_AddStringToObject(o, "source", s->vm_attribution);
+	else
+		cJSON_AddNullToObject(o, "source");
+	cJSON_AddNumberToObject(o, "rows_unattributed",
+				(double)s->rows_unattributed);
+	cJSON_AddNumberToObject(o, "faults_no_vm", (double)s->novm_faults);
+	cJSON_AddNumberToObject(o, "leaf_zaps_no_vm",
+				(double)s->novm_leaf_zaps);
+
 	a = cJSON_AddArrayToObject(root, "traces");
 	for (i = 0; i < s->ntraces; i++) {
 		const struct summary_trace *tr = &s->traces[i];

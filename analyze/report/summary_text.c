@@ -204,6 +204,41 @@ void report_summary_text(FILE *out, const struct summary *s,
 		fputc('\n', out);
 	}
 
+	if (s->nvms) {
+		fprintf(out, "  %4s %7s %-15s %10s %6s %12s %12s\n", "vm",
+			"pid", "process", "created", "vCPUs", "NPF faults",
+			"leaf zaps");
+		fprintf(out, "  %4s %7s %-15s %10s %6s %12s %12s\n", "----",
+			"-------", "---------------", "----------", "------",
+			"------------", "------------");
+		for (i = 0; i < s->nvms; i++) {
+			const struct summary_vm *v = &s->vms[i];
+
+			if (v->created_ts >= 0)
+				snprintf(c, sizeof(c), "%.3f s",
+					 (double)v->created_ts / 1e9);
+			else
+				snprintf(c, sizeof(c), "before");
+			fprintf(out, "  %4lld %7lld %-15.15s %10s %6lld %12s "
+				"%12s\n", (long long)v->id, (long long)v->pid,
+				v->procname ? v->procname : "?", c,
+				(long long)v->vcpus,
+				report_fmt_count(a, sizeof(a), v->faults),
+				report_fmt_count(d, sizeof(d), v->leaf_zaps));
+		}
+		fprintf(out, "  %4s %7s %-15s %10s %6s %12s %12s\n", "none",
+			"", "", "", "",
+			report_fmt_count(a, sizeof(a), s->novm_faults),
+			report_fmt_count(c, sizeof(c), s->novm_leaf_zaps));
+		fprintf(out, "  (none: rows of threads in no VM's process, %s "
+			"in all: kernel threads' work,\n  which the replay "
+			"gives the VM whose state it changes)\n\n",
+			report_fmt_count(b, sizeof(b), s->rows_unattributed));
+	} else if (s->vm_attribution &&
+		   strcmp(s->vm_attribution, "none") == 0) {
+		fprintf(out, "  VMs: the trace gives no process (no pid "
+			"context): one host-wide state\n\n");
+	}
 	fprintf(out, "  %-26s %12s\n", "canonical event", "count");
 	fprintf(out, "  %-26s %12s\n", "--------------------------",
 		"------------");
