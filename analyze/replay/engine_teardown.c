@@ -47,8 +47,11 @@ static int64_t replaced_take(struct engine *e, int32_t tid, int as_id,
  */
 static int worker_tears_down(const struct engine *e)
 {
+	/* A capture that began mid-batch frees before the first begin
+	 * event: only once a traced batch ended is a free outside one
+	 * known to be no recovery. */
 	return engine_rule(e, RULE_MEASURED_BATCH) &&
-		e->scan->nx_batches_traced &&
+		e->last_batch.batch_measured &&
 		!(e->batch.batch_active && e->batch.batch_measured);
 }
 

@@ -453,8 +453,6 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 	while ((ss = source_next(src, &e)) == SOURCE_OK) {
 		last_seq = e.seq;
 		out->seen[e.kind] = 1;
-		out->nx_batches_traced |= e.kind == MEV_NX_RECOVERY &&
-			e.u.nx.phase == MEV_NX_BEGIN;
 		t = thread_get(&p, e.tid);
 		if (!t)
 			goto end;

@@ -81,8 +81,6 @@ struct scan {
 	/* A leaf above 4K shows in the trace: the VM's memory can be
 	 * mapped huge (host THP or hugetlbfs). */
 	int huge_leaves;
-	/* The patched recovery begin event shows: batches are traced. */
-	int nx_batches_traced;
 	int seen[MEV_KINDS];            /* event kinds present */
 };
 
