@@ -285,18 +285,23 @@ host_mm_checks() {
 	ev == "kvm_set_spte_hva" || ev == "kvm_age_hva" {
 		k = p " " ev; n[k]++
 		if (tid in inrecl) r[k]++
+		# A patched kernel traces kvm_unmap_hva_range and its own
+		# kvm_invalidate_range_start for one call: counted once.
 		if (ev != "kvm_age_hva") {
-			if (p ~ /^ksmd$/) ksmd++
-			if (p ~ /^khugepaged$/) khp++
-			if (p ~ /^kswapd/) kswapd++
-			if (tid in inrecl) { recl++; if (p !~ /^kswapd/) reclwl++ }
-			if (p == wl && !(tid in insys)) nosys++
+			e = (ev == "kvm_invalidate_range_start") ? "i" : "u"
+			if (e == "u" && ev == "kvm_unmap_hva_range") unmaps++
+			if (p ~ /^ksmd$/) c[e, "ksmd"]++
+			if (p ~ /^khugepaged$/) c[e, "khp"]++
+			if (p ~ /^kswapd/) c[e, "kswapd"]++
+			if (tid in inrecl) { c[e, "recl"]++; if (p !~ /^kswapd/) c[e, "reclwl"]++ }
+			if (p == wl && !(tid in insys)) c[e, "nosys"]++
 		}
 	}
 	END {
 		for (k in n) printf "  by thread: %s %d%s\n", k, n[k], (k in r) ? " (" r[k] " in reclaim)" : ""
+		e = unmaps ? "u" : "i"
 		printf "HM_KSMD=%d HM_KHP=%d HM_KSWAPD=%d HM_RECL=%d HM_RECLWL=%d HM_NOSYS=%d\n",
-			ksmd, khp, kswapd, recl, reclwl, nosys
+			c[e, "ksmd"], c[e, "khp"], c[e, "kswapd"], c[e, "recl"], c[e, "reclwl"], c[e, "nosys"]
 	}' "$TMP")
 	echo "  host mm: $HOSTMM; notifier and aging calls by thread name (procname event count):"
 	echo "$out" | grep '^  by thread' | sort -k3,3 -k4,4 || true
