@@ -364,8 +364,10 @@ for shape in ("spikes against", "compare overlap", "compare what_if", "summary p
 # 3. The schemas are not vacuous.  Paths: keys, "*" any key or index.
 OPTIONAL = {
     "summary": [r"raw_event_counts/\*", r"raw_event_mapping/\*",
-                r"latency/probes/\*", r"per_vcpu_faults/\*"],
-    "fidelity": [r"upgrade_inference", r"upgrade_inference/(precision|recall)"],
+                r"latency/probes/\*", r"per_vcpu_faults/\*",
+                r"notifier_events/\w+"],
+    "fidelity": [r"upgrade_inference", r"upgrade_inference/(precision|recall)",
+                 r"vms", r"vm_attribution", r"verdict/vms_ok"],
     "replay": [r"self_check/upgrade_inference",
                r"self_check/upgrade_inference/(precision|recall)",
                r"policies/\*", r"policies/\*/not_modelled"],

@@ -11,7 +11,8 @@ on (the process has one VM); the rows of no VM are those of the other
 pids (kernel threads: 6.1's NX recovery kthread, kswapd), counted in
 meta vm_unattributed:no_vm_process.  A capture recorded without the pid
 context (every fixture before the lab added it) has no VM, and says so.
-The summary's row per VM gives babeltrace2's page faults of its pid.
+The summary's row per VM gives babeltrace2's page faults of its pid, its
+invalidations per thread babeltrace2's (ksmd, NUMA hinting).
 Each VM of the captures under tests/data passes its own self-check
 (fidelity replays each alone), and --vm narrows to one.
 What this cannot catch: a process with several VMs at once (no capture
@@ -153,6 +154,38 @@ for fx in fixtures:
     print("%s: %s, %d rows of no VM" % (
         name, ", ".join("VM %d pid %d: %d" % (v[0], v[1], rows[v[0]])
                         for v in vms), none))
+
+# Who invalidated: the summary's sources against babeltrace2's
+# invalidation starts per thread name (patched: kvm_invalidate_range_start,
+# the stock kvm_unmap_hva_range beside it not counted again; stock:
+# kvm_unmap_hva_range), on the captures under the host's KSM (ksmd) and
+# NUMA balancing (the vCPU thread inside KVM_RUN).
+NAME = re.compile(r'procname = "([^"]*)"')
+for fx, event in (("lttng-kernel-6.1.192-patched-basic-ksm",
+                   "kvm_invalidate_range_start"),
+                  ("lttng-kernel-6.1.192-stock-basic-ksm",
+                   "kvm_unmap_hva_range"),
+                  ("lttng-kernel-6.1.192-stock-nxrecovery-numa-balancing",
+                   "kvm_unmap_hva_range")):
+    w = fresh_dir(os.path.join(work, fx))
+    trace = extract_fixture(os.path.join(data, fx), w)
+    db = os.path.join(w, "capture.db")
+    check(run([mmr, "ingest", "-q", trace, "-o", db]).returncode == 0,
+          "ingest %s" % fx)
+    p = run(["babeltrace2", "--clock-seconds", "--no-delta", trace])
+    bt = collections.Counter()
+    for line in p.stdout.splitlines():
+        m = LINE.match(line)
+        if m and m.group(1) == event:
+            bt[NAME.search(m.group(2)).group(1)] += 1
+    sm = json.loads(run([mmr, "summary", db, "--json"]).stdout)
+    got = collections.Counter()
+    for src in sm["sources"]:
+        got[src["thread"]] += src["invalidations"]
+    check(+got == +bt and bt,
+          "%s: invalidations per thread as babeltrace2 counts %s: %s, "
+          "summary: %s" % (fx, event, dict(bt), dict(+got)))
+    print("%s: invalidations by thread %s" % (fx, dict(bt)))
 
 # A capture without the pid context: no VM, and the DB says why.
 old = os.path.join(data, "lttng-kernel-6.1-bgsnapshot-perpage-read")

@@ -279,8 +279,10 @@ end:
 struct zap_scan {
 	const struct spte_format *fmt;
 	int64_t zaps;
-	struct timeline *tl;            /* column 4 ts, binned; or NULL */
+	struct timeline *tl;            /* column 5 ts, binned; or NULL */
 	struct summary *s;              /* column 3 vm */
+	struct u64map tid_zaps;         /* column 4 tid -> its zaps */
+	struct u64map tid_vm;           /* ... -> the vm of its rows + 1 */
 };
 
 static int zap_row(sqlite3_stmt *st, void *arg)
@@ -300,9 +302,18 @@ static int zap_row(sqlite3_stmt *st, void *arg)
 		vm->leaf_zaps++;
 	else
 		z->s->novm_leaf_zaps++;
+	if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
+		uint64_t tid = (uint32_t)sqlite3_column_int64(st, 4);
+
+		if (u64map_put(&z->tid_zaps, tid,
+			       u64map_get(&z->tid_zaps, tid) + 1) < 0 ||
+		    (vm && u64map_put(&z->tid_vm, tid,
+				      (uint64_t)vm->id + 1) < 0))
+			return -1;
+	}
 	if (z->tl)
 		z->tl->count[TL_LEAF_ZAPS][timeline_bin(z->tl,
-				sqlite3_column_int64(st, 4))]++;
+				sqlite3_column_int64(st, 5))]++;
 	return 0;
 }
 
@@ -426,6 +437,136 @@ end:
 static double per_s(int64_t n, double secs)
 {
 	return secs > 0 ? (double)n / secs : 0.0;
+}
+
+/* The source of (procname, vm), made on first use. */
+static struct summary_source *source_get(struct summary *s,
+					 const char *procname, int64_t vm)
+{
+	struct summary_source *src;
+	int i;
+
+	for (i = 0; i < s->nsources; i++)
+		if (s->sources[i].vm == vm &&
+		    strcmp(s->sources[i].procname, procname) == 0)
+			return &s->sources[i];
+	src = PUSH(s->sources, s->nsources, s->capsources);
+	if (!src)
+		return NULL;
+	memset(src, 0, sizeof(*src));
+	src->vm = vm;
+	if (!(src->procname = strdup(procname))) {
+		s->nsources--;
+		return NULL;
+	}
+	return src;
+}
+
+struct source_scan {
+	struct summary *s;
+	const struct zap_scan *z;
+	struct u64map tid_inv;          /* tid -> invalidation starts */
+	int64_t last_tid;               /* thread rows: the last name first */
+};
+
+static int inv_row(sqlite3_stmt *st, void *arg)
+{
+	struct source_scan *ss = arg;
+
+	return u64map_put(&ss->tid_inv, (uint32_t)sqlite3_column_int64(st, 0),
+			  (uint64_t)sqlite3_column_int64(st, 1));
+}
+
+/* A thread (its rows by tid, the last name first): its source. */
+static int source_row(sqlite3_stmt *st, void *arg)
+{
+	struct source_scan *ss = arg;
+	int64_t tid = sqlite3_column_int64(st, 0);
+	uint64_t key = (uint32_t)tid;
+	int64_t zaps = (int64_t)u64map_get(&ss->z->tid_zaps, key);
+	int64_t inv = (int64_t)u64map_get(&ss->tid_inv, key), vm;
+	struct summary_source *src;
+
+	if (tid == ss->last_tid)
+		return 0;
+	ss->last_tid = tid;
+	if (!zaps && !inv)
+		return 0;
+	vm = (int64_t)u64map_get(&ss->z->tid_vm, key);
+	src = source_get(ss->s, (const char *)sqlite3_column_text(st, 1),
+			 vm ? vm - 1 : 0);
+	if (!src)
+		return -1;
+	src->invalidations += inv;
+	src->leaf_zaps += zaps;
+	return 0;
+}
+
+static int source_cmp(const void *a, const void *b)
+{
+	const struct summary_source *x = a, *y = b;
+
+	if (x->leaf_zaps != y->leaf_zaps)
+		return x->leaf_zaps < y->leaf_zaps ? 1 : -1;
+	if (x->invalidations != y->invalidations)
+		return x->invalidations < y->invalidations ? 1 : -1;
+	return strcmp(x->procname, y->procname);
+}
+
+const char *const summary_notify_names[SUMMARY_NOTIFY_KINDS] = {
+	"unmap", "clear", "protection_vma", "protection_page", "soft_dirty",
+	"release", "migrate", "exclusive",
+};
+
+static int notify_row(sqlite3_stmt *st, void *arg)
+{
+	struct summary *s = arg;
+	int64_t ev = sqlite3_column_int64(st, 0);
+
+	if (ev >= 0 && ev < SUMMARY_NOTIFY_KINDS)
+		s->notifier_events[ev] = sqlite3_column_int64(st, 1);
+	return 0;
+}
+
+/*
+ * Who invalidated and zapped (docs/design.md, VMs): per thread name and
+ * VM, the invalidation starts (table notifier) and the leaf zaps the
+ * scan counted per thread; the patched notifier's event kinds.
+ */
+static int sources(sqlite3 *db, struct summary *s, const struct zap_scan *z)
+{
+	struct source_scan ss = { s, z, { 0 }, -1 };
+	int i, rc = -1;
+
+	u64map_init(&ss.tid_inv);
+	for (i = 0; i < SUMMARY_NOTIFY_KINDS; i++)
+		s->notifier_events[i] = -1;
+	/* One pass over the invalidations, one over the (small) thread
+	 * table: no query per thread.  A patched kernel traces each
+	 * invalidation twice, the stock event and its own (with the
+	 * notifier event): counted once, by its own. */
+	if (query_each(db, "SELECT event, count(*) FROM notifier WHERE "
+		       "phase = 0 AND event IS NOT NULL GROUP BY event",
+		       notify_row, s) < 0)
+		goto end;
+	for (i = 0; i < SUMMARY_NOTIFY_KINDS; i++)
+		if (s->notifier_events[i] >= 0)
+			break;
+	if (query_each(db, i < SUMMARY_NOTIFY_KINDS ?
+		       "SELECT tid, count(*) FROM notifier WHERE phase = 0 "
+		       "AND event IS NOT NULL AND tid IS NOT NULL GROUP BY tid" :
+		       "SELECT tid, count(*) FROM notifier WHERE phase = 0 "
+		       "AND tid IS NOT NULL GROUP BY tid", inv_row, &ss) < 0 ||
+	    query_each(db, "SELECT tid, procname FROM thread ORDER BY tid, "
+		       "first_seq DESC", source_row, &ss) < 0)
+		goto end;
+	if (s->nsources > 1)
+		qsort(s->sources, (size_t)s->nsources, sizeof(*s->sources),
+		      source_cmp);
+	rc = 0;
+end:
+	u64map_free(&ss.tid_inv);
+	return rc;
 }
 
 static int vm_row(sqlite3_stmt *st, void *arg)
@@ -611,10 +752,13 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 	s->spte_format = zs.fmt->name;
 	zs.tl = tl;
 	zs.s = s;
-	if (scan_each(db, tl ? "SELECT old_spte, new_spte, level, vm, ts FROM "
-		      "spte_change" : "SELECT old_spte, new_spte, level, vm FROM "
-		      "spte_change", "summary: leaf zaps",
-		      summary_count(s, "spte_change"), zap_row, &zs) < 0)
+	u64map_init(&zs.tid_zaps);
+	u64map_init(&zs.tid_vm);
+	if (scan_each(db, tl ? "SELECT old_spte, new_spte, level, vm, tid, ts "
+		      "FROM spte_change" : "SELECT old_spte, new_spte, level, "
+		      "vm, tid FROM spte_change", "summary: leaf zaps",
+		      summary_count(s, "spte_change"), zap_row, &zs) < 0 ||
+	    sources(db, s, &zs) < 0)
 		goto end;
 	if (tl) {
 		tl->filled[TL_LEAF_ZAPS] = 1;
@@ -653,6 +797,8 @@ end:
 			pthread_join(jobs[i].thread, NULL);
 		sqlite3_close(jobs[i].db);
 	}
+	u64map_free(&zs.tid_zaps);
+	u64map_free(&zs.tid_vm);
 	return st;
 }
 
@@ -664,6 +810,9 @@ void summary_free(struct summary *s)
 	for (i = 0; i < s->nvms; i++)
 		free(s->vms[i].procname);
 	free(s->vms);
+	for (i = 0; i < s->nsources; i++)
+		free(s->sources[i].procname);
+	free(s->sources);
 	free(s->vm_attribution);
 	for (i = 0; i < s->nraw; i++) {
 		free(s->raw[i].name);

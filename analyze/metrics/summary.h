@@ -40,9 +40,24 @@ struct summary_lost {
 	int64_t begin_ts, end_ts, count;    /* -1: unknown */
 };
 
+/* enum mmu_notifier_event (include/linux/mmu_notifier.h, 6.1 and 6.12:
+ * UNMAP, CLEAR, PROTECTION_VMA, PROTECTION_PAGE, SOFT_DIRTY, RELEASE,
+ * MIGRATE, EXCLUSIVE). */
+#define SUMMARY_NOTIFY_KINDS 8
+extern const char *const summary_notify_names[SUMMARY_NOTIFY_KINDS];
+
 struct summary_vcpu {
 	int64_t vcpu;
 	int64_t faults;
+};
+
+/* Who invalidated and zapped: a thread name (its last), the VM of its
+ * rows (0: none, a kernel thread), its invalidation starts and the
+ * leaves it zapped. */
+struct summary_source {
+	char *procname;
+	int64_t vm;
+	int64_t invalidations, leaf_zaps;
 };
 
 /* A VM of the capture (table vm, ingest/vms.h): its process and what
@@ -129,6 +144,12 @@ struct summary {
 	 * vm_unattributed:* ingest wrote. */
 	struct summary_vm *vms;
 	int nvms;
+	/* By thread name and VM, most leaf zaps first; and the patched
+	 * notifier's event kinds (MMU_NOTIFY_*: their counts, -1 unseen). */
+	struct summary_source *sources;
+	int nsources;
+	size_t capsources;
+	int64_t notifier_events[SUMMARY_NOTIFY_KINDS];
 	int64_t novm_faults, novm_leaf_zaps, rows_unattributed;
 	char *vm_attribution;
 };

@@ -230,6 +230,26 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 		cJSON_AddNumberToObject(e, "faults", (double)v->faults);
 		cJSON_AddNumberToObject(e, "leaf_zaps", (double)v->leaf_zaps);
 	}
+	a = cJSON_AddArrayToObject(root, "sources");
+	for (i = 0; i < s->nsources; i++) {
+		const struct summary_source *src = &s->sources[i];
+		cJSON *e = cJSON_CreateObject();
+
+		cJSON_AddItemToArray(a, e);
+		cJSON_AddStringToObject(e, "thread", src->procname);
+		if (src->vm)
+			cJSON_AddNumberToObject(e, "vm", (double)src->vm);
+		else
+			cJSON_AddNullToObject(e, "vm");
+		cJSON_AddNumberToObject(e, "invalidations",
+					(double)src->invalidations);
+		cJSON_AddNumberToObject(e, "leaf_zaps", (double)src->leaf_zaps);
+	}
+	o = cJSON_AddObjectToObject(root, "notifier_events");
+	for (i = 0; i < SUMMARY_NOTIFY_KINDS; i++)
+		if (s->notifier_events[i] >= 0)
+			cJSON_AddNumberToObject(o, summary_notify_names[i],
+						(double)s->notifier_events[i]);
 	o = cJSON_AddObjectToObject(root, "vm_attribution");
 	if (s->vm_attribution)
 		cJSON_AddStringToObject(o, "source", s->vm_attribution);

@@ -239,6 +239,41 @@ void report_summary_text(FILE *out, const struct summary *s,
 		fprintf(out, "  VMs: the trace gives no process (no pid "
 			"context): one host-wide state\n\n");
 	}
+	if (s->nsources) {
+		fprintf(out, "  %-15s %4s %14s %12s\n", "thread", "vm",
+			"invalidations", "leaf zaps");
+		fprintf(out, "  %-15s %4s %14s %12s\n", "---------------",
+			"----", "--------------", "------------");
+		for (i = 0; i < s->nsources; i++) {
+			const struct summary_source *src = &s->sources[i];
+
+			if (src->vm)
+				snprintf(b, sizeof(b), "%lld",
+					 (long long)src->vm);
+			else
+				snprintf(b, sizeof(b), "-");
+			fprintf(out, "  %-15.15s %4s %14s ", src->procname, b,
+				report_fmt_count(a, sizeof(a),
+						 src->invalidations));
+			fprintf(out, "%12s\n", report_fmt_count(a, sizeof(a),
+							      src->leaf_zaps));
+		}
+		for (i = 0; i < SUMMARY_NOTIFY_KINDS; i++)
+			if (s->notifier_events[i] >= 0)
+				break;
+		if (i < SUMMARY_NOTIFY_KINDS) {
+			fprintf(out, "  invalidations by notifier event "
+				"(patched kernel):");
+			for (; i < SUMMARY_NOTIFY_KINDS; i++)
+				if (s->notifier_events[i] >= 0)
+					fprintf(out, " %s %s",
+						summary_notify_names[i],
+						report_fmt_count(a, sizeof(a),
+							s->notifier_events[i]));
+			fputc('\n', out);
+		}
+		fputc('\n', out);
+	}
 	fprintf(out, "  %-26s %12s\n", "canonical event", "count");
 	fprintf(out, "  %-26s %12s\n", "--------------------------",
 		"------------");
