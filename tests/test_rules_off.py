@@ -88,8 +88,10 @@ as checking them):
   upgrade_cause       an inference a stock what-if rests on (which
                       invalidations were permission upgrades), never
                       the self-check's: the recorded policy keeps no
-                      zap; checked by test_replay_rules'
-                      stock_upgrade_needs_a_cause
+                      zap; checked against the measured flag on the
+                      patched KSM capture (off: ksmd's merges refaulted
+                      identical, 18 false upgrades) and by
+                      test_replay_rules' stock_upgrade_needs_a_cause
 """
 import json
 import os
@@ -192,11 +194,21 @@ check(sum(off["exempt"].values()) > sum(on["exempt"].values()),
       "reachability off: exemptions rise %s -> %s"
       % (on["exempt"], off["exempt"]))
 
+# upgrade_cause, an inference a stock what-if rests on, which the
+# self-check never tests (the recorded policy keeps no zap): on the
+# patched capture under the host's KSM, the stock inference scored
+# against the kernel's measured flag calls none of ksmd's merges an
+# upgrade; without the rule, identical refaults make 18 of them one.
+KSM = "lttng-kernel-6.1.192-patched-basic-ksm"
+_, on = fidelity(KSM)
+_, off = fidelity(KSM, "upgrade_cause")
+check(on["upgrade_inference"]["false_positive"] == 0 and
+      off["upgrade_inference"]["false_positive"] > 0,
+      "upgrade_cause off: %s: ksmd's merges inferred upgrades (%s -> %s)"
+      % (KSM, on["upgrade_inference"], off["upgrade_inference"]))
+
 # The rules no capture sees: switching them off changes no verdict
-# (if one does, move it above and say where).  upgrade_cause is an
-# inference a stock what-if rests on, which the self-check never
-# tests (it replays the recorded policy, which keeps no zap): seen by
-# test_replay_rules' stock_upgrade_needs_a_cause.
+# (if one does, move it above and say where).  upgrade_cause: above.
 for rules in ("fast_fault", "stock_race", "upgrade_cause"):
     for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612, RL612):
         rc, f = fidelity(name, rules)

@@ -406,6 +406,8 @@ enum replay_status replay_run_scanned(struct source *src,
 	tdp_init(&e.tdp_zapmark, e.fmt);
 	tdp_init(&e.tdp_kvmdirty, e.fmt);
 	u64map_init(&e.nx_traced.split_map);
+	u64map_init(&e.nx_tables);
+	u64map_init(&e.nx_tables_old);
 	u64map_init(&e.leaf_grants);
 	u64map_init(&e.nx_policy.split_map);
 	e.scan = scan;
@@ -467,6 +469,8 @@ end:
 	tdp_free(&e.tdp_zapmark);
 	tdp_free(&e.tdp_kvmdirty);
 	u64map_free(&e.nx_traced.split_map);
+	u64map_free(&e.nx_tables);
+	u64map_free(&e.nx_tables_old);
 	u64map_free(&e.leaf_grants);
 	u64map_free(&e.nx_policy.split_map);
 	if (st != REPLAY_OK)

@@ -172,6 +172,16 @@ struct thread_ctx {
 	 * mapping [frozen_start, frozen_end) may be frozen (engine_fault.c,
 	 * fault_frozen_by()). */
 	uint64_t frozen_start, frozen_end, frozen_seq;
+	/* An L1 table this thread's exec fault accounted (engine_nx.c
+	 * nx_table_*): its 2M key until its link is traced (flags 0:
+	 * none); the last L1 table it unlinked, and whether KVM's list
+	 * held it (flags: NX_TABLE_*). */
+	uint64_t nx_alloc_key, nx_unlinked_key;
+	unsigned nx_alloc_flags, nx_unlinked_flags;
+	/* The last L1 table it linked (a fixture may trace the link
+	 * before the allocation). */
+	uint64_t nx_link_key, nx_link_addr, nx_link_ctx;
+	int nx_link_valid;
 };
 
 /* One NX recovery batch: one wake-up of the worker. */
@@ -324,6 +334,10 @@ struct engine {
 	/* L1 SPs created by exec faults outside dirty-logged slots; as
 	 * traced, and as they would be under the policy. */
 	struct nx_splits nx_traced, nx_policy;
+	/* L1 table address (its parent entry's) -> NX_TABLE_* flags: in
+	 * which list the table is (the kernel's sp->possible_nx_huge_page_link
+	 * non-empty). */
+	struct u64map nx_tables, nx_tables_old;
 	/* Every page in KVM's NX recovery list was split in the trace:
 	 * from the start of a capture from the VM's creation, else from
 	 * the first batch that began with such a page (engine_nx.c). */
@@ -453,6 +467,13 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 			   const struct model_event *ev);
 void nx_split_drop(struct engine *e, struct nx_splits *l, uint64_t gfn);
+#define NX_TABLE_TRACED 1u
+#define NX_TABLE_POLICY 2u
+#define NX_TABLE_KNOWN 4u       /* the unlink was traced */
+void nx_table_spte(struct engine *e, struct thread_ctx *t, int level,
+		   uint64_t gfn, uint64_t old, uint64_t new);
+unsigned nx_table_freed(struct engine *e, struct thread_ctx *t, uint64_t gfn);
+void nx_table_listed(struct engine *e, uint64_t gfn, unsigned flags, int on);
 /* A table freed: a memslot flip's span fault that made it is settled
  * by nothing now (engine_nx.c, struct nx_undecided). */
 void nx_span_forget(struct engine *e, uint64_t gfn);

@@ -161,6 +161,9 @@ static void nx_span_old(struct engine *e, int n)
 			nx_split_account(e, u->gfn, u->ts, u->keep);
 		else
 			nx_split_unaccount(e, u->gfn, u->keep);
+		nx_table_listed(e, u->gfn, NX_TABLE_TRACED |
+				(u->keep ? 0 : NX_TABLE_POLICY),
+				e->undecided_on);
 		b->n_traced += sign;
 		b->n_policy += u->keep ? 0 : sign;
 	}
@@ -259,6 +262,9 @@ static void nx_batch_span_settle(struct engine *e)
  * nx_huge_pages for both).  What it cannot catch: a VM backed huge
  * whose capture shows no huge leaf (the recovery checks then fail).
  */
+static void nx_table_link(struct engine *e, uint64_t key, uint64_t addr,
+			  unsigned flags);
+
 void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 			const struct model_event *ev)
 {
@@ -291,6 +297,110 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 			return;
 	}
 	nx_split_account(e, ev->u.sp.gfn, ev->ts, t->ctx_keep);
+	t->nx_alloc_key = tdp_align(ev->u.sp.gfn, TDP_LEVEL_4K + 1);
+	t->nx_alloc_flags = NX_TABLE_TRACED |
+		(t->ctx_keep ? 0 : NX_TABLE_POLICY);
+	if (t->nx_link_valid && t->nx_link_key == t->nx_alloc_key &&
+	    t->nx_link_ctx == t->ctx_seq) {
+		nx_table_link(e, t->nx_alloc_key, t->nx_link_addr,
+			      t->nx_alloc_flags);
+		t->nx_alloc_flags = 0;
+		t->nx_link_valid = 0;
+	}
+}
+
+#define NX_TABLE_ADDR 0x000ffffffffff000ULL
+#define NX_TABLE_VALID 0x800ULL
+
+/*
+ * Per 2M entry, the table linked there (nx_tables) and the one it
+ * replaced whose unlink is not traced yet (nx_tables_old): its address
+ * | NX_TABLE_VALID | the lists that hold it.  Keyed by entry, not by
+ * address alone: tables at different entries never meet.
+ */
+static void nx_table_link(struct engine *e, uint64_t key, uint64_t addr,
+			  unsigned flags)
+{
+	uint64_t cur = u64map_get(&e->nx_tables, key);
+
+	if ((cur & NX_TABLE_VALID) && (cur & NX_TABLE_ADDR) != addr &&
+	    u64map_put(&e->nx_tables_old, key, cur) < 0)
+		e->nomem = 1;
+	if (u64map_put(&e->nx_tables, key, addr | NX_TABLE_VALID | flags) < 0)
+		e->nomem = 1;
+}
+
+static unsigned nx_table_unlink(struct engine *e, uint64_t key, uint64_t addr)
+{
+	struct u64map *m[2] = { &e->nx_tables, &e->nx_tables_old };
+	uint64_t v;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		v = u64map_get(m[i], key);
+		if ((v & NX_TABLE_VALID) && (v & NX_TABLE_ADDR) == addr) {
+			if (u64map_put(m[i], key, 0) < 0)
+				e->nomem = 1;
+			return (unsigned)(v & (NX_TABLE_TRACED | NX_TABLE_POLICY));
+		}
+	}
+	return 0;
+}
+
+void nx_table_spte(struct engine *e, struct thread_ctx *t, int level,
+		   uint64_t gfn, uint64_t old, uint64_t new)
+{
+	const struct spte_format *f = e->fmt;
+
+	if (level != TDP_LEVEL_4K + 1)
+		return;
+	if (spte_present(f, old) && !spte_leaf(f, old, level)) {
+		t->nx_unlinked_key = gfn;
+		t->nx_unlinked_flags = NX_TABLE_KNOWN |
+			nx_table_unlink(e, gfn, old & NX_TABLE_ADDR);
+	}
+	if (!spte_present(f, new) || spte_leaf(f, new, level))
+		return;
+	if (t->nx_alloc_flags && t->nx_alloc_key == gfn) {
+		nx_table_link(e, gfn, new & NX_TABLE_ADDR, t->nx_alloc_flags);
+		t->nx_alloc_flags = 0;
+	} else {
+		nx_table_link(e, gfn, new & NX_TABLE_ADDR, 0);
+		t->nx_link_key = gfn;
+		t->nx_link_addr = new & NX_TABLE_ADDR;
+		t->nx_link_valid = 1;
+		t->nx_link_ctx = t->ctx_seq;
+	}
+}
+
+/* The L1 table at gfn freed by t: which lists held it.  Unknown (no
+ * unlink traced): all, as before. */
+unsigned nx_table_freed(struct engine *e, struct thread_ctx *t, uint64_t gfn)
+{
+	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1);
+	unsigned fl;
+
+	(void)e;
+	if (!(t->nx_unlinked_flags & NX_TABLE_KNOWN) ||
+	    t->nx_unlinked_key != key)
+		return NX_TABLE_TRACED | NX_TABLE_POLICY;
+	fl = t->nx_unlinked_flags;
+	t->nx_unlinked_flags = 0;
+	return fl;
+}
+
+/* The table linked at gfn's 2M entry left a list without being freed
+ * (recovery skipped it: unaccount_nx_huge_page()). */
+void nx_table_listed(struct engine *e, uint64_t gfn, unsigned flags, int on)
+{
+	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1);
+	uint64_t v = u64map_get(&e->nx_tables, key);
+
+	if (!(v & NX_TABLE_VALID))
+		return;
+	v = on ? v | flags : v & ~(uint64_t)flags;
+	if (u64map_put(&e->nx_tables, key, v) < 0)
+		e->nomem = 1;
 }
 
 void nx_batch_close(struct engine *e)
@@ -612,6 +722,8 @@ void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 		e->batch.sps_observed++;
 		nx_split_drop(e, &e->nx_traced, ev->u.nx.gfn);
 		nx_split_drop(e, &e->nx_policy, ev->u.nx.gfn);
+		nx_table_listed(e, ev->u.nx.gfn,
+				NX_TABLE_TRACED | NX_TABLE_POLICY, 0);
 	}
 	/* The patched end event gives the kernel's count, read under the
 	 * lock: under the write lock no fault is between its table's link

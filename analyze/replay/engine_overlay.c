@@ -508,6 +508,8 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	    tdp_flag_set(&e->tdp_obs, as, level, gfn) < 0)
 		e->nomem = 1;
 	overlay_kvm_dirty(e, t, as, level, gfn, old, new);
+	if (as == 0)
+		nx_table_spte(e, t, level, gfn, old, new);
 	if (as == 0 && is_leaf)
 		fault_leaf_granted(e, ev->tid, ev->seq, level, gfn, was_leaf,
 				   old, new);

@@ -63,6 +63,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	enum ctx_kind kind;
 	int64_t leaves;
 	int as, replaced;
+	unsigned fl;
 
 	if (level < 1 || level > SP_MAX_LEVEL)
 		return;
@@ -77,9 +78,13 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	    gfn - t->ctx_gfn < tdp_level_pages(t->sp_level + 1) &&
 	    engine_rule(e, RULE_NESTED_TEARDOWN)) {
 		if (level == TDP_LEVEL_4K) {
-			nx_split_drop(e, &e->nx_policy, gfn);
+			unsigned tf = nx_table_freed(e, t, gfn);
+
+			if (tf & NX_TABLE_POLICY)
+				nx_split_drop(e, &e->nx_policy, gfn);
 			nx_span_forget(e, gfn);
-			nx_split_drop(e, &e->nx_traced, gfn);
+			if (tf & NX_TABLE_TRACED)
+				nx_split_drop(e, &e->nx_traced, gfn);
 		}
 		return;
 	}
@@ -100,13 +105,19 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		tdp_table_known(&e->tdp_obs, as, level, gfn, !replaced,
 				t->sp_known);
 	}
+	/* The worker recovers only listed tables; other frees drop what
+	 * the freed table held (tdp_mmu_unlink_sp()). */
+	fl = level == TDP_LEVEL_4K ? nx_table_freed(e, t, gfn) : 0;
+	if (kind == CTX_RECOVERY)
+		fl = NX_TABLE_TRACED | NX_TABLE_POLICY;
 	if (kind == CTX_RECOVERY)
 		nx_recovery_ctx_open(e, t, ev, level);
-	else if (level == TDP_LEVEL_4K)
+	else if (fl & NX_TABLE_POLICY)
 		nx_split_drop(e, &e->nx_policy, gfn);
 	if (level == TDP_LEVEL_4K) {
 		nx_span_forget(e, gfn);
-		nx_split_drop(e, &e->nx_traced, gfn);
+		if (fl & NX_TABLE_TRACED)
+			nx_split_drop(e, &e->nx_traced, gfn);
 	}
 	/* A teardown zaps every leaf below the table (nested tables with
 	 * it, above); a recovery the leaves of its one table. */
