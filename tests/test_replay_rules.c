@@ -204,6 +204,29 @@ static void syscall_exit(int tid)
 	ev(MEV_SYSCALL, tid)->u.sys.call = MSYS_IOCTL;
 }
 
+/* The VMM enters KVM_SET_USER_MEMORY_REGION. */
+static void setregion_entry(void)
+{
+	struct model_event *e = ev(MEV_SYSCALL, VMM);
+
+	e->u.sys.entry = 1;
+	e->u.sys.call = MSYS_IOCTL;
+	e->u.sys.a1 = KVM_SET_USER_MEMORY_REGION;
+}
+
+/* Its patched memslot event: slot 0 (npages from gfn 0) changes its
+ * flags from old to new. */
+static void memslot_flags(uint64_t npages, uint64_t old, uint64_t new)
+{
+	struct model_event *e = ev(MEV_MEMSLOT, VMM);
+
+	e->u.memslot.change = KVM_MR_FLAGS_ONLY;
+	e->u.memslot.npages = npages;
+	e->u.memslot.hva = HVA;
+	e->u.memslot.old_flags = old;
+	e->u.memslot.new_flags = new;
+}
+
 /* The NX recovery ratio and period the sequence "ran" with (0:
  * unknown). */
 static int64_t nx_ratio, nx_period_ms;
@@ -978,23 +1001,14 @@ static void test_nx_count(void)
  */
 static void memslot_swap_scenario(int old)
 {
-	struct model_event *e;
-
 	nev = 0;
 	memslot(0);
 	evs[0].u.memslot.npages = 0x1000;       /* 8 2M pages */
 	nx_split(0x200);
-	e = ev(MEV_SYSCALL, VMM);
-	e->u.sys.entry = 1;
-	e->u.sys.call = MSYS_IOCTL;
-	e->u.sys.a1 = KVM_SET_USER_MEMORY_REGION;
+	setregion_entry();
 	nx_split(0x400);
 	nx_split(0x600);
-	e = ev(MEV_MEMSLOT, VMM);
-	e->u.memslot.change = KVM_MR_FLAGS_ONLY;
-	e->u.memslot.npages = 0x1000;
-	e->u.memslot.hva = HVA;
-	e->u.memslot.new_flags = KVM_MEM_LOG_DIRTY_PAGES;
+	memslot_flags(0x1000, 0, KVM_MEM_LOG_DIRTY_PAGES);
 	syscall_exit(VMM);
 	nx_phase(MEV_NX_BEGIN, MEV_LOCK_WRITE, 1 + old);
 	nx_recover(0x200);
@@ -1094,11 +1108,7 @@ static void collapse_scenario(int free_first)
 	nev = 0;
 	memslot(0);
 	nx_split(0x200);
-	e = ev(MEV_MEMSLOT, VMM);
-	e->u.memslot.change = KVM_MR_FLAGS_ONLY;
-	e->u.memslot.npages = 1024;
-	e->u.memslot.hva = HVA;
-	e->u.memslot.new_flags = KVM_MEM_LOG_DIRTY_PAGES;
+	memslot_flags(1024, 0, KVM_MEM_LOG_DIRTY_PAGES);
 	ts_shift = 1000000000;
 	nx_phase(MEV_NX_BEGIN, MEV_LOCK_WRITE, 1);
 	e = ev(MEV_NX_RECOVERY, WORKER);
@@ -1109,15 +1119,8 @@ static void collapse_scenario(int free_first)
 	e->u.nx.level = 2;
 	nx_phase(MEV_NX_END, MEV_LOCK_WRITE, 0);
 	ts_shift = 1500000000;
-	e = ev(MEV_SYSCALL, VMM);
-	e->u.sys.entry = 1;
-	e->u.sys.call = MSYS_IOCTL;
-	e->u.sys.a1 = KVM_SET_USER_MEMORY_REGION;
-	e = ev(MEV_MEMSLOT, VMM);
-	e->u.memslot.change = KVM_MR_FLAGS_ONLY;
-	e->u.memslot.npages = 1024;
-	e->u.memslot.hva = HVA;
-	e->u.memslot.old_flags = KVM_MEM_LOG_DIRTY_PAGES;
+	setregion_entry();
+	memslot_flags(1024, KVM_MEM_LOG_DIRTY_PAGES, 0);
 	spte(VMM, 2, 0x200, TABLE, 0);                  /* collapse */
 	fault(0x200, MEV_PFERR_USER | MEV_PFERR_FETCH);
 	if (free_first) {
