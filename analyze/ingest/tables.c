@@ -38,7 +38,8 @@ struct tables_lost {
 };
 
 struct tables_thread {
-	const char *procname;
+	const char *raw;                /* the name as traced, interned */
+	const char *procname;           /* ... as UTF-8 (name_clean()) */
 	struct vms_thread vm;
 };
 
@@ -495,17 +496,56 @@ const char *tables_intern(struct ingest_tables *t, const char *s)
 	return strpool_intern(&t->strings, s);
 }
 
+/*
+ * A thread's name as valid UTF-8: a damaged stream may hold any bytes
+ * in a context string, and the DB, the JSON and the reports carry it.
+ * Each byte of an ill-formed sequence becomes '?'.  Returns buf.
+ */
+static const char *name_clean(char *buf, size_t len, const char *name)
+{
+	const unsigned char *p = (const unsigned char *)name;
+	size_t o = 0, n, i;
+	unsigned char lo, hi;
+
+	while (*p && o + 5 < len) {
+		n = *p < 0x80 ? 1 : *p >= 0xc2 && *p <= 0xdf ? 2 :
+			*p >= 0xe0 && *p <= 0xef ? 3 :
+			*p >= 0xf0 && *p <= 0xf4 ? 4 : 0;
+		/* The second byte's range (no overlong, surrogate or
+		 * beyond U+10FFFF); the rest 0x80-0xbf. */
+		lo = *p == 0xe0 ? 0xa0 : *p == 0xf0 ? 0x90 : 0x80;
+		hi = *p == 0xed ? 0x9f : *p == 0xf4 ? 0x8f : 0xbf;
+		for (i = 1; i < n; i++)
+			if (p[i] < (i == 1 ? lo : 0x80) ||
+			    p[i] > (i == 1 ? hi : 0xbf))
+				break;
+		if (!n || i < n) {
+			buf[o++] = '?';
+			p++;
+			continue;
+		}
+		memcpy(buf + o, p, n);
+		o += n;
+		p += n;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 int tables_thread_note(struct ingest_tables *t, int64_t tid, int64_t pid,
 		       const char *name, uint64_t seq)
 {
 	struct tables_thread *th = thread_find(t, tid);
 	struct ingest_row *r;
-	const char *iname;
+	const char *iname, *iraw;
+	char clean[256];
 
-	if (th && th->vm.pid == pid && strcmp(th->procname, name) == 0)
+	if (th && th->vm.pid == pid && strcmp(th->raw, name) == 0)
 		return 0;
-	iname = strpool_intern(&t->strings, name);
-	if (!iname)
+	iraw = strpool_intern(&t->strings, name);
+	iname = strpool_intern(&t->strings, name_clean(clean, sizeof(clean),
+						       name));
+	if (!iname || !iraw)
 		return -1;
 	if (!th) {
 		th = calloc(1, sizeof(*th));
@@ -520,6 +560,7 @@ int tables_thread_note(struct ingest_tables *t, int64_t tid, int64_t pid,
 		memset(&th->vm, 0, sizeof(th->vm));
 	}
 	th->vm.pid = pid;
+	th->raw = iraw;
 	th->procname = iname;
 	r = tables_row_next(t);
 	memset(r, 0, sizeof(*r));
