@@ -504,12 +504,19 @@ static void nx_split(uint64_t gfn)
 	entry();
 }
 
+/* The worker recovers the table at gfn (its parent entry table, its
+ * leaf leaf). */
+static void nx_recover_table(uint64_t gfn, uint64_t table, uint64_t leaf)
+{
+	spte(WORKER, 2, gfn, table, 0);
+	sp_event(MEV_SP_FREE, WORKER, 1, gfn);
+	spte(WORKER, 1, gfn, leaf, REMOVED);
+}
+
 /* The worker recovers the page split at gfn. */
 static void nx_recover(uint64_t gfn)
 {
-	spte(WORKER, 2, gfn, TABLE, 0);
-	sp_event(MEV_SP_FREE, WORKER, 1, gfn);
-	spte(WORKER, 1, gfn, RW_4K, REMOVED);
+	nx_recover_table(gfn, TABLE, RW_4K);
 }
 
 /* An NX split page recovered by the worker, then re-executed. */
@@ -1074,9 +1081,7 @@ static void test_nx_two_tables(void)
 	nx_phase(MEV_NX_END, MEV_LOCK_READ, 1);
 	ts_shift = 1000000000;
 	nx_phase(MEV_NX_BEGIN, MEV_LOCK_WRITE, 1);
-	spte(WORKER, 2, 0x200, TABLE + 0x1000, 0);
-	sp_event(MEV_SP_FREE, WORKER, 1, 0x200);
-	spte(WORKER, 1, 0x200, RW_4K + 0x1000, REMOVED);
+	nx_recover_table(0x200, TABLE + 0x1000, RW_4K + 0x1000);
 	nx_phase(MEV_NX_END, MEV_LOCK_WRITE, 0);
 	ts_shift = 0;
 	nx_ratio = 1;
@@ -1138,9 +1143,7 @@ static void collapse_scenario(int free_first)
 	syscall_exit(VMM);
 	ts_shift = 2000000000;
 	nx_phase(MEV_NX_BEGIN, MEV_LOCK_WRITE, 1);
-	spte(WORKER, 2, 0x200, TABLE + 0x1000, 0);
-	sp_event(MEV_SP_FREE, WORKER, 1, 0x200);
-	spte(WORKER, 1, 0x200, RW_4K + 0x1000, REMOVED);
+	nx_recover_table(0x200, TABLE + 0x1000, RW_4K + 0x1000);
 	nx_phase(MEV_NX_END, MEV_LOCK_WRITE, 0);
 	ts_shift = 0;
 }

@@ -6,6 +6,8 @@
  */
 #include "cli/cli.h"
 
+#include "db/db.h"
+
 #include "metrics/coverage.h"
 #include "metrics/fidelity.h"
 #include "replay/capture_info.h"
@@ -200,13 +202,7 @@ static int vms_read(sqlite3 *db, struct report_vms *vms)
 					     sqlite3_column_text(st, 2));
 	}
 	sqlite3_finalize(st);
-	if (sqlite3_prepare_v2(db, "SELECT coalesce(sum(value), 0) FROM meta "
-			       "WHERE key LIKE 'vm_unattributed:%'", -1, &st,
-			       NULL) != SQLITE_OK)
-		goto fail;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		vms->rows_unattributed = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
+	vms->rows_unattributed = db_meta_sum_int(db, "vm_unattributed:");
 	return 0;
 fail:
 	log_error("%s: %s", sqlite3_db_filename(db, "main"),

@@ -410,6 +410,23 @@ end:
 	return v;
 }
 
+int64_t db_meta_sum_int(sqlite3 *db, const char *prefix)
+{
+	sqlite3_stmt *stmt = NULL;
+	int64_t v = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT coalesce(sum(value), 0) FROM meta "
+			       "WHERE substr(key, 1, length(?1)) = ?1", -1,
+			       &stmt, NULL) != SQLITE_OK)
+		goto end;
+	sqlite3_bind_text(stmt, 1, prefix, -1, SQLITE_STATIC);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		v = sqlite3_column_int64(stmt, 0);
+end:
+	sqlite3_finalize(stmt);
+	return v;
+}
+
 char *db_meta_get_text(sqlite3 *db, const char *key)
 {
 	sqlite3_stmt *stmt = NULL;

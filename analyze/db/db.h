@@ -69,6 +69,9 @@ enum db_status db_meta_set_text(sqlite3 *db, const char *key, const char *v);
 int64_t db_meta_get_int(sqlite3 *db, const char *key, int64_t dflt);
 /* A malloc'd copy of a text value, or NULL when absent. */
 char *db_meta_get_text(sqlite3 *db, const char *key);
+/* The sum of the integer values whose key begins with prefix (0: none,
+ * or a failed query). */
+int64_t db_meta_sum_int(sqlite3 *db, const char *prefix);
 
 /*
  * Rows in table (or -1 on error).  Counting a table reads every page of

@@ -149,6 +149,16 @@ const struct catalog_entry *catalog_find(const struct catalog *cat,
 	return NULL;
 }
 
+int catalog_entry_col(const struct catalog_entry *e, const char *name)
+{
+	int i;
+
+	for (i = 0; e && i < e->ncols; i++)
+		if (strcmp(e->cols[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
 void catalog_free(struct catalog *cat)
 {
 	cJSON_Delete(cat->json);

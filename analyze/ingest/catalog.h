@@ -58,6 +58,8 @@ enum catalog_status catalog_load(struct catalog *cat);
 /* The entry for a raw event name, or NULL when the name is not mapped. */
 const struct catalog_entry *catalog_find(const struct catalog *cat,
 					 const char *raw);
+/* Index of column name in entry e (NULL: none), or -1. */
+int catalog_entry_col(const struct catalog_entry *e, const char *name);
 void catalog_free(struct catalog *cat);
 
 #endif

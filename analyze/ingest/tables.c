@@ -84,17 +84,6 @@ struct ingest_tables {
 	uint64_t faults_undecoded;      /* before the ISA was known */
 };
 
-/* Index of column name in catalogue entry e, or -1. */
-static int entry_col(const struct catalog_entry *e, const char *name)
-{
-	int i;
-
-	for (i = 0; i < e->ncols; i++)
-		if (strcmp(e->cols[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 /*
  * Finds the catalogue's vcpu_exit isa and fault error_code columns and
  * the fault's derived ones.  A catalogue without them decodes nothing;
@@ -112,7 +101,7 @@ static void fault_decode_init(struct ingest_tables *t)
 		e = &t->cat->entries[i];
 		if (strcmp(e->table, "vcpu_exit") == 0 && t->exit_kind < 0) {
 			t->exit_kind = i;
-			t->exit_isa = entry_col(e, "isa");
+			t->exit_isa = catalog_entry_col(e, "isa");
 		}
 		if (strcmp(e->table, "fault") != 0 || e->nderived != 2)
 			continue;
@@ -120,7 +109,7 @@ static void fault_decode_init(struct ingest_tables *t)
 			  strcmp(e->derived[1], "present") == 0 &&
 			  !e->store_raw_id);
 		t->fault_kind = i;
-		t->fault_err = entry_col(e, "error_code");
+		t->fault_err = catalog_entry_col(e, "error_code");
 		t->fault_access = e->ncols;
 	}
 }

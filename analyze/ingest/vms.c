@@ -32,16 +32,6 @@ struct vms_proc {
 	size_t nfds, capfds;
 };
 
-static int entry_col(const struct catalog_entry *e, const char *name)
-{
-	int i;
-
-	for (i = 0; e && i < e->ncols; i++)
-		if (strcmp(e->cols[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 int vms_init(struct vms *v, const struct catalog *cat)
 {
 	int i;
@@ -54,9 +44,9 @@ int vms_init(struct vms *v, const struct catalog *cat)
 	ptrmap_init(&v->procs);
 	v->entry_kind = in ? (int)(in - cat->entries) : -1;
 	v->exit_kind = out ? (int)(out - cat->entries) : -1;
-	v->col_fd = entry_col(in, "a0");
-	v->col_cmd = entry_col(in, "a1");
-	v->col_ret = entry_col(out, "a0");
+	v->col_fd = catalog_entry_col(in, "a0");
+	v->col_cmd = catalog_entry_col(in, "a1");
+	v->col_ret = catalog_entry_col(out, "a0");
 	if (v->col_fd < 0 || v->col_cmd < 0)
 		v->entry_kind = -1;
 	if (v->col_ret < 0)
@@ -225,7 +215,7 @@ int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
 	if (th->pid >= 0) {
 		v->rows_pid++;
 		if ((int)r->kind == v->entry_kind &&
-		    !(r->nullmask & (3u << v->col_fd)) &&
+		    !(r->nullmask & (1u << v->col_fd | 1u << v->col_cmd)) &&
 		    on_call(v, th, procname, r) < 0)
 			return -1;
 		else if ((int)r->kind == v->exit_kind &&

@@ -592,9 +592,7 @@ static int vm_row(sqlite3_stmt *st, void *arg)
 static int vms_read(sqlite3 *db, struct summary *s)
 {
 	s->vm_attribution = db_meta_get_text(db, "vm_attribution");
-	s->rows_unattributed = query_int(db, "SELECT coalesce(sum(value), 0) "
-					 "FROM meta WHERE key LIKE "
-					 "'vm_unattributed:%'", 0);
+	s->rows_unattributed = db_meta_sum_int(db, "vm_unattributed:");
 	return query_each(db, "SELECT id, pid, created_ts, procname FROM vm "
 			  "ORDER BY id", vm_row, s);
 }

@@ -472,7 +472,7 @@ void nx_split_drop(struct engine *e, struct nx_splits *l, uint64_t gfn);
 #define NX_TABLE_KNOWN 4u       /* the unlink was traced */
 void nx_table_spte(struct engine *e, struct thread_ctx *t, int level,
 		   uint64_t gfn, uint64_t old, uint64_t new);
-unsigned nx_table_freed(struct engine *e, struct thread_ctx *t, uint64_t gfn);
+unsigned nx_table_freed(struct thread_ctx *t, uint64_t gfn);
 void nx_table_listed(struct engine *e, uint64_t gfn, unsigned flags, int on);
 /* A table freed: a memslot flip's span fault that made it is settled
  * by nothing now (engine_nx.c, struct nx_undecided). */

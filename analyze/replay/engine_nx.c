@@ -375,12 +375,11 @@ void nx_table_spte(struct engine *e, struct thread_ctx *t, int level,
 
 /* The L1 table at gfn freed by t: which lists held it.  Unknown (no
  * unlink traced): all, as before. */
-unsigned nx_table_freed(struct engine *e, struct thread_ctx *t, uint64_t gfn)
+unsigned nx_table_freed(struct thread_ctx *t, uint64_t gfn)
 {
 	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1);
 	unsigned fl;
 
-	(void)e;
 	if (!(t->nx_unlinked_flags & NX_TABLE_KNOWN) ||
 	    t->nx_unlinked_key != key)
 		return NX_TABLE_TRACED | NX_TABLE_POLICY;

@@ -78,7 +78,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	    gfn - t->ctx_gfn < tdp_level_pages(t->sp_level + 1) &&
 	    engine_rule(e, RULE_NESTED_TEARDOWN)) {
 		if (level == TDP_LEVEL_4K) {
-			unsigned tf = nx_table_freed(e, t, gfn);
+			unsigned tf = nx_table_freed(t, gfn);
 
 			if (tf & NX_TABLE_POLICY)
 				nx_split_drop(e, &e->nx_policy, gfn);
@@ -107,7 +107,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	}
 	/* The worker recovers only listed tables; other frees drop what
 	 * the freed table held (tdp_mmu_unlink_sp()). */
-	fl = level == TDP_LEVEL_4K ? nx_table_freed(e, t, gfn) : 0;
+	fl = level == TDP_LEVEL_4K ? nx_table_freed(t, gfn) : 0;
 	if (kind == CTX_RECOVERY)
 		fl = NX_TABLE_TRACED | NX_TABLE_POLICY;
 	if (kind == CTX_RECOVERY)
