@@ -18,6 +18,11 @@ LINE = re.compile(r'^\[([0-9.]+)\] \S+ (\S+): (.*)$')
 PAIR = re.compile(r'(\w+) = ("(?:[^"\\]|\\.)*"|[-0-9A-Fa-fx]+)')
 
 failures = []
+# The work directories fresh_dir() made: finish() removes them when every
+# check passed (a suite of ~200 tests would otherwise keep gigabytes of
+# extracted traces and DBs); a failed test keeps its own for a look, as
+# does any test under MMR_KEEP_WORK=1.
+work_dirs = []
 
 
 def check(cond, what):
@@ -31,14 +36,29 @@ def finish():
     if failures:
         print("%d check(s) failed" % len(failures), file=sys.stderr)
         sys.exit(1)
+    if not os.environ.get("MMR_KEEP_WORK"):
+        for d in work_dirs:
+            shutil.rmtree(d, ignore_errors=True)
     print("ok")
     sys.exit(0)
 
 
-def fresh_dir(path):
+def fresh_dir(path, keep=False):
+    """An empty directory at path; finish() removes it after a passing
+    test unless keep (what it holds is for people to look at)."""
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(path)
+    if not keep:
+        work_dirs.append(path)
     return path
+
+
+def done_with(path):
+    """A loop's sub-directory no later step reads: removed now, unless a
+    check has failed so far (it stays beside the failure) or
+    MMR_KEEP_WORK=1.  Keeps a sweep's disk use to one fixture's."""
+    if not failures and not os.environ.get("MMR_KEEP_WORK"):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def extract_fixture(fixture_dir, work):
