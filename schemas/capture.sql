@@ -1,7 +1,7 @@
--- mmureplay capture database, schema version 3 (2 added the fault
+-- mmureplay capture database, schema version 4 (2 added the fault
 -- table's decoded access and present columns; 3 the VM of each event:
 -- table vm, column vm of every canonical table, thread.pid, and
--- stats_sample's sampler id renamed sampler_vm).
+-- stats_sample's sampler id renamed sampler_vm; 4 replay_vm_metric).
 --
 -- One file holds one capture: every trace of it (kernel and UST), its
 -- streams, the canonical events of schemas/events.json, the count of every
@@ -30,7 +30,7 @@
 --     when rows are added or removed, and readers trust the key only while
 --     the DELETE trigger exists (analyze/db/db.h, db_table_count()).
 
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;
 
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
@@ -296,6 +296,22 @@ CREATE TABLE replay_metric (
 	name    TEXT NOT NULL,
 	value   REAL NOT NULL,
 	PRIMARY KEY (run_id, name)
+) WITHOUT ROWID;
+
+-- A capture of several VMs: each VM's figures under each policy, the VMs
+-- replayed apart (table vm's id); a policy's figures over its VMs sum to
+-- its run's.  ord is the policy's place in the replay (0: the recorded
+-- one); self_check_ok is the VM's own verdict.  A policy that cannot act
+-- on a VM has no rows for it (the VM is left as recorded).  replay --vm
+-- writes its VM's rows only, never replay_run.
+CREATE TABLE replay_vm_metric (
+	policy         TEXT NOT NULL,
+	vm             INTEGER NOT NULL,
+	ord            INTEGER NOT NULL,
+	self_check_ok  INTEGER NOT NULL,
+	name           TEXT NOT NULL,
+	value          REAL NOT NULL,
+	PRIMARY KEY (policy, vm, name)
 ) WITHOUT ROWID;
 
 CREATE TABLE replay_series (

@@ -78,6 +78,77 @@ def bt_rows_by_pid(trace, canonical, faults):
     return per_pid, before, pid_faults
 
 
+def check_replay_vms(name, db, ids):
+    """replay's rows per VM: one per VM and policy, each VM's self-check
+    ok, a policy's rows summing to its capture-wide figures; --vm N gives
+    VM N's row as the whole table (the same replay, narrowed)."""
+    r = run([mmr, "replay", db, "--json"])
+    rep = json.loads(r.stdout) if r.stdout else {}
+    per = rep.get("vms", [])
+    check(r.returncode == 0 and sorted(v["vm"] for v in per) == ids and
+          all(v["self_check_ok"] for v in per),
+          "%s: replay gives a row per VM, each checked (%s)"
+          % (name, [(v["vm"], v["self_check_ok"]) for v in per]))
+    recorded = list(rep.get("policies", {"": 0}))[0]
+
+    def vm_fig(v, pol, k):
+        # A policy that cannot act on a VM leaves it as recorded.
+        p = v["policies"][pol]
+        return p[k] if p["applicable"] else \
+            v["policies"][recorded][k] if k in ("faults", "leaf_zaps",
+                                                "tlb_flushes") else 0
+    for pol, fig in rep.get("policies", {}).items():
+        if not fig["applicable"]:
+            continue
+        for k in ("faults", "leaf_zaps", "tlb_flushes", "faults_avoided",
+                  "zaps_kept"):
+            total = sum(vm_fig(v, pol, k) for v in per)
+            check(abs(total - fig[k]) < 1e-6,
+                  "%s: %s %s: the VMs' rows sum to the capture's (%s vs "
+                  "%s)" % (name, pol, k, total, fig[k]))
+    # The DB keeps each VM's figures (replay_vm_metric) as the JSON.
+    stored = dict(((vm, pol), v) for vm, pol, v in db_rows(
+        db, "SELECT vm, policy, value FROM replay_vm_metric WHERE name = "
+        "'faults'"))
+    want = dict(((v["vm"], pol), f["faults"]) for v in per
+                for pol, f in v["policies"].items() if f["applicable"])
+    check(stored == want and want,
+          "%s: replay_vm_metric holds each VM's faults (%s vs %s)"
+          % (name, stored, want))
+    runs = db_rows(db, "SELECT policy, value FROM replay_run JOIN "
+                   "replay_metric ON run_id = id WHERE name = 'faults'")
+    r1 = run([mmr, "replay", db, "--json", "--vm", str(ids[-1])])
+    one = json.loads(r1.stdout) if r1.stdout else {}
+    row = [v for v in per if v["vm"] == ids[-1]]
+    check(r1.returncode == 0 and row and
+          one["vm_attribution"]["narrowed_to"] == ids[-1] and
+          all(one["policies"][p]["faults"] == row[0]["policies"][p]["faults"]
+              and one["policies"][p]["leaf_zaps"] ==
+              row[0]["policies"][p]["leaf_zaps"]
+              for p in one["policies"] if one["policies"][p]["applicable"]),
+          "%s: replay --vm %d is VM %d's row" % (name, ids[-1], ids[-1]))
+    check(db_rows(db, "SELECT policy, value FROM replay_run JOIN "
+                  "replay_metric ON run_id = id WHERE name = 'faults'") ==
+          runs, "%s: replay --vm leaves the capture's stored runs" % name)
+    # The HTML report: a row per VM and policy from the stored figures.
+    page = os.path.join(os.path.dirname(db), "report.html")
+    check(run([mmr, "report", db, "-o", page]).returncode == 0,
+          "%s: report" % name)
+    body = open(page).read()
+    sec = body[body.find('id="vms"'):]
+    for v in per:
+        pol = list(v["policies"])[0]
+        cells = "<td>%d</td><td>%s (%d)</td><td>%s</td><td>{:,}</td>" \
+            .format(int(v["policies"][pol]["faults"])) % (
+                v["vm"], v["procname"], v["pid"], pol)
+        check(cells in sec, "%s: the report's row of VM %d: %s"
+              % (name, v["vm"], cells))
+    t = run([mmr, "replay", db]).stdout
+    check(all(re.search(r"^\s+%d\s+\d+\s+\S+\s+\S+\s+[\d,]+" % i, t,
+                        re.M) for i in ids) and "Per VM" in t,
+          "%s: replay's text has a row per VM:\n%s" % (name, t))
+
+
 fixtures = list(multi_vm_fixtures())
 check(len(fixtures) >= 5, "the multi-VM captures are found (%d)"
       % len(fixtures))
@@ -151,6 +222,7 @@ for fx in fixtures:
         check(one.returncode == 0 and
               [v["vm"] for v in json.loads(one.stdout)["vms"]] == [1],
               "%s: --vm 1 replays VM 1 alone" % name)
+        check_replay_vms(name, db, [v[0] for v in vms])
     print("%s: %s, %d rows of no VM" % (
         name, ", ".join("VM %d pid %d: %d" % (v[0], v[1], rows[v[0]])
                         for v in vms), none))

@@ -209,14 +209,15 @@ static void test_db_lifecycle(const char *dir)
 
 	/* A DB from a newer schema is refused. */
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, "PRAGMA user_version = 4", NULL, NULL, NULL)
+	CHECK(sqlite3_exec(db, "PRAGMA user_version = 5", NULL, NULL, NULL)
 	      == SQLITE_OK);
 	sqlite3_close(db);
 	db = NULL;
 	CHECK(db_open(path, 1, &db) == DB_ERR_NEWER && db == NULL);
-	/* ... and one from an older (2: no VM column), to ingest again. */
+	/* ... and one from an older (3: no replay_vm_metric), to ingest
+	 * again. */
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, "PRAGMA user_version = 2", NULL, NULL, NULL)
+	CHECK(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL)
 	      == SQLITE_OK);
 	sqlite3_close(db);
 	db = NULL;

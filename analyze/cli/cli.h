@@ -172,16 +172,21 @@ struct replay_result;
  * holds model rules a test switched off (engine.h, enum replay_rule), 0
  * otherwise.  Sets *done to the number of results filled, which the
  * caller frees with replay_result_free(), on success and on error.
+ * A capture of several VMs is replayed VM by VM, each alone, and res
+ * holds the sums; vms, when not NULL, receives each VM's figures under
+ * each policy (report_vm.met; vms->n 0 for a capture of one state, and
+ * one VM under --vm), which the caller frees with cli_vms_free().
  * Returns CLI_EXIT_OK; on error, after saying why on stderr,
  * CLI_EXIT_USAGE (a policy's period is not a multiple of the recorded
  * one), CLI_EXIT_INTERNAL (out of memory) or CLI_EXIT_INPUT (the DB
  * cannot be read).
  */
+struct report_vms;
 int cli_replay_policies(sqlite3 *db, const char *path,
 			const struct capture_info *ci,
 			const struct policy *const *pols, int n,
 			unsigned rules_off, struct replay_result *res,
-			int *done);
+			int *done, struct report_vms *vms);
 /* Narrows ci to the VM option opt names, if given: CLI_EXIT_OK, or,
  * after saying why on stderr, CLI_EXIT_USAGE (the DB has no such VM). */
 int cli_narrow_vm(const struct cli_args *a, int opt,
@@ -193,7 +198,6 @@ int cli_narrow_vm(const struct cli_args *a, int opt,
  * fewer than two VMs and no --vm is replayed as one state: vms->n 0.
  * Returns what cli_replay_one() does.
  */
-struct report_vms;
 int cli_replay_vms(sqlite3 *db, const char *path,
 		   const struct capture_info *ci, const struct policy *pol,
 		   unsigned rules_off, struct report_vms *vms,

@@ -112,7 +112,7 @@ static int add_run(struct compare *c, enum compare_side s, int i,
 	pols[0] = ci.recorded;
 	pols[1] = whatif_pol;
 	n = whatif_pol && whatif_pol != ci.recorded ? 2 : 1;
-	rc = cli_replay_policies(db, path, &ci, pols, n, 0, res, &done);
+	rc = cli_replay_policies(db, path, &ci, pols, n, 0, res, &done, NULL);
 	if (rc != CLI_EXIT_OK)
 		goto end;
 	fidelity_compute(&res[0], fidelity_default_tolerance, &fid);

@@ -14,12 +14,13 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_POLICIES 16
 
-enum { OPT_POLICY, OPT_JSON, OPT_OUTPUT, OPT_RATIO, OPT_PERIOD, OPT_FORCE,
-       OPT_N };
+enum { OPT_POLICY, OPT_JSON, OPT_OUTPUT, OPT_RATIO, OPT_PERIOD, OPT_VM,
+       OPT_FORCE, OPT_N };
 
 static const struct cli_option options[] = {
 	[OPT_POLICY] = CLI_LIST("policy", 'p', "NAME",
@@ -32,6 +33,7 @@ static const struct cli_option options[] = {
 	[OPT_PERIOD] = CLI_INT("nx-period", 0, "MS", 1, UINT_MAX,
 			       "NX recovery period of the trace, ms (default: "
 			       "manifest)"),
+	[OPT_VM] = CLI_VM,
 	[OPT_FORCE] = CLI_FLAG("force", 0,
 			       "after a failed self-check, give and store the "
 			       "what-if anyway, marked unverified (exit 6 "
@@ -43,7 +45,7 @@ static int run(struct cli_args *a);
 
 const struct cli_command cli_cmd_replay = {
 	.name = "replay",
-	.usage = "DB [--policy NAME]... [--json] [-o FILE]",
+	.usage = "DB [--policy NAME]... [--vm ID] [--json] [-o FILE]",
 	.summary = "What-if: replay the capture under other MMU policies.",
 	.details =
 	"Replays the capture under the policy it was recorded with (baseline\n"
@@ -69,7 +71,13 @@ const struct cli_command cli_cmd_replay = {
 	"policy that changes NX recovery alone is \"not applicable\", with\n"
 	"the reason and no figures, where it cannot act: the manifest says\n"
 	"kvm.nx_huge_pages=N, or no page was NX-split or no batch ran.  At\n"
-	"most 16 policies a run (stored runs accumulate over runs).\n",
+	"most 16 policies a run (stored runs accumulate over runs).\n"
+	"A capture of several VMs (table vm) is replayed VM by VM, each\n"
+	"alone with its own state; the table gives their sums and a row per\n"
+	"VM and policy follows (JSON \"vms\"); the self-check passes when\n"
+	"every VM's does.  The DB keeps each VM's figures (replay_vm_metric)\n"
+	"beside the capture's runs.  --vm ID replays that VM alone and\n"
+	"stores its figures as that VM's only, never as the capture's.\n",
 	.options = options,
 	.run = run,
 };
@@ -120,13 +128,35 @@ struct replay_output {
 	const struct replay_metrics *met;
 	int shown;
 	const struct fidelity *fid;
+	const struct report_vms *vms;
 };
 
 static void text(FILE *out, const void *r, const char *db_path)
 {
 	const struct replay_output *o = r;
 
-	report_replay_text(out, o->met, o->shown, o->fid, db_path);
+	report_replay_text(out, o->met, o->shown, o->fid, db_path, o->vms);
+}
+
+/* Each VM's figures as replay_metrics_store_runs() takes them (*out
+ * NULL for a capture of one state).  A CLI_EXIT_*. */
+static int vms_figures(const struct report_vms *vms,
+		       struct replay_vm_figures **out)
+{
+	int i;
+
+	*out = NULL;
+	if (!vms->n)
+		return CLI_EXIT_OK;
+	*out = calloc((size_t)vms->n, sizeof(**out));
+	if (!*out)
+		return CLI_EXIT_INTERNAL;
+	for (i = 0; i < vms->n; i++) {
+		(*out)[i].vm = vms->vm[i].id;
+		(*out)[i].self_check_ok = vms->vm[i].fid.ok;
+		(*out)[i].met = vms->vm[i].met;
+	}
+	return CLI_EXIT_OK;
 }
 
 static int run(struct cli_args *a)
@@ -137,7 +167,9 @@ static int run(struct cli_args *a)
 	struct replay_metrics met[MAX_POLICIES];
 	struct fidelity fid;
 	struct capture_info ci;
-	struct replay_output ro = { met, 0, &fid };
+	struct report_vms vms = { 0 };
+	struct replay_vm_figures *vfig = NULL;
+	struct replay_output ro = { met, 0, &fid, &vms };
 	double duration;
 	int rc, n, i, shown, done = 0;
 
@@ -149,6 +181,9 @@ static int run(struct cli_args *a)
 		ci.nx_ratio = a->num[OPT_RATIO];
 	if (a->str[OPT_PERIOD])
 		ci.nx_period_ms = a->num[OPT_PERIOD];
+	rc = cli_narrow_vm(a, OPT_VM, &ci);
+	if (rc != CLI_EXIT_OK)
+		goto end;
 	n = policies_parse(a->str[OPT_POLICY], ci.recorded, pols);
 	if (n < 0) {
 		rc = CLI_EXIT_USAGE;
@@ -179,7 +214,8 @@ static int run(struct cli_args *a)
 		rc = CLI_EXIT_OUTPUT;
 		goto end;
 	}
-	rc = cli_replay_policies(db, a->path, &ci, pols, n, 0, res, &done);
+	rc = cli_replay_policies(db, a->path, &ci, pols, n, 0, res, &done,
+				 &vms);
 	if (rc != CLI_EXIT_OK)
 		goto end;
 	for (i = 0; i < n; i++)
@@ -192,20 +228,25 @@ static int run(struct cli_args *a)
 		shown = 0;
 	else
 		shown = n;
+	rc = vms_figures(&vms, &vfig);
+	if (rc != CLI_EXIT_OK)
+		goto end;
 	rc = CLI_EXIT_OUTPUT;
 	if (replay_metrics_store_runs(db, res, met, shown ? shown : 1,
-				      fid.ok) < 0)
+				      fid.ok, vfig, vms.n, vms.narrowed) < 0)
 		goto end;
 	ro.shown = shown;
 	rc = cli_output(a->str[OPT_OUTPUT], a->str[OPT_JSON] != NULL,
 			a->str[OPT_JSON] ?
 			report_replay_json(met, shown, res, &res[0], &fid,
-					   a->path) : NULL,
+					   a->path, &vms) : NULL,
 			text, &ro, a->path);
 	if (rc == CLI_EXIT_OK && !fid.ok)
 		rc = CLI_EXIT_CHECK;
 end:
 	for (i = 0; i < done; i++)
 		replay_result_free(&res[i]);
+	free(vfig);
+	cli_vms_free(&vms);
 	return rc;
 }

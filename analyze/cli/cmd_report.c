@@ -40,7 +40,8 @@ const struct cli_command cli_cmd_report = {
 	"what-if table, per-second charts): those the last 'mmureplay replay'\n"
 	"stored, else the report replays the capture itself under its\n"
 	"recorded policy and every other (not stored: the DB is only read),\n"
-	"and says so.  A source that cannot be replayed is said so too.  One\n"
+	"and says so.  A source that cannot be replayed is said so too.  A\n"
+	"capture of several VMs has a what-if row per VM and policy.  One\n"
 	"file, inline CSS and SVG: it reads offline.\n",
 	.options = options,
 	.run = run,
@@ -50,11 +51,48 @@ struct report_input {
 	struct summary s;
 	struct stored_run *runs;
 	int n;
+	struct stored_vm_run *vms;      /* a capture of several VMs */
+	int nvms;
 	struct spikes sp;
 	struct timeline tl;
 	const char *note;
 	char note_buf[320];
 };
+
+/* Each VM's figures of a replay made now, as the DB would hold them
+ * (replay_vms_load()): the recorded policy's for every VM, the others'
+ * where they can act.  A CLI_EXIT_*. */
+static int vms_now(const struct report_vms *vms, int n,
+		   struct report_input *r)
+{
+	int i, p;
+
+	r->vms = calloc((size_t)(vms->n * n) + 1, sizeof(*r->vms));
+	if (!r->vms)
+		return CLI_EXIT_INTERNAL;
+	for (i = 0; i < vms->n; i++) {
+		const struct report_vm *v = &vms->vm[i];
+
+		for (p = 0; p < n; p++) {
+			struct stored_vm_run *o = &r->vms[r->nvms];
+
+			if ((p && v->met[p].not_applicable) ||
+			    (!v->fid.ok && p))
+				continue;
+			o->vm = v->id;
+			o->pid = v->pid;
+			snprintf(o->procname, sizeof(o->procname), "%s",
+				 v->procname ? v->procname : "?");
+			snprintf(o->policy, sizeof(o->policy), "%s",
+				 v->met[p].policy);
+			o->self_check_ok = v->fid.ok;
+			o->m = v->met[p];
+			o->m.policy = o->policy;
+			r->nvms++;
+		}
+	}
+	return CLI_EXIT_OK;
+}
 
 /*
  * No stored runs: replay now, as 'mmureplay replay' would (the recorded
@@ -68,6 +106,7 @@ static int replay_now(sqlite3 *db, const char *path, struct report_input *r)
 	struct replay_result res[16];
 	struct capture_info ci;
 	struct fidelity fid;
+	struct report_vms vms = { 0 };
 	int rc, i, n = 1, done = 0, keep;
 
 	memset(res, 0, sizeof(res));
@@ -79,11 +118,14 @@ static int replay_now(sqlite3 *db, const char *path, struct report_input *r)
 		if (policy_registry[i] != ci.recorded &&
 		    policy_period_factor(policy_registry[i], ci.nx_period_ms))
 			pols[n++] = policy_registry[i];
-	rc = cli_replay_policies(db, path, &ci, pols, n, 0, res, &done);
+	rc = cli_replay_policies(db, path, &ci, pols, n, 0, res, &done, &vms);
 	if (rc != CLI_EXIT_OK)
 		goto end;
 	fidelity_compute(&res[0], fidelity_default_tolerance, &fid);
 	keep = fid.ok ? done : 1;
+	rc = vms_now(&vms, keep, r);
+	if (rc != CLI_EXIT_OK)
+		goto end;
 	rc = CLI_EXIT_INTERNAL;
 	r->runs = calloc((size_t)keep, sizeof(*r->runs));
 	if (!r->runs)
@@ -99,6 +141,7 @@ static int replay_now(sqlite3 *db, const char *path, struct report_input *r)
 end:
 	for (i = 0; i < done; i++)
 		replay_result_free(&res[i]);
+	cli_vms_free(&vms);
 	return rc;
 }
 
@@ -106,8 +149,8 @@ static void html(FILE *out, const void *in, const char *db_path)
 {
 	const struct report_input *r = in;
 
-	report_html(out, &r->s, r->runs, r->n, &r->sp, &r->tl, r->note,
-		    db_path);
+	report_html(out, &r->s, r->runs, r->n, r->vms, r->nvms, &r->sp,
+		    &r->tl, r->note, db_path);
 }
 
 static int run(struct cli_args *a)
@@ -123,6 +166,7 @@ static int run(struct cli_args *a)
 		goto end;
 	rc = CLI_EXIT_INPUT;
 	if (replay_metrics_load(a->db, &r.runs, &r.n) < 0 ||
+	    replay_vms_load(a->db, &r.vms, &r.nvms) < 0 ||
 	    capture_info_read(a->db, &ci) < 0 ||
 	    spikes_compute(a->db, ci.fmt, 0, 10, ci.workers, ci.nworkers,
 			   &r.sp) < 0 ||
@@ -133,8 +177,12 @@ static int run(struct cli_args *a)
 			 coverage_gap(&r.s.cov, COVERAGE_REPLAY));
 		r.note = r.note_buf;
 	} else if (r.n == 0) {
+		/* Rows of a replay --vm alone are not the capture's. */
 		free(r.runs);
+		free(r.vms);
 		r.runs = NULL;
+		r.vms = NULL;
+		r.nvms = 0;
 		rc = replay_now(a->db, a->path, &r);
 		if (rc != CLI_EXIT_OK)
 			goto end;
@@ -142,6 +190,7 @@ static int run(struct cli_args *a)
 	rc = cli_output(a->str[OPT_OUTPUT], 0, NULL, html, &r, a->path);
 end:
 	replay_metrics_free_runs(r.runs, r.n);
+	free(r.vms);
 	summary_free(&r.s);
 	return rc;
 }

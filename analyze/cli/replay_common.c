@@ -118,23 +118,88 @@ static int replay_one_state(sqlite3 *db, const char *path,
 	return rc;
 }
 
+/* Each VM's process and name (table vm), and ingest's count of rows of
+ * no VM.  Returns 0, or -1 after a failed query (logged). */
+static int vms_read(sqlite3 *db, struct report_vms *vms);
+
+/* vms->vm[] for the VMs ci replays (ci->vm alone, or all), their ids,
+ * processes and names.  Returns CLI_EXIT_OK or, after saying why, the
+ * exit code. */
+static int vms_open(sqlite3 *db, const char *path,
+		    const struct capture_info *ci, struct report_vms *vms)
+{
+	int i;
+
+	memset(vms, 0, sizeof(*vms));
+	vms->narrowed = ci->vm;
+	vms->n = ci->vm ? 1 : ci->nvms;
+	vms->vm = calloc((size_t)vms->n, sizeof(*vms->vm));
+	if (!vms->vm) {
+		log_error("%s: out of memory", path);
+		return CLI_EXIT_INTERNAL;
+	}
+	for (i = 0; i < vms->n; i++)
+		vms->vm[i].id = ci->vm ? ci->vm : i + 1;
+	return vms_read(db, vms) < 0 ? CLI_EXIT_INPUT : CLI_EXIT_OK;
+}
+
+/* One VM's figures under each policy into v (vms, replay's rows), its
+ * self-check from the recorded policy's run. */
+static int vm_keep(sqlite3 *db, const char *path,
+		   const struct capture_info *ci,
+		   const struct policy *const *pols, int n,
+		   const struct replay_result *part, struct report_vm *v)
+{
+	double duration = (double)db_meta_get_int(db, "last_ts", 0) / 1e9;
+	int p;
+
+	v->met = calloc((size_t)n, sizeof(*v->met));
+	if (!v->met) {
+		log_error("%s: out of memory", path);
+		return CLI_EXIT_INTERNAL;
+	}
+	for (p = 0; p < n; p++) {
+		replay_metrics_compute(&part[p], duration, &v->met[p]);
+		if (pols[p] == ci->recorded)
+			fidelity_compute(&part[p], fidelity_default_tolerance,
+					 &v->fid);
+	}
+	return CLI_EXIT_OK;
+}
+
 /*
  * A capture of several VMs: each VM alone, every policy; the results
- * are the sums over VMs (replay_result_merge()).
+ * are the sums over VMs (replay_result_merge()), each VM's figures in
+ * vms when asked.
  */
 int cli_replay_policies(sqlite3 *db, const char *path,
 			const struct capture_info *ci,
 			const struct policy *const *pols, int n,
 			unsigned rules_off, struct replay_result *res,
-			int *done)
+			int *done, struct report_vms *vms)
 {
 	struct capture_info one = *ci;
 	struct replay_result *part;
 	int v, p, rc = CLI_EXIT_OK, got;
 
-	if (ci->vm || ci->nvms < 2)
-		return replay_one_state(db, path, ci, pols, n, rules_off, res,
-					done);
+	if (vms) {
+		memset(vms, 0, sizeof(*vms));
+		if (ci->vm || ci->nvms >= 2)
+			rc = vms_open(db, path, ci, vms);
+		if (rc != CLI_EXIT_OK)
+			return rc;
+	}
+	if (ci->vm || ci->nvms < 2) {
+		rc = replay_one_state(db, path, ci, pols, n, rules_off, res,
+				      done);
+		if (rc == CLI_EXIT_OK && vms && vms->n) {
+			rc = vm_keep(db, path, ci, pols, n, res, &vms->vm[0]);
+			vms->kthread_events_decided =
+				res[0].kthread_events_decided;
+			vms->kthread_events_left = res[0].kthread_events_left;
+		}
+		return rc;
+	}
 	*done = 0;
 	part = calloc((size_t)n, sizeof(*part));
 	if (!part) {
@@ -145,6 +210,9 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 		one.vm = v;
 		rc = replay_one_state(db, path, &one, pols, n, rules_off,
 				      part, &got);
+		if (rc == CLI_EXIT_OK && vms)
+			rc = vm_keep(db, path, ci, pols, n, part,
+				     &vms->vm[v - 1]);
 		for (p = 0; p < got; p++) {
 			/* The self-check holds per VM: the sum may pass
 			 * where one VM does not. */
@@ -166,6 +234,10 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 			*done = rc == CLI_EXIT_OK ? n : 0;
 	}
 	free(part);
+	if (vms && rc == CLI_EXIT_OK) {
+		vms->kthread_events_decided = res[0].kthread_events_decided;
+		vms->kthread_events_left = res[0].kthread_events_left;
+	}
 	return rc;
 }
 
@@ -176,11 +248,9 @@ int cli_replay_one(sqlite3 *db, const char *path,
 	int done;
 
 	return cli_replay_policies(db, path, ci, &pol, 1, rules_off, res,
-				   &done);
+				   &done, NULL);
 }
 
-/* Each VM's process and name (table vm), and ingest's count of rows of
- * no VM.  Returns 0, or -1 after a failed query (logged). */
 static int vms_read(sqlite3 *db, struct report_vms *vms)
 {
 	sqlite3_stmt *st = NULL;
@@ -223,17 +293,9 @@ int cli_replay_vms(sqlite3 *db, const char *path,
 	memset(total, 0, sizeof(*total));
 	if (!ci->vm && ci->nvms < 2)
 		return cli_replay_one(db, path, ci, pol, rules_off, total);
-	vms->narrowed = ci->vm;
-	vms->n = ci->vm ? 1 : ci->nvms;
-	vms->vm = calloc((size_t)vms->n, sizeof(*vms->vm));
-	if (!vms->vm) {
-		log_error("%s: out of memory", path);
-		return CLI_EXIT_INTERNAL;
-	}
-	for (i = 0; i < vms->n; i++)
-		vms->vm[i].id = ci->vm ? ci->vm : i + 1;
-	if (vms_read(db, vms) < 0)
-		return CLI_EXIT_INPUT;
+	rc = vms_open(db, path, ci, vms);
+	if (rc != CLI_EXIT_OK)
+		return rc;
 	for (i = 0; i < vms->n; i++) {
 		struct report_vm *v = &vms->vm[i];
 
@@ -258,6 +320,7 @@ void cli_vms_free(struct report_vms *vms)
 
 	for (i = 0; vms->vm && i < vms->n; i++) {
 		free((char *)vms->vm[i].procname);
+		free(vms->vm[i].met);
 		replay_result_free(&vms->vm[i].res);
 	}
 	free(vms->vm);

@@ -238,18 +238,26 @@ end:
 
 int replay_metrics_store_runs(sqlite3 *db, const struct replay_result *r,
 			      const struct replay_metrics *m, int n,
-			      int self_check_ok)
+			      int self_check_ok,
+			      const struct replay_vm_figures *vms, int nvms,
+			      int narrowed)
 {
 	int i, rc = -1;
 
 	cleanup_signals_hold();
 	if (db_exec(db, "BEGIN IMMEDIATE") != DB_OK)
 		goto end;
-	if (!self_check_ok && replay_metrics_clear(db) < 0)
+	if (!self_check_ok && !narrowed && replay_metrics_clear(db) < 0)
 		goto rollback;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n && !narrowed; i++)
 		if (replay_metrics_store(db, &r[i], &m[i], self_check_ok) < 0)
 			goto rollback;
+	if (replay_vms_store(db, vms, nvms, n, !self_check_ok && !narrowed)
+	    < 0) {
+		log_error("%s: cannot store the VMs' replay results: %s",
+			  sqlite3_db_filename(db, "main"), sqlite3_errmsg(db));
+		goto rollback;
+	}
 	if (db_exec(db, "COMMIT") == DB_OK) {
 		rc = 0;
 		goto end;

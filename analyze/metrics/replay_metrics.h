@@ -188,17 +188,51 @@ void replay_metrics_free_runs(struct stored_run *runs, int n);
 void replay_metrics_stored_from(struct replay_result *r, double duration_s,
 				int self_check_ok, struct stored_run *out);
 
+/* One VM's figures under each policy of a replay (met[0..n), in the
+ * runs' order, met[0] the recorded policy's). */
+struct replay_vm_figures {
+	int64_t vm;                     /* table vm's id */
+	int self_check_ok;              /* this VM's own */
+	const struct replay_metrics *met;
+};
+
 /*
  * Stores runs r[0..n) with their figures m[0..n) in db, replacing each
- * policy's stored run, all in one transaction with the termination
- * signals held, so that they land together or not at all.  r[0] is the
- * self-check; when it failed (self_check_ok 0) every run an earlier
- * replay stored is dropped first, since a failed self-check withholds
- * every what-if.  Returns 0; on error -1, after saying why on stderr,
+ * policy's stored run, and each VM's figures vms[0..nvms) (table
+ * replay_vm_metric; nvms 0 for a capture of one state), all in one
+ * transaction with the termination signals held, so that they land
+ * together or not at all.  r[0] is the self-check; when it failed
+ * (self_check_ok 0) every run an earlier replay stored is dropped first,
+ * since a failed self-check withholds every what-if.  narrowed: the runs
+ * are one VM's (--vm), stored as its VM's figures only, never as the
+ * capture's runs.  Returns 0; on error -1, after saying why on stderr,
  * and the DB is as it was.
  */
 int replay_metrics_store_runs(sqlite3 *db, const struct replay_result *r,
 			      const struct replay_metrics *m, int n,
-			      int self_check_ok);
+			      int self_check_ok,
+			      const struct replay_vm_figures *vms, int nvms,
+			      int narrowed);
+
+/* replay_vms.c: each VM's figures in the DB. */
+
+/* A VM's stored figures under one policy (table replay_vm_metric). */
+struct stored_vm_run {
+	int64_t vm, pid;
+	char procname[32];
+	char policy[32];
+	int self_check_ok;
+	struct replay_metrics m;        /* RM_WHATIF figures; others 0 */
+};
+
+/* Stores vms[0..nvms) under n policies, replacing each (policy, VM)
+ * pair's rows, every VM's first when clear; inside the caller's
+ * transaction.  Returns 0, or -1 with the error in db. */
+int replay_vms_store(sqlite3 *db, const struct replay_vm_figures *vms,
+		     int nvms, int n, int clear);
+/* Loads every stored (VM, policy) row, by VM, the recorded policy first;
+ * *out is malloc'd (NULL and *n 0 when none).  Returns 0, or -1 after
+ * saying why. */
+int replay_vms_load(sqlite3 *db, struct stored_vm_run **out, int *n);
 
 #endif

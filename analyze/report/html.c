@@ -442,6 +442,58 @@ static void section_whatif(FILE *o, const struct stored_run *r, int n)
 	}
 }
 
+/* Each VM's what-if (a capture of several VMs): a row per VM and
+ * policy; a policy that cannot act on a VM shows it as recorded. */
+static void section_vms(FILE *o, const struct stored_vm_run *v, int nv)
+{
+	static const struct {
+		enum replay_metric k;
+		const char *h;
+	} cols[] = {
+		{ RM_FAULTS, "faults" }, { RM_LEAF_ZAPS, "leaf zaps" },
+		{ RM_TLB_FLUSHES, "TLB flushes" },
+		{ RM_LOCK_WAIT_MS, "lock wait ms" },
+	};
+	size_t c;
+	int i;
+
+	if (!nv)
+		return;
+	fprintf(o, "<h2 id=\"vms\">What-if per VM</h2>\n<p class=\"note\">"
+		"Each VM replayed alone, with its own state and self-check; "
+		"a policy's rows sum to its row above.  A policy missing for "
+		"a VM cannot act on it (that VM stays as recorded).</p>\n"
+		"<table><tr><th>VM</th><th>process</th><th>policy</th>");
+	for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++)
+		fprintf(o, "<th>%s</th>", cols[c].h);
+	fprintf(o, "<th>self-check</th></tr>\n");
+	for (i = 0; i < nv; i++) {
+		int first = !i || v[i - 1].vm != v[i].vm;
+
+		fprintf(o, "<tr><td>");
+		if (first) {
+			fprintf(o, "%lld</td><td>", (long long)v[i].vm);
+			esc(o, v[i].procname);
+			fprintf(o, " (%lld)", (long long)v[i].pid);
+		} else {
+			fprintf(o, "</td><td>");
+		}
+		fprintf(o, "</td><td>");
+		esc(o, v[i].policy);
+		fprintf(o, "</td>");
+		for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
+			if (cols[c].k == RM_LOCK_WAIT_MS)
+				fprintf(o, "<td>%.1f</td>", v[i].m.v[cols[c].k]);
+			else
+				td_count(o, v[i].m.v[cols[c].k]);
+		}
+		fprintf(o, "<td class=\"%s\">%s</td></tr>\n",
+			v[i].self_check_ok ? "ok" : "bad",
+			!first ? "" : v[i].self_check_ok ? "ok" : "FAILED");
+	}
+	fprintf(o, "</table>\n");
+}
+
 /* Per-second series of every policy as polylines in one SVG; a policy
  * that cannot act here has none (it would lie on the recorded line). */
 static void chart(FILE *o, const struct stored_run *r, int n,
@@ -629,6 +681,7 @@ static void section_spikes(FILE *o, const struct spikes *sp)
 
 void report_html(FILE *o, const struct summary *s,
 		 const struct stored_run *runs, int n,
+		 const struct stored_vm_run *vms, int nvms,
 		 const struct spikes *sp, const struct timeline *tl,
 		 const char *replay_note, const char *db_path)
 {
@@ -667,6 +720,7 @@ void report_html(FILE *o, const struct summary *s,
 		section_fidelity(o, &runs[0]);
 		if (runs[0].self_check_ok) {
 			section_whatif(o, runs, n);
+			section_vms(o, vms, nvms);
 			chart(o, runs, n, "NPF faults", 0);
 			chart(o, runs, n, "Leaf zaps", 1);
 		}

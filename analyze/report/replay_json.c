@@ -16,7 +16,8 @@
 char *report_replay_json(const struct replay_metrics *m, int n,
 			 const struct replay_result *r,
 			 const struct replay_result *self_check,
-			 const struct fidelity *f, const char *db_path)
+			 const struct fidelity *f, const char *db_path,
+			 const struct report_vms *vms)
 {
 	static const struct {
 		const char *name;
@@ -85,6 +86,7 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 			cJSON_AddItemToArray(a, t);
 		}
 	}
+	report_vms_whatif_json(root, vms, n);
 	report_knowledge_json(root, self_check);
 	out = cJSON_Print(root);
 	cJSON_Delete(root);

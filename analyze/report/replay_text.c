@@ -51,7 +51,8 @@ static void limits_print(FILE *out, const char *before, const char *policy,
 }
 
 void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
-			const struct fidelity *f, const char *db_path)
+			const struct fidelity *f, const char *db_path,
+			const struct report_vms *vms)
 {
 	char buf[32];
 	size_t c;
@@ -67,6 +68,7 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 		fprintf(out, "  The self-check under %s failed (see "
 			"'mmureplay fidelity'):\n  what-if figures are "
 			"withheld.\n", f->policy);
+		report_vms_whatif_text(out, vms, 0);
 		return;
 	}
 	if (!f->ok)
@@ -168,4 +170,5 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 		if (m[i].not_applicable)
 			limits_print(out, "", m[i].policy, " does not apply:",
 				     m[i].not_applicable, !c++);
+	report_vms_whatif_text(out, vms, n);
 }

@@ -30,7 +30,7 @@
 #define REPORT_JSON_SCHEMA_LIST(X) \
 	X(REPORT_JSON_SUMMARY, "mmureplay-summary", 3) \
 	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 5) \
-	X(REPORT_JSON_REPLAY, "mmureplay-replay", 5) \
+	X(REPORT_JSON_REPLAY, "mmureplay-replay", 6) \
 	X(REPORT_JSON_SPIKES, "mmureplay-spikes", 1) \
 	X(REPORT_JSON_COMPARE, "mmureplay-compare", 3)
 
@@ -60,7 +60,11 @@ struct report_vm {
 	int64_t id, pid;
 	const char *procname;           /* may be NULL */
 	struct fidelity fid;
-	struct replay_result res;
+	struct replay_result res;       /* fidelity's: the recorded policy */
+	/* replay's: each policy's figures for this VM alone, in the order
+	 * of the capture-wide table (met[0] the recorded policy); NULL
+	 * where only the self-check ran. */
+	struct replay_metrics *met;
 };
 
 struct report_vms {
@@ -82,6 +86,11 @@ char *report_fidelity_json_vms(const struct fidelity *f,
 /* The VMs' table (text) and "vms" / "vm_attribution" keys (JSON). */
 void report_vms_text(FILE *out, const struct report_vms *vms);
 void report_vms_json(struct cJSON *root, const struct report_vms *vms);
+/* replay's per-VM rows: each VM's what-if under the n policies shown
+ * (n 0 after a failed self-check: the VMs' verdicts only). */
+void report_vms_whatif_text(FILE *out, const struct report_vms *vms, int n);
+void report_vms_whatif_json(struct cJSON *root, const struct report_vms *vms,
+			    int n);
 void report_fidelity_text(FILE *out, const struct fidelity *f,
 			  const struct replay_result *r, const char *db_path);
 
@@ -100,18 +109,23 @@ void report_knowledge_json(struct cJSON *root, const struct replay_result *r);
 char *report_replay_json(const struct replay_metrics *m, int n,
 			 const struct replay_result *r,
 			 const struct replay_result *self_check,
-			 const struct fidelity *f, const char *db_path);
+			 const struct fidelity *f, const char *db_path,
+			 const struct report_vms *vms);
 /* The same as text tables, m[0..n) shown; m[0] (the recorded policy's
- * run) must be there even when n is 0, for the trace's duration. */
+ * run) must be there even when n is 0, for the trace's duration.  vms:
+ * per-VM rows after the capture's (NULL or vms->n 0: none). */
 void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
-			const struct fidelity *f, const char *db_path);
+			const struct fidelity *f, const char *db_path,
+			const struct report_vms *vms);
 
 /* The self-contained HTML report: summary, the timeline (tl, or NULL),
- * spikes, self-check, what-if, charts from the replay runs (the
+ * spikes, self-check, what-if, each VM's what-if (vms[0..nvms), a
+ * capture of several VMs), charts from the replay runs (the
  * self-check's first); replay_note, when not NULL, says where they come
  * from or why there are none. */
 void report_html(FILE *out, const struct summary *s,
 		 const struct stored_run *runs, int n,
+		 const struct stored_vm_run *vms, int nvms,
 		 const struct spikes *sp, const struct timeline *tl,
 		 const char *replay_note, const char *db_path);
 

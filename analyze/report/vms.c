@@ -1,12 +1,13 @@
 /*
  * A capture's VMs in the reports (report.h struct report_vms): a row
- * per VM with its own self-check, and what no VM could be given.
+ * per VM with its own self-check (fidelity) or its own what-if under
+ * each policy (replay), and what no VM could be given.
  */
 #include "report/report.h"
 
-
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <string.h>
 
 void report_vms_text(FILE *out, const struct report_vms *vms)
 {
@@ -42,14 +43,11 @@ void report_vms_text(FILE *out, const struct report_vms *vms)
 		report_fmt_count(c, sizeof(c), vms->kthread_events_left));
 }
 
-void report_vms_json(cJSON *root, const struct report_vms *vms)
+/* What ingest and the replay could not give a VM, and the --vm. */
+static void vm_attribution_json(cJSON *root, const struct report_vms *vms)
 {
-	cJSON *a, *o;
-	int i;
+	cJSON *o = cJSON_AddObjectToObject(root, "vm_attribution");
 
-	if (!vms || !vms->n)
-		return;
-	o = cJSON_AddObjectToObject(root, "vm_attribution");
 	cJSON_AddNumberToObject(o, "narrowed_to", vms->narrowed);
 	cJSON_AddNumberToObject(o, "rows_unattributed",
 				(double)vms->rows_unattributed);
@@ -57,6 +55,16 @@ void report_vms_json(cJSON *root, const struct report_vms *vms)
 				(double)vms->kthread_events_decided);
 	cJSON_AddNumberToObject(o, "kthread_events_left",
 				(double)vms->kthread_events_left);
+}
+
+void report_vms_json(cJSON *root, const struct report_vms *vms)
+{
+	cJSON *a, *o;
+	int i;
+
+	if (!vms || !vms->n)
+		return;
+	vm_attribution_json(root, vms);
 	a = cJSON_AddArrayToObject(root, "vms");
 	for (i = 0; i < vms->n; i++) {
 		const struct report_vm *v = &vms->vm[i];
@@ -70,5 +78,130 @@ void report_vms_json(cJSON *root, const struct report_vms *vms)
 		else
 			cJSON_AddNullToObject(o, "procname");
 		report_fidelity_json_add(o, &v->fid, &v->res);
+	}
+}
+
+/* The policy column fits the longest name shown (a combination's). */
+static int whatif_name_width(const struct report_vms *vms, int n)
+{
+	int i, w = 16;
+
+	for (i = 0; i < n; i++)
+		if ((int)strlen(vms->vm[0].met[i].policy) > w)
+			w = (int)strlen(vms->vm[0].met[i].policy);
+	return w;
+}
+
+void report_vms_whatif_text(FILE *out, const struct report_vms *vms, int n)
+{
+	static const enum replay_metric cols[] = {
+		RM_FAULTS, RM_LEAF_ZAPS, RM_TLB_FLUSHES, RM_LOCK_WAIT_MS,
+	};
+	char buf[32];
+	int i, p, w;
+	size_t c;
+
+	if (!vms || !vms->n || !vms->vm[0].met)
+		return;
+	if (vms->narrowed) {
+		fprintf(out, "\n  VM %" PRId64 " alone (--vm): process %" PRId64
+			" %s, its own state and self-check.\n", vms->vm[0].id,
+			vms->vm[0].pid, vms->vm[0].procname ?
+			vms->vm[0].procname : "?");
+		return;
+	}
+	w = whatif_name_width(vms, n);
+	if (!n) {
+		fprintf(out, "\n  VMs, each checked alone:");
+		for (i = 0; i < vms->n; i++)
+			fprintf(out, "%s vm %" PRId64 " %s", i ? "," : "",
+				vms->vm[i].id,
+				vms->vm[i].fid.ok ? "ok" : "FAILED");
+		fputc('\n', out);
+		return;
+	}
+	fprintf(out, "\n  Per VM, each replayed alone (a policy's rows sum to "
+		"its row above):\n");
+	fprintf(out, "  %4s %7s %-15s %-*s %11s %11s %11s %11s  %s\n", "vm",
+		"pid", "process", w, "policy", "faults", "leaf zaps",
+		"flushes", "wait ms", "self-check");
+	fprintf(out, "  ---- ------- --------------- %.*s ----------- "
+		"----------- ----------- -----------  ----------\n", w,
+		"----------------------------------------------------------");
+	for (i = 0; i < vms->n; i++) {
+		const struct report_vm *v = &vms->vm[i];
+
+		for (p = 0; p < n; p++) {
+			const struct replay_metrics *m = &v->met[p];
+
+			if (!p)
+				fprintf(out, "  %4" PRId64 " %7" PRId64
+					" %-15.15s", v->id, v->pid,
+					v->procname ? v->procname : "?");
+			else
+				fprintf(out, "  %4s %7s %-15s", "", "", "");
+			fprintf(out, " %-*s", w, m->policy);
+			/* The recorded policy's row is the VM's replay,
+			 * whether or not its knob could act there. */
+			if (p && m->not_applicable) {
+				fprintf(out, " not applicable\n");
+				continue;
+			}
+			for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
+				if (cols[c] == RM_LOCK_WAIT_MS)
+					snprintf(buf, sizeof(buf), "%.1f",
+						 m->v[cols[c]]);
+				else
+					report_fmt_count(buf, sizeof(buf),
+							 (int64_t)m->v[cols[c]]);
+				fprintf(out, " %11s", buf);
+			}
+			fprintf(out, "%s\n", p ? "" :
+				v->fid.ok ? "  ok" : "  FAILED");
+		}
+	}
+}
+
+void report_vms_whatif_json(cJSON *root, const struct report_vms *vms, int n)
+{
+	static const enum replay_metric figs[] = {
+		RM_FAULTS, RM_FAULTS_AVOIDED, RM_FAULTS_ADDED, RM_LEAF_ZAPS,
+		RM_ZAPS_KEPT, RM_ZAPS_KEPT_INFERRED, RM_TLB_FLUSHES,
+		RM_LOCK_WAIT_MS, RM_RECOVERY_BATCHES_RUN,
+	};
+	cJSON *a, *o, *pols, *p;
+	int i, j;
+	size_t k;
+
+	if (!vms || !vms->n || !vms->vm[0].met)
+		return;
+	vm_attribution_json(root, vms);
+	a = cJSON_AddArrayToObject(root, "vms");
+	for (i = 0; i < vms->n; i++) {
+		const struct report_vm *v = &vms->vm[i];
+
+		o = cJSON_CreateObject();
+		cJSON_AddItemToArray(a, o);
+		cJSON_AddNumberToObject(o, "vm", (double)v->id);
+		cJSON_AddNumberToObject(o, "pid", (double)v->pid);
+		if (v->procname)
+			cJSON_AddStringToObject(o, "procname", v->procname);
+		else
+			cJSON_AddNullToObject(o, "procname");
+		cJSON_AddBoolToObject(o, "self_check_ok", v->fid.ok);
+		pols = cJSON_AddObjectToObject(o, "policies");
+		for (j = 0; j < n; j++) {
+			const struct replay_metrics *m = &v->met[j];
+
+			p = cJSON_AddObjectToObject(pols, m->policy);
+			cJSON_AddBoolToObject(p, "applicable",
+					      !j || !m->not_applicable);
+			if (j && m->not_applicable)
+				continue;
+			for (k = 0; k < sizeof(figs) / sizeof(figs[0]); k++)
+				cJSON_AddNumberToObject(
+					p, replay_metric_names[figs[k]],
+					m->v[figs[k]]);
+		}
 	}
 }
