@@ -565,7 +565,11 @@ static void gen_nx_access(struct model *m)
  * The recovery worker's wake-up (kvm_recover_nx_lpages(), write lock):
  * ceil(split pages / ratio) of the oldest split regions, each one's L2
  * entry cleared, its shadow page zapped with the leaves under it, one
- * remote flush for the batch.
+ * remote flush for the batch.  The worker then sleeps a whole period
+ * from the batch's end (kvm_nx_lpage_recovery_worker() takes its start
+ * time after kvm_recover_nx_lpages() returns), never less: a schedule of
+ * fixed wake-up times made a late batch's next one come early, which
+ * the replay rightly refuses (recovery_period).
  */
 static void gen_nx_batch(struct model *m)
 {
@@ -574,11 +578,10 @@ static void gen_nx_batch(struct model *m)
 	uint64_t g2, leaves = 0;
 	struct nx_region *r;
 
-	m->nx_next_ts += NX_PERIOD_NS;
-	if (m->nx_next_ts <= m->ts)
+	if (!m->nx_len) {
 		m->nx_next_ts = m->ts + NX_PERIOD_NS;
-	if (!m->nx_len)
 		return;
+	}
 	EMIT(m, th, C_NX_BEGIN, m->nx_len, to_zap, NX_RATIO, 0);
 	for (k = 0; k < to_zap; k++) {
 		ri = m->nx_fifo[m->nx_head];
@@ -604,6 +607,7 @@ static void gen_nx_batch(struct model *m)
 	if (leaves)
 		EMIT(m, th, C_TLB_FLUSH, 0, 0, 0);
 	EMIT(m, th, C_NX_END, to_zap, zapped, 0, 0, m->nx_len, 0);
+	m->nx_next_ts = m->ts + NX_PERIOD_NS;
 }
 
 /*
