@@ -84,18 +84,21 @@ void cli_capture_damage(const struct capture_info *ci, const char *path,
 			 ci->truncated ? ", a stream cut short" : "");
 }
 
+/* One state replayed under pols: the capture (or ci->vm narrowed), or,
+ * with split not NULL, VM ci->vm's own events from it. */
 static int replay_one_state(sqlite3 *db, const char *path,
 			    const struct capture_info *ci,
 			    const struct policy *const *pols, int n,
 			    unsigned rules_off, struct replay_result *res,
-			    int *done)
+			    int *done, struct replay_vms *split)
 {
 	struct replay_session s;
 	enum replay_status st;
 	int rc = CLI_EXIT_INPUT;
 
 	*done = 0;
-	st = replay_session_open(&s, db, ci, rules_off, REPLAY_INPUT_ANY);
+	st = split ? replay_session_open_vm(&s, split, ci->vm, ci, rules_off) :
+		replay_session_open(&s, db, ci, rules_off, REPLAY_INPUT_ANY);
 	for (; st == REPLAY_OK && *done < n; (*done)++)
 		st = replay_session_run(&s, pols[*done], &res[*done]);
 	replay_session_close(&s);
@@ -168,6 +171,32 @@ static int vm_keep(sqlite3 *db, const char *path,
 }
 
 /*
+ * The events of ci's VMs apart, each VM's in a temporary stream of its
+ * own (replay_vms_open()), so that replaying every VM costs what their
+ * events cost.  Where the temporary streams cannot be made, *have 0:
+ * each VM's session narrows the whole capture instead (N passes more).
+ * A CLI_EXIT_*.
+ */
+static int split_open(sqlite3 *db, const char *path,
+		      const struct capture_info *ci, struct replay_vms *split,
+		      int *have)
+{
+	*have = 0;
+	switch (replay_vms_open(split, db, ci, REPLAY_INPUT_ANY)) {
+	case REPLAY_OK:
+		*have = 1;
+		return CLI_EXIT_OK;
+	case REPLAY_ERR_NOMEM:
+		log_error("%s: out of memory", path);
+		return CLI_EXIT_INTERNAL;
+	default:
+		log_warn("%s: the VMs' events cannot be set apart: each VM "
+			 "reads the whole capture", path);
+		return CLI_EXIT_OK;
+	}
+}
+
+/*
  * A capture of several VMs: each VM alone, every policy; the results
  * are the sums over VMs (replay_result_merge()), each VM's figures in
  * vms when asked.
@@ -180,7 +209,8 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 {
 	struct capture_info one = *ci;
 	struct replay_result *part;
-	int v, p, rc = CLI_EXIT_OK, got;
+	struct replay_vms split;
+	int v, p, rc = CLI_EXIT_OK, got, have_split = 0;
 
 	if (vms) {
 		memset(vms, 0, sizeof(*vms));
@@ -191,7 +221,7 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 	}
 	if (ci->vm || ci->nvms < 2) {
 		rc = replay_one_state(db, path, ci, pols, n, rules_off, res,
-				      done);
+				      done, NULL);
 		if (rc == CLI_EXIT_OK && vms && vms->n) {
 			rc = vm_keep(db, path, ci, pols, n, res, &vms->vm[0]);
 			vms->kthread_events_decided =
@@ -201,15 +231,16 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 		return rc;
 	}
 	*done = 0;
+	rc = split_open(db, path, ci, &split, &have_split);
 	part = calloc((size_t)n, sizeof(*part));
-	if (!part) {
+	if (rc == CLI_EXIT_OK && !part) {
 		log_error("%s: out of memory", path);
-		return CLI_EXIT_INTERNAL;
+		rc = CLI_EXIT_INTERNAL;
 	}
 	for (v = 1; v <= ci->nvms && rc == CLI_EXIT_OK; v++) {
 		one.vm = v;
 		rc = replay_one_state(db, path, &one, pols, n, rules_off,
-				      part, &got);
+				      part, &got, have_split ? &split : NULL);
 		if (rc == CLI_EXIT_OK && vms)
 			rc = vm_keep(db, path, ci, pols, n, part,
 				     &vms->vm[v - 1]);
@@ -234,6 +265,8 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 			*done = rc == CLI_EXIT_OK ? n : 0;
 	}
 	free(part);
+	if (have_split)
+		replay_vms_close(&split);
 	if (vms && rc == CLI_EXIT_OK) {
 		vms->kthread_events_decided = res[0].kthread_events_decided;
 		vms->kthread_events_left = res[0].kthread_events_left;
@@ -287,31 +320,36 @@ int cli_replay_vms(sqlite3 *db, const char *path,
 		   struct replay_result *total)
 {
 	struct capture_info one = *ci;
-	int i, rc;
+	struct replay_vms split;
+	int i, rc, got, have_split = 0;
 
 	memset(vms, 0, sizeof(*vms));
 	memset(total, 0, sizeof(*total));
 	if (!ci->vm && ci->nvms < 2)
 		return cli_replay_one(db, path, ci, pol, rules_off, total);
 	rc = vms_open(db, path, ci, vms);
-	if (rc != CLI_EXIT_OK)
-		return rc;
-	for (i = 0; i < vms->n; i++) {
+	if (rc == CLI_EXIT_OK && !ci->vm)
+		rc = split_open(db, path, ci, &split, &have_split);
+	for (i = 0; i < vms->n && rc == CLI_EXIT_OK; i++) {
 		struct report_vm *v = &vms->vm[i];
 
 		one.vm = (int)v->id;
-		rc = cli_replay_one(db, path, &one, pol, rules_off, &v->res);
+		rc = replay_one_state(db, path, &one, &pol, 1, rules_off,
+				      &v->res, &got,
+				      have_split ? &split : NULL);
 		if (rc != CLI_EXIT_OK)
-			return rc;
+			break;
 		fidelity_compute(&v->res, fidelity_default_tolerance, &v->fid);
 		if (replay_result_merge(total, &v->res, i == 0) < 0) {
 			log_error("%s: out of memory", path);
-			return CLI_EXIT_INTERNAL;
+			rc = CLI_EXIT_INTERNAL;
 		}
 	}
+	if (have_split)
+		replay_vms_close(&split);
 	vms->kthread_events_decided = total->kthread_events_decided;
 	vms->kthread_events_left = total->kthread_events_left;
-	return CLI_EXIT_OK;
+	return rc;
 }
 
 void cli_vms_free(struct report_vms *vms)

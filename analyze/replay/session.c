@@ -5,8 +5,10 @@
  */
 #include "replay/session.h"
 
+#include "util/assert.h"
 #include "util/log.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Each thread whose process ever had exactly one VM -> that VM. */
@@ -34,21 +36,45 @@ end:
 	return rc;
 }
 
-enum replay_status replay_session_open(struct replay_session *s,
-				       sqlite3 *db,
-				       const struct capture_info *ci,
-				       unsigned rules_off,
-				       enum replay_session_input input)
+/* The pass that gives kernel threads' work its VM (vm_attr.h) over src, for db's
+ * ci->nvms VMs.  A replay_status. */
+static enum replay_status attr_run(sqlite3 *db, struct source *src,
+				   const struct capture_info *ci,
+				   struct vm_attr *out)
 {
 	enum replay_status st = REPLAY_ERR_SOURCE;
 	struct u64map tvm;
 
-	memset(s, 0, sizeof(*s));
 	u64map_init(&tvm);
-	s->src = input == REPLAY_INPUT_TABLES ? source_open_tables(db) :
-		source_open_spooled(db);
-	if (!s->src)
+	if (thread_vms(db, &tvm) < 0)
 		goto end;
+	switch (vm_attr_run(src, ci->fmt, ci->nvms, &tvm, out)) {
+	case VM_ATTR_OK:
+		st = REPLAY_OK;
+		break;
+	case VM_ATTR_ERR_SOURCE:
+		break;
+	default:
+		st = REPLAY_ERR_NOMEM;
+		break;
+	}
+end:
+	u64map_free(&tvm);
+	return st;
+}
+
+static struct source *input_open(sqlite3 *db,
+				 enum replay_session_input input)
+{
+	return input == REPLAY_INPUT_TABLES ? source_open_tables(db) :
+		source_open_spooled(db);
+}
+
+/* The options every run of s shares, from ci; then the first pass. */
+static enum replay_status session_prepare(struct replay_session *s,
+					  const struct capture_info *ci,
+					  unsigned rules_off)
+{
 	s->opts.fmt = ci->fmt;
 	s->opts.nx_worker_tids = ci->workers;
 	s->opts.n_nx_worker_tids = ci->nworkers;
@@ -61,28 +87,99 @@ enum replay_status replay_session_open(struct replay_session *s,
 	s->opts.span_start_ts = ci->span_start_ts;
 	s->opts.rules_off = rules_off;
 	s->recorded = ci->recorded;
+	return replay_prepare(s->src, &s->opts, &s->scan);
+}
+
+enum replay_status replay_session_open(struct replay_session *s,
+				       sqlite3 *db,
+				       const struct capture_info *ci,
+				       unsigned rules_off,
+				       enum replay_session_input input)
+{
+	enum replay_status st = REPLAY_ERR_SOURCE;
+
+	memset(s, 0, sizeof(*s));
+	s->src = input_open(db, input);
+	if (!s->src)
+		goto end;
 	if (ci->vm) {
-		if (thread_vms(db, &tvm) < 0)
+		st = attr_run(db, s->src, ci, &s->attr);
+		if (st != REPLAY_OK)
 			goto end;
-		switch (vm_attr_run(s->src, ci->fmt, ci->nvms, &tvm,
-				    &s->attr)) {
-		case VM_ATTR_OK:
-			break;
-		case VM_ATTR_ERR_SOURCE:
-			goto end;
-		default:
-			st = REPLAY_ERR_NOMEM;
-			goto end;
-		}
 		s->have_attr = 1;
+		s->kattr = &s->attr;
 		source_narrow(s->src, ci->vm, &s->attr);
 	}
-	st = replay_prepare(s->src, &s->opts, &s->scan);
+	st = session_prepare(s, ci, rules_off);
 end:
-	u64map_free(&tvm);
 	if (st != REPLAY_OK)
 		replay_session_close(s);
 	return st;
+}
+
+enum replay_status replay_vms_open(struct replay_vms *v, sqlite3 *db,
+				   const struct capture_info *ci,
+				   enum replay_session_input input)
+{
+	enum replay_status st = REPLAY_ERR_NOMEM;
+	struct source *all;
+	int have_attr = 0;
+
+	memset(v, 0, sizeof(*v));
+	all = input_open(db, input);
+	if (!all)
+		return REPLAY_ERR_SOURCE;
+	v->src = calloc((size_t)ci->nvms, sizeof(*v->src));
+	if (!v->src)
+		goto end;
+	st = attr_run(db, all, ci, &v->attr);
+	if (st != REPLAY_OK)
+		goto end;
+	have_attr = 1;
+	st = REPLAY_ERR_SOURCE;
+	if (source_split_vms(all, db, ci->nvms, &v->attr, v->src) < 0)
+		goto end;
+	v->nvms = ci->nvms;
+	st = REPLAY_OK;
+end:
+	source_close(all);
+	if (st != REPLAY_OK) {
+		if (have_attr)
+			vm_attr_free(&v->attr);
+		free(v->src);
+		memset(v, 0, sizeof(*v));
+	}
+	return st;
+}
+
+enum replay_status replay_session_open_vm(struct replay_session *s,
+					  struct replay_vms *v, int vm,
+					  const struct capture_info *ci,
+					  unsigned rules_off)
+{
+	enum replay_status st;
+
+	MR_ASSERT(vm >= 1 && vm <= v->nvms && v->src[vm - 1]);
+	memset(s, 0, sizeof(*s));
+	s->src = v->src[vm - 1];
+	v->src[vm - 1] = NULL;
+	s->kattr = &v->attr;
+	st = session_prepare(s, ci, rules_off);
+	if (st != REPLAY_OK)
+		replay_session_close(s);
+	return st;
+}
+
+void replay_vms_close(struct replay_vms *v)
+{
+	int i;
+
+	for (i = 0; i < v->nvms; i++)
+		source_close(v->src[i]);
+	free(v->src);
+	if (v->nvms)
+		vm_attr_free(&v->attr);
+	memset(v, 0, sizeof(*v));
 }
 
 enum replay_status replay_session_run(struct replay_session *s,
@@ -94,9 +191,9 @@ enum replay_status replay_session_run(struct replay_session *s,
 	s->opts.policy = pol;
 	s->opts.self_check = pol == s->recorded;
 	st = replay_run_scanned(s->src, &s->opts, &s->scan, res);
-	if (st == REPLAY_OK && s->have_attr) {
-		res->kthread_events_decided = s->attr.events_decided;
-		res->kthread_events_left = s->attr.events_left;
+	if (st == REPLAY_OK && s->kattr) {
+		res->kthread_events_decided = s->kattr->events_decided;
+		res->kthread_events_left = s->kattr->events_left;
 	}
 	return st;
 }

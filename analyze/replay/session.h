@@ -35,6 +35,8 @@ struct replay_session {
 	 * (vm_attr.h), and the source narrowed to that VM's events. */
 	struct vm_attr attr;
 	int have_attr;
+	/* The attribution the results report: attr, or a replay_vms'. */
+	const struct vm_attr *kattr;
 	struct scan scan;
 	struct replay_opts opts;
 	const struct policy *recorded;
@@ -71,5 +73,38 @@ enum replay_status replay_session_run(struct replay_session *s,
 /* Frees the session's source and scan.  Harmless on a session whose
  * open failed, or one closed already. */
 void replay_session_close(struct replay_session *s);
+
+/*
+ * A capture of several VMs replayed VM by VM at the cost of its events,
+ * not N times their cost: one pass gives kernel threads' work a VM
+ * (vm_attr.h) and one splits the events by VM (source_split_vms()); then
+ * each VM's session opens over its own events alone.
+ */
+struct replay_vms {
+	struct vm_attr attr;
+	struct source **src;            /* [nvms]; a session takes its own */
+	int nvms;
+};
+
+/*
+ * Makes v for db's ci->nvms VMs from input.  Returns REPLAY_OK, and
+ * the caller closes v with replay_vms_close(); REPLAY_ERR_SOURCE when
+ * the events cannot be read or a temporary stream cannot be made (the
+ * caller may then narrow one session per VM instead, replay_session_open
+ * with ci->vm), REPLAY_ERR_NOMEM.  v holds nothing after an error.
+ */
+enum replay_status replay_vms_open(struct replay_vms *v, sqlite3 *db,
+				   const struct capture_info *ci,
+				   enum replay_session_input input);
+/*
+ * Opens s over VM vm's events of v (1..v->nvms), which it takes: each
+ * VM's session opens once.  ci as for replay_session_open() (its vm is
+ * not read).  Returns what replay_session_open() does.
+ */
+enum replay_status replay_session_open_vm(struct replay_session *s,
+					  struct replay_vms *v, int vm,
+					  const struct capture_info *ci,
+					  unsigned rules_off);
+void replay_vms_close(struct replay_vms *v);
 
 #endif

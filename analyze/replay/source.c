@@ -11,6 +11,7 @@
 #include "model/event_fields.h"
 #include "replay/stream.h"
 #include "replay/vm_attr.h"
+#include "util/assert.h"
 #include "util/log.h"
 
 #include <stdio.h>
@@ -198,26 +199,123 @@ end:
 	return rc;
 }
 
+/*
+ * A temporary stream for a source of db's events: its DB and a writer
+ * begun on it (the caller adds the events).  Returns 0; -1 when it
+ * cannot be made (no room, out of memory), *tmp and *w then NULL.
+ */
+static int spool_begin(sqlite3 *db, int64_t events, sqlite3 **tmp,
+		       struct stream_writer **w)
+{
+	*w = NULL;
+	/* "": SQLite's private temporary file, deleted at close; its pages
+	 * past a small cache live in the file, not in memory. */
+	if (sqlite3_open_v2("", tmp, SQLITE_OPEN_READWRITE |
+			    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) ==
+	    SQLITE_OK &&
+	    db_exec(*tmp, "CREATE TABLE meta (key TEXT PRIMARY KEY, value) "
+		    "WITHOUT ROWID") == DB_OK &&
+	    db_meta_set_int(*tmp, "events", events) == DB_OK &&
+	    stream_writer_begin(*tmp, w) == STREAM_OK)
+		return 0;
+	sqlite3_close(*tmp);
+	*tmp = NULL;
+	(void)db;
+	return -1;
+}
+
+/*
+ * Commits w and returns a source reading tmp's stream, which it owns
+ * from then on; NULL when that fails (tmp is then closed).
+ */
+static struct source *spool_source(sqlite3 *db, sqlite3 *tmp,
+				   struct stream_writer *w)
+{
+	struct stream_reader *r = NULL;
+	struct source *s = NULL;
+
+	if (stream_writer_commit(w) != STREAM_OK ||
+	    stream_reader_open(tmp, &r) != STREAM_OK ||
+	    !(s = calloc(1, sizeof(*s)))) {
+		stream_reader_close(r);
+		sqlite3_close(tmp);
+		return NULL;
+	}
+	s->kind = SOURCE_STREAM;
+	s->db = db;
+	s->ts_max = db_meta_get_int(db, "last_ts", -1);
+	s->stream = r;
+	s->spool = tmp;
+	return s;
+}
+
+int source_split_vms(struct source *src, sqlite3 *db, int nvms,
+		     const struct vm_attr *attr, struct source **out)
+{
+	struct stream_writer **w;
+	sqlite3 **tmp;
+	struct model_event ev;
+	enum source_status ss;
+	int v, rc = -1;
+
+	MR_ASSERT(nvms > 0 && src->vm == 0);
+	memset(out, 0, (size_t)nvms * sizeof(*out));
+	w = calloc((size_t)nvms, sizeof(*w));
+	tmp = calloc((size_t)nvms, sizeof(*tmp));
+	if (!w || !tmp)
+		goto end;
+	for (v = 0; v < nvms; v++)
+		/* A VM's count is known after the pass (the stream's
+		 * replay_stream_events); "events" only ties it to tmp. */
+		if (spool_begin(db, 0, &tmp[v], &w[v]) < 0)
+			goto end;
+	if (source_rewind(src) != SOURCE_OK)
+		goto end;
+	source_progress(src, "replay: the events by VM");
+	while ((ss = source_next(src, &ev)) == SOURCE_OK) {
+		int vm = vm_attr_of(attr, &ev);
+
+		/* Events of no VM (a context that zapped nothing, a
+		 * syscall of a process with none) are no VM's replay. */
+		if (vm < 1 || vm > nvms)
+			continue;
+		if (stream_writer_add(w[vm - 1], &ev) != STREAM_OK)
+			goto end;
+	}
+	if (ss != SOURCE_END)
+		goto end;
+	for (v = 0; v < nvms; v++) {
+		out[v] = spool_source(db, tmp[v], w[v]);
+		w[v] = NULL;            /* committed or rolled back */
+		tmp[v] = NULL;          /* the source's, or closed */
+		if (!out[v])
+			goto end;
+	}
+	rc = 0;
+end:
+	for (v = 0; w && tmp && v < nvms; v++) {
+		stream_writer_abort(w[v]);
+		sqlite3_close(tmp[v]);
+		if (rc < 0) {
+			source_close(out[v]);
+			out[v] = NULL;
+		}
+	}
+	free(w);
+	free(tmp);
+	return rc;
+}
+
 struct source *source_open_spooled(sqlite3 *db)
 {
 	struct stream_writer *w = NULL;
-	struct stream_reader *r = NULL;
 	struct source *s = NULL;
 	sqlite3 *tmp = NULL;
 	int corrupt = 0;
 
 	if (stream_current(db))
 		return source_open(db);
-	/* "": SQLite's private temporary file, deleted at close; its pages
-	 * past a small cache live in the file, not in memory. */
-	if (sqlite3_open_v2("", &tmp, SQLITE_OPEN_READWRITE |
-			    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
-	    SQLITE_OK ||
-	    db_exec(tmp, "CREATE TABLE meta (key TEXT PRIMARY KEY, value) "
-		    "WITHOUT ROWID") != DB_OK ||
-	    db_meta_set_int(tmp, "events", db_meta_get_int(db, "events", -2)) !=
-	    DB_OK ||
-	    stream_writer_begin(tmp, &w) != STREAM_OK)
+	if (spool_begin(db, db_meta_get_int(db, "events", -2), &tmp, &w) < 0)
 		goto fallback;
 	if (stream_copy(db, w, "replay: reading the tables", &corrupt) < 0) {
 		stream_writer_abort(w);
@@ -225,21 +323,14 @@ struct source *source_open_spooled(sqlite3 *db)
 			goto end;
 		goto fallback;
 	}
-	if (stream_writer_commit(w) != STREAM_OK ||
-	    stream_reader_open(tmp, &r) != STREAM_OK ||
-	    !(s = calloc(1, sizeof(*s))))
-		goto fallback;
-	s->kind = SOURCE_STREAM;
-	s->db = db;
-	s->ts_max = db_meta_get_int(db, "last_ts", -1);
-	s->stream = r;
-	s->spool = tmp;
-	return s;
+	s = spool_source(db, tmp, w);
+	tmp = NULL;
+	if (s)
+		return s;
 fallback:
 	log_warn("%s: no room for a temporary copy of the events: the replay "
 		 "reads the tables in each pass", sqlite3_db_filename(db,
 								      "main"));
-	stream_reader_close(r);
 	sqlite3_close(tmp);
 	return source_open_tables(db);
 end:

@@ -82,6 +82,19 @@ enum source_status source_next(struct source *s, struct model_event *ev);
 struct vm_attr;
 void source_narrow(struct source *s, int vm, const struct vm_attr *attr);
 /*
+ * Splits src's events by VM (vm_attr_of(attr, ev); src not narrowed)
+ * into out[0..nvms), the sources of VMs 1..nvms, each over a temporary
+ * stream of that VM's events alone, in one pass over src (rewound
+ * first); events of no VM are left out.  Each reads as src narrowed to
+ * its VM would, at the cost of its own events: replaying N VMs this way
+ * costs what their events cost, where narrowing costs N passes over all
+ * of them.  db is src's DB.  Returns 0, the caller closing each out[v];
+ * -1 when a temporary stream cannot be made or src cannot be read
+ * (logged where it was src), out then holding nothing.
+ */
+int source_split_vms(struct source *src, sqlite3 *db, int nvms,
+		     const struct vm_attr *attr, struct source **out);
+/*
  * Start again from the first event (a further pass).  Returns SOURCE_OK;
  * SOURCE_ERR when the tables cannot be read again (logged).
  */
