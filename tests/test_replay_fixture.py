@@ -223,7 +223,8 @@ for kind, seq, tid, gfn, level, old, new in rows:
             if level >= 0:
                 w["measured"] = level == 2 and old == 1
             continue
-        cur[tid] = {"zaps": 0, "same": 0, "differ": 0, "range": (gfn, new),
+        cur[tid] = {"tid": tid, "zaps": 0, "same": 0, "differ": 0,
+                    "range": (gfn, new),
                     "mprotect": prot.get(tid), "uffd": uffd.get(tid),
                     "measured": (level == 2 and old == 1) if level >= 0
                     else None}
@@ -268,6 +269,15 @@ check(pu["upgrade_invalidations"] == len(upgrades),
 check(pu["zaps_kept"] == kept, "perm-upgrade keeps %d != %d"
       % (pu["zaps_kept"], kept))
 check(pu["leaf_zaps"] == base["leaf_zaps"] - kept, "perm-upgrade zaps")
+# The sources it touches: the threads whose upgrade windows held them.
+by_tid = {}
+for w in upgrades:
+    if w["zaps"]:
+        by_tid[w["tid"]] = by_tid.get(w["tid"], 0) + w["zaps"]
+got = dict((t["tid"], t["zaps"]) for t in pu["zaps_kept_by_thread"])
+check(got == by_tid and pu["zaps_kept_by_other_threads"] == 0,
+      "perm-upgrade keeps the zaps of threads %s, the CLI's windows %s"
+      % (got, by_tid))
 same = sum(w["same"] for w in upgrades)
 check(pu["faults_avoided"] >= same and
       pu["faults"] == base["faults"] - pu["faults_avoided"],
@@ -320,6 +330,11 @@ if name.endswith("nxrecovery-dirtylog"):
     check(sd["zaps_kept"] == dirty_zaps,
           "nx-skip-dirty keeps the %d dirty-phase recovery zaps (%d)"
           % (dirty_zaps, sd["zaps_kept"]))
+    # ... all of them the worker's: the one source the policy touches.
+    check(sum(t["zaps"] for t in sd.get("zaps_kept_by_thread", [])
+              if t["tid"] in worker) == sd["zaps_kept"],
+          "nx-skip-dirty keeps only the worker's zaps: %s"
+          % sd.get("zaps_kept_by_thread"))
     # Which recovery the capture's kernel ran: 6.1 zaps dirty-logged NX
     # pages, so the policy has zaps to keep and refaults to avoid; stock
     # 6.12 already drops them from its list unzapped

@@ -218,8 +218,13 @@ static int run(struct cli_args *a)
 				 &vms);
 	if (rc != CLI_EXIT_OK)
 		goto end;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		replay_metrics_compute(&res[i], duration, &met[i]);
+		if (replay_metrics_kept_sources(db, &res[i], &met[i]) < 0) {
+			rc = CLI_EXIT_INPUT;
+			goto end;
+		}
+	}
 	fidelity_compute(&res[0], fidelity_default_tolerance, &fid);
 	cli_capture_damage(&ci, a->path, &fid);
 	/* A failed self-check leaves only itself: the recorded policy's

@@ -81,6 +81,48 @@ void replay_metrics_compute(const struct replay_result *r,
 #undef RM_VALUE
 }
 
+static int kept_cmp(const void *a, const void *b)
+{
+	const struct replay_kept_source *x = a, *y = b;
+
+	if (x->zaps != y->zaps)
+		return x->zaps > y->zaps ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+int replay_metrics_kept_sources(sqlite3 *db, const struct replay_result *r,
+				struct replay_metrics *out)
+{
+	sqlite3_stmt *st = NULL;
+	int i;
+
+	out->nkept = 0;
+	out->kept_other = r->kept_by_other;
+	if (sqlite3_prepare_v2(db, "SELECT procname FROM thread WHERE tid = "
+			       "?1 ORDER BY first_seq DESC LIMIT 1", -1, &st,
+			       NULL) != SQLITE_OK) {
+		log_error("%s: %s", sqlite3_db_filename(db, "main"),
+			  sqlite3_errmsg(db));
+		return -1;
+	}
+	for (i = 0; i < r->nkept_by; i++) {
+		struct replay_kept_source *k = &out->kept[out->nkept++];
+		const unsigned char *name = NULL;
+
+		k->tid = r->kept_by[i].tid;
+		k->zaps = r->kept_by[i].zaps;
+		sqlite3_reset(st);
+		sqlite3_bind_int(st, 1, k->tid);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			name = sqlite3_column_text(st, 0);
+		snprintf(k->thread, sizeof(k->thread), "%s",
+			 name ? (const char *)name : "?");
+	}
+	sqlite3_finalize(st);
+	qsort(out->kept, (size_t)out->nkept, sizeof(out->kept[0]), kept_cmp);
+	return 0;
+}
+
 enum replay_metric replay_metric_find(const char *name)
 {
 	static int checked;

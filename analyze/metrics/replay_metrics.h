@@ -148,8 +148,20 @@ extern const enum replay_metric_kind replay_metric_kinds[REPLAY_METRICS];
 #define RM_REFAULTS_BY_CAUSE RM_REFAULTS_NOTIFIER
 #define RM_EXEMPT_BY_REASON RM_EXEMPT_WINDOW
 
+/* A thread whose context held zaps the policy keeps (the sources it
+ * touches): engine.h kept_by, with the thread's name (table thread). */
+struct replay_kept_source {
+	int32_t tid;
+	char thread[32];                /* "?" when the table has none */
+	int64_t zaps;
+};
+
 struct replay_metrics {
 	const char *policy;
+	/* Filled by replay_metrics_kept_sources() (replay, not stored). */
+	struct replay_kept_source kept[REPLAY_KEPT_THREADS];
+	int nkept;
+	int64_t kept_other;             /* threads past the first ones */
 	const char *limits;             /* what the replay does not model */
 	/* Why the policy cannot act on this host (replay_na_texts[]);
 	 * NULL when it can.  Its figures are then the recorded run's by
@@ -165,6 +177,11 @@ struct replay_metrics {
  * second of duration_s. */
 void replay_metrics_compute(const struct replay_result *r,
 			    double duration_s, struct replay_metrics *out);
+/* Fills out->kept from r->kept_by, most zaps first, with each thread's
+ * name from db's table thread.  Returns 0, or -1 after a failed query
+ * (logged). */
+int replay_metrics_kept_sources(sqlite3 *db, const struct replay_result *r,
+				struct replay_metrics *out);
 /* Returns the figure named name, or REPLAY_METRICS when no figure has
  * that name. */
 enum replay_metric replay_metric_find(const char *name);

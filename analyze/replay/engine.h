@@ -257,6 +257,9 @@ struct replay_opts {
 	int64_t span_start_ts;
 };
 
+/* Threads whose kept zaps a result counts apart (replay_result). */
+#define REPLAY_KEPT_THREADS 16
+
 struct replay_result {
 	const char *policy;
 	const char *limits;             /* the policy's (policy.h) */
@@ -351,6 +354,16 @@ struct replay_result {
 	int64_t zaps_kept;              /* traced zaps the policy skips */
 	/* ... in invalidations the stock inference took as upgrades */
 	int64_t zaps_kept_inferred;
+	/* ... by the thread whose context they were in (the invalidating
+	 * one: the VMM's uffd thread, an mprotect, ksmd, ...), the first
+	 * REPLAY_KEPT_THREADS threads, the rest in kept_by_other: which
+	 * sources the policy touches. */
+	struct replay_kept_by {
+		int32_t tid;
+		int64_t zaps;
+	} kept_by[REPLAY_KEPT_THREADS];
+	int nkept_by;
+	int64_t kept_by_other;
 	int64_t refaults[ZAP_CAUSES];   /* faults on a gfn zapped by cause */
 	int64_t flushes;                /* TLB flushes under the policy */
 	/* Lock waits left: held to each invalidation's last traced zap or
@@ -436,8 +449,6 @@ static inline double replay_warmup_s(const struct replay_result *r)
 		(double)(r->warmup_ts - r->first_ts) / 1e9 : 0;
 }
 
-/* Frees the per-second series *res holds (its counts stay).  Harmless
- * on a result that holds none: a failed run's, or one freed already. */
 /*
  * Adds the per-VM result src into the host's total dst (first: dst is
  * made from src; replay/result_merge.c).  Returns 0, or -1 when out of
@@ -445,6 +456,10 @@ static inline double replay_warmup_s(const struct replay_result *r)
  */
 int replay_result_merge(struct replay_result *dst,
 			const struct replay_result *src, int first);
+/* Counts n kept zaps of thread tid in r->kept_by (result_merge.c). */
+void replay_kept_by_add(struct replay_result *r, int32_t tid, int64_t n);
+/* Frees the per-second series *res holds (its counts stay).  Harmless
+ * on a result that holds none: a failed run's, or one freed already. */
 void replay_result_free(struct replay_result *res);
 
 #endif

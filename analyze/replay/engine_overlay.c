@@ -463,6 +463,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		}
 		if (t->ctx_keep) {
 			e->res->zaps_kept++;
+			replay_kept_by_add(e->res, ev->tid, 1);
 			/* Kept on the stock inference of an upgrade. */
 			e->res->zaps_kept_inferred +=
 				t->ctx_kind == CTX_WINDOW &&

@@ -43,6 +43,22 @@ static int mismatch_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+void replay_kept_by_add(struct replay_result *r, int32_t tid, int64_t n)
+{
+	int i;
+
+	for (i = 0; i < r->nkept_by && r->kept_by[i].tid != tid; i++)
+		;
+	if (i == r->nkept_by) {
+		if (i == REPLAY_KEPT_THREADS) {
+			r->kept_by_other += n;
+			return;
+		}
+		r->kept_by[r->nkept_by++].tid = tid;
+	}
+	r->kept_by[i].zaps += n;
+}
+
 int replay_result_merge(struct replay_result *dst,
 			const struct replay_result *src, int first)
 {
@@ -124,6 +140,10 @@ int replay_result_merge(struct replay_result *dst,
 	add_array(dst->zaps, src->zaps, ZAP_CAUSES);
 	ADD(zaps_kept);
 	ADD(zaps_kept_inferred);
+	for (i = 0; i < src->nkept_by; i++)
+		replay_kept_by_add(dst, src->kept_by[i].tid,
+				   src->kept_by[i].zaps);
+	dst->kept_by_other += src->kept_by_other;
 	add_array(dst->refaults, src->refaults, ZAP_CAUSES);
 	ADD(flushes);
 	ADD(lock_wait_ns);

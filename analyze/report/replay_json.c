@@ -68,6 +68,19 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 				cJSON_AddNumberToObject(p,
 							replay_metric_names[j],
 							m[i].v[j]);
+		/* Which sources the policy touches: whose zaps it keeps. */
+		a = cJSON_AddArrayToObject(p, "zaps_kept_by_thread");
+		for (j = 0; j < m[i].nkept; j++) {
+			t = cJSON_CreateObject();
+			cJSON_AddNumberToObject(t, "tid", m[i].kept[j].tid);
+			cJSON_AddStringToObject(t, "thread",
+						m[i].kept[j].thread);
+			cJSON_AddNumberToObject(t, "zaps",
+						(double)m[i].kept[j].zaps);
+			cJSON_AddItemToArray(a, t);
+		}
+		cJSON_AddNumberToObject(p, "zaps_kept_by_other_threads",
+					(double)m[i].kept_other);
 		a = cJSON_AddArrayToObject(p, "series");
 		for (j = 0; j < r[i].nseconds; j++) {
 			const struct replay_second *s = &r[i].series[j];

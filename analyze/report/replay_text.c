@@ -133,6 +133,28 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 				(int64_t)m[i].v[k[c]]));
 		fputc('\n', out);
 	}
+	/* Which sources each policy touches: the threads whose zaps it
+	 * keeps. */
+	for (c = 0, i = 0; i < n; i++) {
+		int k;
+
+		if (!m[i].nkept || m[i].not_applicable)
+			continue;
+		if (!c++)
+			fprintf(out, "\n  zaps kept, by the thread whose "
+				"invalidation or context held them:\n");
+		fprintf(out, "    %-*s", w, m[i].policy);
+		for (k = 0; k < m[i].nkept; k++)
+			fprintf(out, "%s %s (tid %d) %s", k ? "," : "",
+				m[i].kept[k].thread, m[i].kept[k].tid,
+				report_fmt_count(buf, sizeof(buf),
+						 m[i].kept[k].zaps));
+		if (m[i].kept_other)
+			fprintf(out, ", other threads %s",
+				report_fmt_count(buf, sizeof(buf),
+						 m[i].kept_other));
+		fputc('\n', out);
+	}
 	/* When an invalidation let mmu_lock go no event says: the waits a
 	 * policy leaves are a range (engine_lock.c). */
 	for (c = 0, i = 0; i < n; i++) {
