@@ -233,6 +233,7 @@ for fx in fixtures:
 # kvm_unmap_hva_range), on the captures under the host's KSM (ksmd) and
 # NUMA balancing (the vCPU thread inside KVM_RUN).
 NAME = re.compile(r'procname = "([^"]*)"')
+TS = re.compile(r'^\[(\d+)\.(\d{9})\]')
 for fx, event in (("lttng-kernel-6.1.192-patched-basic-ksm",
                    "kvm_invalidate_range_start"),
                   ("lttng-kernel-6.1.192-stock-basic-ksm",
@@ -245,11 +246,17 @@ for fx, event in (("lttng-kernel-6.1.192-patched-basic-ksm",
     check(run([mmr, "ingest", "-q", trace, "-o", db]).returncode == 0,
           "ingest %s" % fx)
     p = run(["babeltrace2", "--clock-seconds", "--no-delta", trace])
-    bt = collections.Counter()
+    base = db_rows(db, "SELECT value FROM meta WHERE key = 'ts_base_ns'"
+                   )[0][0]
+    bt, bt_sec = collections.Counter(), collections.Counter()
     for line in p.stdout.splitlines():
         m = LINE.match(line)
         if m and m.group(1) == event:
-            bt[NAME.search(m.group(2)).group(1)] += 1
+            thread = NAME.search(m.group(2)).group(1)
+            bt[thread] += 1
+            s, ns = TS.match(line).groups()
+            bt_sec[(thread, (int(s) * 10 ** 9 + int(ns) - base) //
+                    10 ** 9)] += 1
     sm = json.loads(run([mmr, "summary", db, "--json"]).stdout)
     got = collections.Counter()
     for src in sm["sources"]:
@@ -257,6 +264,18 @@ for fx, event in (("lttng-kernel-6.1.192-patched-basic-ksm",
     check(+got == +bt and bt,
           "%s: invalidations per thread as babeltrace2 counts %s: %s, "
           "summary: %s" % (fx, event, dict(bt), dict(+got)))
+    # ... and per second of the capture; a source's seconds sum to it.
+    per_sec, zaps = collections.Counter(), collections.Counter()
+    for q in sm["sources_per_second"]:
+        src = sm["sources"][q["source"]]
+        per_sec[(src["thread"], q["second"])] += q["invalidations"]
+        zaps[q["source"]] += q["leaf_zaps"]
+    check(+per_sec == +bt_sec,
+          "%s: invalidations per thread and second as babeltrace2 counts "
+          "(%d cells, summary %d)" % (fx, len(+bt_sec), len(+per_sec)))
+    check(all(zaps[i] == src["leaf_zaps"]
+              for i, src in enumerate(sm["sources"])),
+          "%s: each source's leaf zaps per second sum to its own" % fx)
     print("%s: invalidations by thread %s" % (fx, dict(bt)))
 
 # A capture without the pid context: no VM, and the DB says why.

@@ -276,6 +276,13 @@ end:
 	return rc;
 }
 
+/* A thread's work in one second (sources per second): cells[] in the
+ * order first seen, cell_of (tid << 32 | second) -> its index + 1. */
+struct sec_cell {
+	uint32_t tid;
+	int64_t second, inv, zaps;
+};
+
 struct zap_scan {
 	const struct spte_format *fmt;
 	int64_t zaps;
@@ -283,7 +290,33 @@ struct zap_scan {
 	struct summary *s;              /* column 3 vm */
 	struct u64map tid_zaps;         /* column 4 tid -> its zaps */
 	struct u64map tid_vm;           /* ... -> the vm of its rows + 1 */
+	struct sec_cell *cells;
+	int ncells;
+	size_t capcells;
+	struct u64map cell_of;
 };
+
+/* The cell of (tid, the second of ts); NULL when out of memory. */
+static struct sec_cell *sec_cell(struct zap_scan *z, uint32_t tid,
+				 int64_t ts)
+{
+	int64_t second = ts > 0 ? ts / 1000000000 : 0;
+	uint64_t key = (uint64_t)tid << 32 | (uint32_t)second;
+	uint64_t i = u64map_get(&z->cell_of, key);
+	struct sec_cell *c;
+
+	if (i)
+		return &z->cells[i - 1];
+	c = PUSH(z->cells, z->ncells, z->capcells);
+	if (!c)
+		return NULL;
+	memset(c, 0, sizeof(*c));
+	c->tid = tid;
+	c->second = second;
+	if (u64map_put(&z->cell_of, key, (uint64_t)z->ncells) < 0)
+		return NULL;
+	return c;
+}
 
 static int zap_row(sqlite3_stmt *st, void *arg)
 {
@@ -304,6 +337,12 @@ static int zap_row(sqlite3_stmt *st, void *arg)
 		z->s->novm_leaf_zaps++;
 	if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
 		uint64_t tid = (uint32_t)sqlite3_column_int64(st, 4);
+		struct sec_cell *c = sec_cell(z, (uint32_t)tid,
+					      sqlite3_column_int64(st, 5));
+
+		if (!c)
+			return -1;
+		c->zaps++;
 
 		if (u64map_put(&z->tid_zaps, tid,
 			       u64map_get(&z->tid_zaps, tid) + 1) < 0 ||
@@ -454,6 +493,7 @@ static struct summary_source *source_get(struct summary *s,
 	if (!src)
 		return NULL;
 	memset(src, 0, sizeof(*src));
+	src->key = s->nsources - 1;
 	src->vm = vm;
 	if (!(src->procname = strdup(procname))) {
 		s->nsources--;
@@ -464,8 +504,9 @@ static struct summary_source *source_get(struct summary *s,
 
 struct source_scan {
 	struct summary *s;
-	const struct zap_scan *z;
+	struct zap_scan *z;
 	struct u64map tid_inv;          /* tid -> invalidation starts */
+	struct u64map tid_src;          /* tid -> its source's key + 1 */
 	int64_t last_tid;               /* thread rows: the last name first */
 };
 
@@ -475,6 +516,20 @@ static int inv_row(sqlite3_stmt *st, void *arg)
 
 	return u64map_put(&ss->tid_inv, (uint32_t)sqlite3_column_int64(st, 0),
 			  (uint64_t)sqlite3_column_int64(st, 1));
+}
+
+/* Invalidation starts of a thread in a second (tid, second, count). */
+static int inv_second_row(sqlite3_stmt *st, void *arg)
+{
+	struct zap_scan *z = arg;
+	struct sec_cell *c = sec_cell(z, (uint32_t)sqlite3_column_int64(st, 0),
+				      sqlite3_column_int64(st, 1) *
+				      1000000000);
+
+	if (!c)
+		return -1;
+	c->inv += sqlite3_column_int64(st, 2);
+	return 0;
 }
 
 /* A thread (its rows by tid, the last name first): its source. */
@@ -499,7 +554,65 @@ static int source_row(sqlite3_stmt *st, void *arg)
 		return -1;
 	src->invalidations += inv;
 	src->leaf_zaps += zaps;
-	return 0;
+	return u64map_put(&ss->tid_src, key, (uint64_t)src->key + 1);
+}
+
+static int source_second_cmp(const void *a, const void *b)
+{
+	const struct summary_source_second *x = a, *y = b;
+
+	if (x->second != y->second)
+		return x->second < y->second ? -1 : 1;
+	return x->source - y->source;
+}
+
+/* The threads' cells summed per (source, second), once the sources are
+ * in their final order.  Returns 0, or -1 out of memory. */
+static int source_seconds(struct source_scan *ss)
+{
+	struct summary *s = ss->s;
+	struct u64map at;               /* (source << 32 | second) -> i + 1 */
+	int *index_of, i, rc = -1;
+
+	u64map_init(&at);
+	index_of = calloc((size_t)s->nsources + 1, sizeof(*index_of));
+	if (!index_of)
+		goto end;
+	for (i = 0; i < s->nsources; i++)
+		index_of[s->sources[i].key] = i;
+	for (i = 0; i < ss->z->ncells; i++) {
+		const struct sec_cell *c = &ss->z->cells[i];
+		uint64_t k = u64map_get(&ss->tid_src, c->tid), key, j;
+		struct summary_source_second *o;
+
+		if (!k)
+			continue;       /* a thread of no source */
+		MR_ASSERT(k - 1 < (uint64_t)s->nsources);
+		key = (uint64_t)index_of[k - 1] << 32 | (uint32_t)c->second;
+		j = u64map_get(&at, key);
+		if (!j) {
+			o = PUSH(s->source_seconds, s->nsource_seconds,
+				 s->capsource_seconds);
+			if (!o || u64map_put(&at, key,
+					     (uint64_t)s->nsource_seconds) < 0)
+				goto end;
+			memset(o, 0, sizeof(*o));
+			o->source = index_of[k - 1];
+			o->second = c->second;
+		} else {
+			o = &s->source_seconds[j - 1];
+		}
+		o->invalidations += c->inv;
+		o->leaf_zaps += c->zaps;
+	}
+	if (s->nsource_seconds > 1)
+		qsort(s->source_seconds, (size_t)s->nsource_seconds,
+		      sizeof(*s->source_seconds), source_second_cmp);
+	rc = 0;
+end:
+	free(index_of);
+	u64map_free(&at);
+	return rc;
 }
 
 static int source_cmp(const void *a, const void *b)
@@ -533,12 +646,13 @@ static int notify_row(sqlite3_stmt *st, void *arg)
  * VM, the invalidation starts (table notifier) and the leaf zaps the
  * scan counted per thread; the patched notifier's event kinds.
  */
-static int sources(sqlite3 *db, struct summary *s, const struct zap_scan *z)
+static int sources(sqlite3 *db, struct summary *s, struct zap_scan *z)
 {
-	struct source_scan ss = { s, z, { 0 }, -1 };
+	struct source_scan ss = { s, z, { 0 }, { 0 }, -1 };
 	int i, rc = -1;
 
 	u64map_init(&ss.tid_inv);
+	u64map_init(&ss.tid_src);
 	for (i = 0; i < SUMMARY_NOTIFY_KINDS; i++)
 		s->notifier_events[i] = -1;
 	/* One pass over the invalidations, one over the (small) thread
@@ -557,15 +671,25 @@ static int sources(sqlite3 *db, struct summary *s, const struct zap_scan *z)
 		       "AND event IS NOT NULL AND tid IS NOT NULL GROUP BY tid" :
 		       "SELECT tid, count(*) FROM notifier WHERE phase = 0 "
 		       "AND tid IS NOT NULL GROUP BY tid", inv_row, &ss) < 0 ||
+	    query_each(db, i < SUMMARY_NOTIFY_KINDS ?
+		       "SELECT tid, ts / 1000000000, count(*) FROM notifier "
+		       "WHERE phase = 0 AND event IS NOT NULL AND tid IS NOT "
+		       "NULL GROUP BY 1, 2" :
+		       "SELECT tid, ts / 1000000000, count(*) FROM notifier "
+		       "WHERE phase = 0 AND tid IS NOT NULL GROUP BY 1, 2",
+		       inv_second_row, z) < 0 ||
 	    query_each(db, "SELECT tid, procname FROM thread ORDER BY tid, "
 		       "first_seq DESC", source_row, &ss) < 0)
 		goto end;
 	if (s->nsources > 1)
 		qsort(s->sources, (size_t)s->nsources, sizeof(*s->sources),
 		      source_cmp);
+	if (source_seconds(&ss) < 0)
+		goto end;
 	rc = 0;
 end:
 	u64map_free(&ss.tid_inv);
+	u64map_free(&ss.tid_src);
 	return rc;
 }
 
@@ -752,9 +876,9 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 	zs.s = s;
 	u64map_init(&zs.tid_zaps);
 	u64map_init(&zs.tid_vm);
-	if (scan_each(db, tl ? "SELECT old_spte, new_spte, level, vm, tid, ts "
-		      "FROM spte_change" : "SELECT old_spte, new_spte, level, "
-		      "vm, tid FROM spte_change", "summary: leaf zaps",
+	u64map_init(&zs.cell_of);
+	if (scan_each(db, "SELECT old_spte, new_spte, level, vm, tid, ts "
+		      "FROM spte_change", "summary: leaf zaps",
 		      summary_count(s, "spte_change"), zap_row, &zs) < 0 ||
 	    sources(db, s, &zs) < 0)
 		goto end;
@@ -797,6 +921,8 @@ end:
 	}
 	u64map_free(&zs.tid_zaps);
 	u64map_free(&zs.tid_vm);
+	u64map_free(&zs.cell_of);
+	free(zs.cells);
 	return st;
 }
 
@@ -811,6 +937,7 @@ void summary_free(struct summary *s)
 	for (i = 0; i < s->nsources; i++)
 		free(s->sources[i].procname);
 	free(s->sources);
+	free(s->source_seconds);
 	free(s->vm_attribution);
 	for (i = 0; i < s->nraw; i++) {
 		free(s->raw[i].name);

@@ -58,6 +58,14 @@ struct summary_source {
 	char *procname;
 	int64_t vm;
 	int64_t invalidations, leaf_zaps;
+	int key;                        /* its order of creation */
+};
+
+/* One source's work in one second of the capture (from its first
+ * event): sources[source]'s invalidation starts and leaf zaps. */
+struct summary_source_second {
+	int source;                     /* index into summary.sources */
+	int64_t second, invalidations, leaf_zaps;
 };
 
 /* A VM of the capture (table vm, ingest/vms.h): its process and what
@@ -149,6 +157,11 @@ struct summary {
 	struct summary_source *sources;
 	int nsources;
 	size_t capsources;
+	/* The same per second, by second then source; seconds and sources
+	 * with no work left out. */
+	struct summary_source_second *source_seconds;
+	int nsource_seconds;
+	size_t capsource_seconds;
 	int64_t notifier_events[SUMMARY_NOTIFY_KINDS];
 	int64_t novm_faults, novm_leaf_zaps, rows_unattributed;
 	char *vm_attribution;

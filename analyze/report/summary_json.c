@@ -245,6 +245,18 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 					(double)src->invalidations);
 		cJSON_AddNumberToObject(e, "leaf_zaps", (double)src->leaf_zaps);
 	}
+	a = cJSON_AddArrayToObject(root, "sources_per_second");
+	for (i = 0; i < s->nsource_seconds; i++) {
+		const struct summary_source_second *q = &s->source_seconds[i];
+		cJSON *e = cJSON_CreateObject();
+
+		cJSON_AddItemToArray(a, e);
+		cJSON_AddNumberToObject(e, "second", (double)q->second);
+		cJSON_AddNumberToObject(e, "source", q->source);
+		cJSON_AddNumberToObject(e, "invalidations",
+					(double)q->invalidations);
+		cJSON_AddNumberToObject(e, "leaf_zaps", (double)q->leaf_zaps);
+	}
 	o = cJSON_AddObjectToObject(root, "notifier_events");
 	for (i = 0; i < SUMMARY_NOTIFY_KINDS; i++)
 		if (s->notifier_events[i] >= 0)
