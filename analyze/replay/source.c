@@ -140,10 +140,29 @@ struct source *source_open_tables(sqlite3 *db)
 	return s;
 }
 
+/* A source reading r, a stream of db's events (in db, or in spool, a
+ * temporary DB it then owns).  Returns it; NULL when out of memory, r
+ * then closed. */
+static struct source *stream_source(sqlite3 *db, struct stream_reader *r,
+				    sqlite3 *spool)
+{
+	struct source *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		stream_reader_close(r);
+		return NULL;
+	}
+	s->kind = SOURCE_STREAM;
+	s->db = db;
+	s->ts_max = db_meta_get_int(db, "last_ts", -1);
+	s->stream = r;
+	s->spool = spool;
+	return s;
+}
+
 struct source *source_open(sqlite3 *db)
 {
 	struct stream_reader *r;
-	struct source *s;
 
 	switch (stream_reader_open(db, &r)) {
 	case STREAM_ABSENT:
@@ -153,16 +172,7 @@ struct source *source_open(sqlite3 *db)
 	default:
 		return NULL;
 	}
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		stream_reader_close(r);
-		return NULL;
-	}
-	s->kind = SOURCE_STREAM;
-	s->db = db;
-	s->ts_max = db_meta_get_int(db, "last_ts", -1);
-	s->stream = r;
-	return s;
+	return stream_source(db, r, NULL);
 }
 
 int source_is_stream(const struct source *s)
@@ -236,16 +246,10 @@ static struct source *spool_source(sqlite3 *db, sqlite3 *tmp,
 
 	if (stream_writer_commit(w) != STREAM_OK ||
 	    stream_reader_open(tmp, &r) != STREAM_OK ||
-	    !(s = calloc(1, sizeof(*s)))) {
-		stream_reader_close(r);
+	    !(s = stream_source(db, r, tmp))) {
 		sqlite3_close(tmp);
 		return NULL;
 	}
-	s->kind = SOURCE_STREAM;
-	s->db = db;
-	s->ts_max = db_meta_get_int(db, "last_ts", -1);
-	s->stream = r;
-	s->spool = tmp;
 	return s;
 }
 

@@ -57,6 +57,21 @@ static void vm_attribution_json(cJSON *root, const struct report_vms *vms)
 				(double)vms->kthread_events_left);
 }
 
+/* A VM's object in the array a: its id, process and name. */
+static cJSON *vm_object(cJSON *a, const struct report_vm *v)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddItemToArray(a, o);
+	cJSON_AddNumberToObject(o, "vm", (double)v->id);
+	cJSON_AddNumberToObject(o, "pid", (double)v->pid);
+	if (v->procname)
+		cJSON_AddStringToObject(o, "procname", v->procname);
+	else
+		cJSON_AddNullToObject(o, "procname");
+	return o;
+}
+
 void report_vms_json(cJSON *root, const struct report_vms *vms)
 {
 	cJSON *a, *o;
@@ -69,14 +84,7 @@ void report_vms_json(cJSON *root, const struct report_vms *vms)
 	for (i = 0; i < vms->n; i++) {
 		const struct report_vm *v = &vms->vm[i];
 
-		o = cJSON_CreateObject();
-		cJSON_AddItemToArray(a, o);
-		cJSON_AddNumberToObject(o, "vm", (double)v->id);
-		cJSON_AddNumberToObject(o, "pid", (double)v->pid);
-		if (v->procname)
-			cJSON_AddStringToObject(o, "procname", v->procname);
-		else
-			cJSON_AddNullToObject(o, "procname");
+		o = vm_object(a, v);
 		report_fidelity_json_add(o, &v->fid, &v->res);
 	}
 }
@@ -180,14 +188,7 @@ void report_vms_whatif_json(cJSON *root, const struct report_vms *vms, int n)
 	for (i = 0; i < vms->n; i++) {
 		const struct report_vm *v = &vms->vm[i];
 
-		o = cJSON_CreateObject();
-		cJSON_AddItemToArray(a, o);
-		cJSON_AddNumberToObject(o, "vm", (double)v->id);
-		cJSON_AddNumberToObject(o, "pid", (double)v->pid);
-		if (v->procname)
-			cJSON_AddStringToObject(o, "procname", v->procname);
-		else
-			cJSON_AddNullToObject(o, "procname");
+		o = vm_object(a, v);
 		cJSON_AddBoolToObject(o, "self_check_ok", v->fid.ok);
 		pols = cJSON_AddObjectToObject(o, "policies");
 		for (j = 0; j < n; j++) {
