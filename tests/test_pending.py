@@ -26,10 +26,6 @@ KINDS = {
         {"zap_count"},
     # Fails on its exemptions alone (no mismatch): README.
     "lttng-kernel-6.12.117-stock-multivm-nxrecovery-bgsnapshot": set(),
-    "lttng-kernel-6.1.192-stock-basic-memcg-limit":
-        {"zap_count", "zap_outside_range"},
-    "lttng-kernel-6.1.192-patched-basic-memcg-limit":
-        {"flush_context"},
 }
 present = sorted(d for d in os.listdir(pending)
                  if os.path.exists(os.path.join(pending, d, "trace.tar.xz")))

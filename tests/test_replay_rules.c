@@ -80,7 +80,11 @@
  *                  kernel thread's invalidation refaulted identical;
  *   memslot swap   exec faults inside a dirty-logging change saw the
  *                  old memslots or the new, as the worker's count
- *                  settles (first in trace order the old ones).
+ *                  settles (first in trace order the old ones);
+ *   window leaves  a stock invalidation zaps leaves only: a table its
+ *                  thread removes later (the VM's teardown) ends it;
+ *   aging flush    the flush after a thread cleared accessed bits is
+ *                  the page aging's, not its fault's.
  */
 #include "check.h"
 #include "metrics/fidelity.h"
@@ -2033,6 +2037,86 @@ static void test_upgrade_read_refault_612(void)
  * scenario left out of this table is an unused static function: the
  * build fails on it (-Wall -Werror).
  */
+/*
+ * Stock 6.1, a reclaim call of the VMM thread on a page outside guest
+ * RAM (a stock start event, no end), then the VM's teardown by the same
+ * thread when its mm goes: the root's entry cleared, its tables frozen,
+ * the leaves below zapped.  An invalidation zaps leaves only, so the
+ * window ended before the teardown; with the rule off its zaps are
+ * taken as the window's (zap_outside_range).
+ */
+static void test_window_leaves(void)
+{
+	struct replay_result b;
+	int off;
+
+	for (off = 0; off <= 1; off++) {
+		nev = 0;
+		rules_off = off ? 1u << RULE_WINDOW_LEAVES : 0;
+		memslot(0);
+		spte(VCPU, 3, 0, 0, TABLE);
+		spte(VCPU, 2, 0, 0, TABLE);
+		spte(VCPU, 1, 0x1, 0, RW_4K);
+		spte(VCPU, 1, 0x5, 0, RW_4K);
+		entry();
+		ev(MEV_NOTIFIER, VMM)->u.notifier.hva_start = HVA - 0x10000;
+		evs[nev - 1].u.notifier.hva_end = HVA - 0xf000;
+		spte(VMM, 3, 0, TABLE, 0);
+		spte(VMM, 2, 0, TABLE, REMOVED);
+		spte(VMM, 1, 0x1, RW_4K, REMOVED);
+		spte(VMM, 1, 0x5, RW_4K, REMOVED);
+		sp_event(MEV_SP_FREE, VMM, 1, 0);
+		sp_event(MEV_SP_FREE, VMM, 2, 0);
+		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+		CHECK(b.zaps_observed == 2);
+		if (!off)
+			CHECK(b.zaps_predicted == 2 && b.mismatches_total == 0);
+		else
+			CHECK(b.mismatches_total > 0 &&
+			      b.mismatches[0].kind == MISMATCH_ZAP_OUTSIDE);
+		replay_result_free(&b);
+	}
+	rules_off = 0;
+}
+
+/*
+ * Reclaim inside a vCPU's fault (the host page the fault needs is
+ * allocated under a memory cgroup limit): the page aging clears another
+ * leaf's accessed bit and flushes (clear_flush_young).  The flush is
+ * the aging's; the fault, which zaps nothing, has none.  With the rule
+ * off the fault's context flushes without a zap (flush_context).
+ */
+static void test_aging_flush(void)
+{
+	struct replay_result b;
+	int off;
+
+	for (off = 0; off <= 1; off++) {
+		nev = 0;
+		rules_off = off ? 1u << RULE_AGING_FLUSH : 0;
+		memslot(0);
+		spte(VCPU, 3, 0, 0, TABLE);
+		spte(VCPU, 2, 0, 0, TABLE);
+		spte(VCPU, 1, 0x1, 0, RW_4K);
+		entry();
+		fault(0x5, MEV_PFERR_USER | MEV_PFERR_WRITE);
+		spte(VCPU, 1, 0x1, RW_4K, RW_4K & ~0x20ULL);
+		ev(MEV_TLB_FLUSH, VCPU);
+		spte(VCPU, 1, 0x5, 0, RW_4K + 0x4000);
+		entry();
+		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+		CHECK(b.faults_observed == 1);
+		if (!off)
+			CHECK(b.faults_predicted == 1 && b.flushes_other == 1 &&
+			      b.mismatches_total == 0);
+		else
+			CHECK(b.mismatches_total > 0 &&
+			      b.mismatches[0].kind == MISMATCH_FLUSH_CONTEXT);
+		replay_result_free(&b);
+	}
+	rules_off = 0;
+}
+
 static const struct scenario {
 	const char *name;
 	void (*fn)(void);
@@ -2054,6 +2138,8 @@ static const struct scenario {
 	{ "nx_count_checked_under_write_lock", test_nx_count },
 	{ "memslot_swap_settled_by_count", test_memslot_swap },
 	{ "stock_upgrade_needs_a_cause", test_stock_upgrade_cause },
+	{ "stock_window_ends_at_table_removal", test_window_leaves },
+	{ "aging_flush_is_not_the_faults", test_aging_flush },
 	{ "nx_two_tables_at_one_entry_612", test_nx_two_tables },
 	{ "fault_before_recovery_zap_explained", test_fault_racing_recovery },
 	{ "traced_batch_spans_pause", test_measured_batch_pause },

@@ -71,6 +71,15 @@ reports), as measured on the lab captures:
                       written): 306 and 161 faults on leaves the other
                       vCPU installed after this one entered the guest
                       (fault_not_required)
+  window_leaves       stock basic under a memory cgroup limit (recorded
+                      before the rule): the VM's teardown 17 ms after
+                      its thread's last reclaim call (no end event),
+                      whose 339 zaps were taken as that call's
+                      (zap_outside_range)
+  aging_flush         patched basic under a memory cgroup limit
+                      (recorded before the rule): 118 flushes of
+                      reclaim's page aging inside the vCPU's faults,
+                      taken as the faults' (flush_context)
   reachability        nxrecovery-readlock-on: faults under a parent the
                       worker unlinked; late_change explains them by the
                       children's removal traced after them, so the
@@ -143,6 +152,8 @@ NXL612 = "lttng-kernel-6.12.117-patched-nxrecovery-attach-late"
 MV612 = "lttng-kernel-6.12.117-patched-multivm-nxrecovery-bgsnapshot"
 KPT2 = "lttng-kernel-6.1.192-stock-selftest-kvm-page-table-2vcpu"
 KPT2_612 = "lttng-kernel-6.12.117-stock-selftest-kvm-page-table-2vcpu"
+MEMCG = "lttng-kernel-6.1.192-stock-basic-memcg-limit"
+MEMCGP = "lttng-kernel-6.1.192-patched-basic-memcg-limit"
 SEEN = [("late_change", RO, "fault_not_required"),
         ("window_install", PU, "zap_count"),
         ("double_start", PU, "zap_count"),
@@ -167,10 +178,12 @@ SEEN = [("late_change", RO, "fault_not_required"),
         ("measured_batch", MV612, "recovery_batch"),
         ("measured_batch", RL612, "recovery_batch"),
         ("racing_vcpu", KPT2, "fault_not_required"),
-        ("racing_vcpu", KPT2_612, "fault_not_required")]
+        ("racing_vcpu", KPT2_612, "fault_not_required"),
+        ("window_leaves", MEMCG, "zap_outside_range"),
+        ("aging_flush", MEMCGP, "flush_context")]
 
 for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612, RL612,
-             KPT2, KPT2_612, NXL612, MV612):
+             KPT2, KPT2_612, NXL612, MV612, MEMCG, MEMCGP):
     rc, f = fidelity(name)
     check(rc == 0 and f["ok"], "%s passes with every rule on" % name)
 for rules, name, kind in SEEN:

@@ -154,7 +154,15 @@
 	X(RULE_NX_HUGE_HOST, "nx_huge_host") \
 	/* an untraced batch ends at a pause of half the period, not of \
 	 * 50 ms (engine_nx.c nx_batch_gap()) */ \
-	X(RULE_BATCH_PERIOD, "batch_period")
+	X(RULE_BATCH_PERIOD, "batch_period") \
+	/* an invalidation zaps leaves only: a table its thread removes \
+	 * after a stock start event (no end event) ends the window \
+	 * (engine_overlay.c) */ \
+	X(RULE_WINDOW_LEAVES, "window_leaves") \
+	/* a flush after a thread cleared accessed bits is the page \
+	 * aging's (clear_flush_young), not its context's \
+	 * (engine_overlay.c) */ \
+	X(RULE_AGING_FLUSH, "aging_flush")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

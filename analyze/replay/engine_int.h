@@ -158,6 +158,9 @@ struct thread_ctx {
 	 * that began mid-run, it may be inside a context that began
 	 * before the capture (engine_on_spte()). */
 	int fresh;
+	/* It cleared a leaf's accessed bit since its last flush (the
+	 * host's page aging: RULE_AGING_FLUSH). */
+	int aged;
 	int fresh_counted;              /* in contexts_before (engine.h) */
 	int64_t npf_exit_ts;            /* 0: not in an NPF exit */
 	/* A vCPU thread (it traced an entry or an exit), and the seq of

@@ -235,7 +235,25 @@ void overlay_flush_account(struct engine *e, uint64_t seq, int64_t ts,
 void engine_on_tlb_flush(struct engine *e, struct thread_ctx *t,
 			 const struct model_event *ev)
 {
+	int aged = t->aged;
+
 	fault_frozen_begin(e, t, ev);
+	t->aged = 0;
+	/*
+	 * The host's page aging (reclaim's folio_referenced(), in whatever
+	 * thread needs memory: a vCPU inside its fault, the VMM) clears
+	 * accessed bits through kvm_mmu_notifier_clear_flush_young(),
+	 * which flushes when it found a young leaf.  That flush is the
+	 * aging's, not the context the thread is in: a fault zaps nothing
+	 * and flushes nothing of its own.  Whether a clear flushes depends
+	 * on the notifier (clear_young does not), so it is not predicted:
+	 * it stays under every policy.
+	 */
+	if (aged && engine_rule(e, RULE_AGING_FLUSH)) {
+		e->res->flushes_other++;
+		overlay_flush(e, ev->ts);
+		return;
+	}
 	if (t->is_worker && t->ctx_kind != CTX_TEARDOWN &&
 	    e->batch.batch_active) {
 		e->batch.flushes_traced++;
@@ -415,6 +433,23 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	 * judged, as are zaps of entries the model did not know. */
 	int unknown_ctx = t->fresh && e->res->began_mid_run;
 
+	/*
+	 * An invalidation zaps leaves only (tdp_mmu_zap_leafs() skips
+	 * every entry that is not a present leaf), so a table its thread
+	 * removes is no part of it.  A stock start event has no end: the
+	 * window ended before this change, whatever the thread runs now
+	 * (the VM's teardown when its mm goes, 17 ms after a reclaim's
+	 * last invalidation in one capture).
+	 */
+	if (t->ctx_kind == CTX_WINDOW && !t->win_measured && was_present &&
+	    !was_leaf && !is_present && engine_rule(e, RULE_WINDOW_LEAVES))
+		engine_ctx_close(e, t);
+	/* The accessed bit alone cleared: the host aged the page (see
+	 * engine_on_tlb_flush()). */
+	if (was_leaf && is_leaf && spte_accessed(f, old) &&
+	    !spte_accessed(f, new) && (old | f->accessed) ==
+	    (new | f->accessed))
+		t->aged = 1;
 	if (was_leaf && !is_present && !unknown_ctx &&
 	    teardown_zap_all_starts(e, t, ev))
 		teardown_zap_all_open(e, t, ev);
