@@ -42,17 +42,12 @@ import sqlite3
 import sys
 
 from mmrtest import (check, finish, fresh_dir, ingest_fixture, late_cut,
-                     run, trace_fixtures)
+                     quarter_only, run)
 
 mmr, fixture, work = sys.argv[1:4]
+quarter_only(fixture)
 fresh_dir(work)
 name = os.path.basename(os.path.normpath(fixture))
-# Under the sanitizers the fixtures the other sweeping tests take there
-# (every fourth, mmrtest.trace_fixtures()): the same code paths.
-if os.environ.get("MMR_SANITIZE") and \
-        name not in trace_fixtures(os.path.dirname(os.path.normpath(fixture))):
-    print("%s: not among the sanitizer build's fixtures" % name)
-    sys.exit(0)
 trace, whole_db = ingest_fixture(mmr, fixture, work)
 # Under the sanitizers (scripts/test.sh --sanitize) the middle cut only:
 # the same code paths at a third of the time.
