@@ -3,7 +3,7 @@
 same size: 1, 4 and 16 VMs in one run.
 
 usage: bench/vms.py [--events N] [--vms 1,4,16] [--seed S] [--work DIR]
-                    [--no-write]
+                    [--no-write] [--check]
 
 For each VM count V: bench/synth makes a capture of N/V events (one
 guest, as bench/scale does), ingest loads it, and V copies of its events
@@ -27,12 +27,15 @@ replay gives each copy's worker its VM by the leaves it zaps
 (replay/vm_attr.h), as on a real host.  Every copy is the same guest, so
 each VM's self-check verdict is the one-VM capture's.
 
-Writes bench/results/vms-<N>-<date>.txt unless --no-write.
+Writes bench/results/vms-<N>-<date>.txt unless --no-write.  --check
+(the test vms_slice, a small size) exits 1 unless every VM of every
+count passes its self-check.
 """
 import argparse
 import datetime
 import os
 import platform
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -120,6 +123,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
     counts = [int(v) for v in a.vms.split(",")]
     for tool in (MMR, SYNTH):
@@ -132,6 +136,11 @@ def main():
     for v in counts:
         cap = os.path.join(work, "synthetic-%dvm" % v)
         db = cap + ".db"
+        # This script's own names, from an earlier run in the same
+        # --work: made again.
+        shutil.rmtree(cap, ignore_errors=True)
+        if os.path.exists(db):
+            os.remove(db)
         timed([SYNTH, "--events", str(a.events // v), "--seed",
                str(a.seed), "--out", cap])
         timed([MMR, "ingest", "-q", cap, "-o", db])
@@ -195,6 +204,11 @@ def main():
         with open(out, "w") as f:
             f.write(text)
         print("written to %s" % os.path.relpath(out, TOP))
+    if not a.work:
+        shutil.rmtree(work, ignore_errors=True)
+    if a.check and not all(ok and n == v for v, (ok, n) in
+                           verdicts.items()):
+        sys.exit("vms: a self-check failed: %s" % verdicts)
 
 
 if __name__ == "__main__":
