@@ -2037,6 +2037,17 @@ static void test_upgrade_read_refault_612(void)
  * scenario left out of this table is an unused static function: the
  * build fails on it (-Wall -Werror).
  */
+/* A fresh sequence: the root's entry and an L2 table at gfn 0 mapping
+ * an L1 table at 0 with a written leaf at 0x1. */
+static void leaf_at_1(void)
+{
+	nev = 0;
+	memslot(0);
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0, 0, TABLE);
+	spte(VCPU, 1, 0x1, 0, RW_4K);
+}
+
 /*
  * Stock 6.1, a reclaim call of the VMM thread on a page outside guest
  * RAM (a stock start event, no end), then the VM's teardown by the same
@@ -2051,12 +2062,8 @@ static void test_window_leaves(void)
 	int off;
 
 	for (off = 0; off <= 1; off++) {
-		nev = 0;
 		rules_off = off ? 1u << RULE_WINDOW_LEAVES : 0;
-		memslot(0);
-		spte(VCPU, 3, 0, 0, TABLE);
-		spte(VCPU, 2, 0, 0, TABLE);
-		spte(VCPU, 1, 0x1, 0, RW_4K);
+		leaf_at_1();
 		spte(VCPU, 1, 0x5, 0, RW_4K);
 		entry();
 		ev(MEV_NOTIFIER, VMM)->u.notifier.hva_start = HVA - 0x10000;
@@ -2092,12 +2099,8 @@ static void test_aging_flush(void)
 	int off;
 
 	for (off = 0; off <= 1; off++) {
-		nev = 0;
 		rules_off = off ? 1u << RULE_AGING_FLUSH : 0;
-		memslot(0);
-		spte(VCPU, 3, 0, 0, TABLE);
-		spte(VCPU, 2, 0, 0, TABLE);
-		spte(VCPU, 1, 0x1, 0, RW_4K);
+		leaf_at_1();
 		entry();
 		fault(0x5, MEV_PFERR_USER | MEV_PFERR_WRITE);
 		spte(VCPU, 1, 0x1, RW_4K, RW_4K & ~0x20ULL);

@@ -57,6 +57,13 @@ static void vm_attribution_json(cJSON *root, const struct report_vms *vms)
 				(double)vms->kthread_events_left);
 }
 
+/* vm_attribution and the empty "vms" array, returned. */
+static cJSON *vms_array(cJSON *root, const struct report_vms *vms)
+{
+	vm_attribution_json(root, vms);
+	return cJSON_AddArrayToObject(root, "vms");
+}
+
 /* A VM's object in the array a: its id, process and name. */
 static cJSON *vm_object(cJSON *a, const struct report_vm *v)
 {
@@ -79,8 +86,7 @@ void report_vms_json(cJSON *root, const struct report_vms *vms)
 
 	if (!vms || !vms->n)
 		return;
-	vm_attribution_json(root, vms);
-	a = cJSON_AddArrayToObject(root, "vms");
+	a = vms_array(root, vms);
 	for (i = 0; i < vms->n; i++) {
 		const struct report_vm *v = &vms->vm[i];
 
@@ -183,8 +189,7 @@ void report_vms_whatif_json(cJSON *root, const struct report_vms *vms, int n)
 
 	if (!vms || !vms->n || !vms->vm[0].met)
 		return;
-	vm_attribution_json(root, vms);
-	a = cJSON_AddArrayToObject(root, "vms");
+	a = vms_array(root, vms);
 	for (i = 0; i < vms->n; i++) {
 		const struct report_vm *v = &vms->vm[i];
 
