@@ -1,7 +1,8 @@
 -- mmureplay capture database, schema version 4 (2 added the fault
 -- table's decoded access and present columns; 3 the VM of each event:
 -- table vm, column vm of every canonical table, thread.pid, and
--- stats_sample's sampler id renamed sampler_vm; 4 replay_vm_metric).
+-- stats_sample's sampler id renamed sampler_vm; 4 replay_vm_metric and
+-- replay_kept).
 --
 -- One file holds one capture: every trace of it (kernel and UST), its
 -- streams, the canonical events of schemas/events.json, the count of every
@@ -312,6 +313,17 @@ CREATE TABLE replay_vm_metric (
 	name           TEXT NOT NULL,
 	value          REAL NOT NULL,
 	PRIMARY KEY (policy, vm, name)
+) WITHOUT ROWID;
+
+-- Which sources a run's policy touches: the threads whose contexts held
+-- the zaps it keeps (replay --json zaps_kept_by_thread), the first 16;
+-- the rest is the run's figure zaps_kept_by_other_threads.
+CREATE TABLE replay_kept (
+	run_id  INTEGER NOT NULL REFERENCES replay_run(id),
+	tid     INTEGER NOT NULL,
+	thread  TEXT NOT NULL,
+	zaps    INTEGER NOT NULL,
+	PRIMARY KEY (run_id, tid)
 ) WITHOUT ROWID;
 
 CREATE TABLE replay_series (

@@ -40,7 +40,8 @@ check(len(names) == len(set(names)), "a figure stored twice: %r" % names)
 pol = doc["policies"].get("perm-upgrade", {})
 shown = [k for k in pol if k not in ("verified", "duration_s",
                                      "figure_kind", "applicable",
-                                     "not_modelled", "series")]
+                                     "not_modelled", "series",
+                                     "zaps_kept_by_thread")]
 check(shown and all(k in names for k in shown),
       "JSON figures missing from the DB: %r" %
       [k for k in shown if k not in names])
@@ -51,6 +52,22 @@ check([n for n in names if n.startswith(("observed.", "predicted.",
       not [k for k in shown if k.startswith(("observed.", "predicted.",
                                              "exempt."))],
       "self-check figures: stored %r, shown %r" % (names, shown))
+
+# The threads whose zaps a policy keeps: table replay_kept, as the JSON
+# (nx-skip-dirty keeps the NX worker's while dirty logging is on).
+r = run([mmr, "replay", db, "--json", "--policy", "nx-skip-dirty"])
+sd = json.loads(r.stdout)["policies"]["nx-skip-dirty"] if \
+    r.returncode == 0 else {}
+kept = con.execute(
+    "SELECT k.tid, k.thread, k.zaps FROM replay_kept k JOIN replay_run r "
+    "ON r.id = k.run_id WHERE r.policy = 'nx-skip-dirty' ORDER BY "
+    "k.zaps DESC, k.tid").fetchall()
+want = [(t["tid"], t["thread"], t["zaps"])
+        for t in sd.get("zaps_kept_by_thread", [])]
+check(kept == want and want and
+      sum(z for _, _, z in want) + sd["zaps_kept_by_other_threads"] ==
+      sd["zaps_kept"],
+      "replay_kept %s, JSON %s" % (kept, want))
 
 too_many = ["nx-ratio=%d" % k for k in range(61, 78)]
 r = run([mmr, "replay", db, "--policy", ",".join(too_many)])
@@ -63,7 +80,8 @@ for lo in (61, 74):
              ",".join("nx-ratio=%d" % k for k in range(lo, lo + 13))])
     check(r.returncode == 0, "sweep replay: %s" % r.stderr)
 runs = [p for (p,) in con.execute("SELECT policy FROM replay_run")]
-check(len(runs) == 28, "%d stored runs, want 28" % len(runs))
+check(len(runs) == 29, "%d stored runs, want 29 (baseline, perm-upgrade, "
+      "nx-skip-dirty, 26 ratios)" % len(runs))
 
 con.execute("INSERT INTO replay_metric SELECT id, 'from_a_newer_build', 1 "
             "FROM replay_run")

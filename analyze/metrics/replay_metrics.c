@@ -142,7 +142,8 @@ static int replay_metrics_clear(sqlite3 *db)
 {
 	static const char *const del[] = {
 		"DELETE FROM replay_metric", "DELETE FROM replay_series",
-		"DELETE FROM replay_mismatch", "DELETE FROM replay_run",
+		"DELETE FROM replay_mismatch", "DELETE FROM replay_kept",
+		"DELETE FROM replay_run",
 	};
 	size_t i;
 
@@ -177,6 +178,8 @@ static int replay_metrics_store(sqlite3 *db, const struct replay_result *r,
 		"replay_run WHERE policy = ?1)",
 		"DELETE FROM replay_mismatch WHERE run_id IN (SELECT id FROM "
 		"replay_run WHERE policy = ?1)",
+		"DELETE FROM replay_kept WHERE run_id IN (SELECT id FROM "
+		"replay_run WHERE policy = ?1)",
 		"DELETE FROM replay_run WHERE policy = ?1",
 	};
 	sqlite3_stmt *st = NULL;
@@ -187,7 +190,7 @@ static int replay_metrics_store(sqlite3 *db, const struct replay_result *r,
 
 	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ",
 		 gmtime(&now));
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < (int)(sizeof(del) / sizeof(del[0])); i++) {
 		if (sqlite3_prepare_v2(db, del[i], -1, &st, NULL) != SQLITE_OK)
 			goto end;
 		sqlite3_bind_text(st, 1, r->policy, -1, SQLITE_STATIC);
@@ -249,6 +252,19 @@ static int replay_metrics_store(sqlite3 *db, const struct replay_result *r,
 		sqlite3_bind_int64(st, 4, s->zaps);
 		sqlite3_bind_int64(st, 5, s->flushes);
 		sqlite3_bind_int64(st, 6, s->lock_wait_ns);
+		if (step(st) < 0)
+			goto end;
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "INSERT INTO replay_kept VALUES (?,?,?,?)",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto end;
+	for (i = 0; i < m->nkept; i++) {
+		sqlite3_bind_int64(st, 1, run);
+		sqlite3_bind_int(st, 2, m->kept[i].tid);
+		sqlite3_bind_text(st, 3, m->kept[i].thread, -1,
+				  SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, m->kept[i].zaps);
 		if (step(st) < 0)
 			goto end;
 	}

@@ -49,6 +49,10 @@
 	X(RM_ZAPS_KEPT_INFERRED, "zaps_kept_inferred", \
 	  r->zaps_kept_inferred, \
 	  RM_WHATIF) \
+	/* ... of threads past the first REPLAY_KEPT_THREADS (the others: \
+	 * replay_metrics.kept, table replay_kept) */ \
+	X(RM_ZAPS_KEPT_OTHER, "zaps_kept_by_other_threads", \
+	  r->kept_by_other, RM_WHATIF) \
 	X(RM_REFAULTS_NOTIFIER, "refaults.notifier", \
 	  r->refaults[ZAP_NOTIFIER], RM_WHATIF) \
 	X(RM_REFAULTS_NX_RECOVERY, "refaults.nx_recovery", \

@@ -79,8 +79,7 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 						(double)m[i].kept[j].zaps);
 			cJSON_AddItemToArray(a, t);
 		}
-		cJSON_AddNumberToObject(p, "zaps_kept_by_other_threads",
-					(double)m[i].kept_other);
+
 		a = cJSON_AddArrayToObject(p, "series");
 		for (j = 0; j < r[i].nseconds; j++) {
 			const struct replay_second *s = &r[i].series[j];
