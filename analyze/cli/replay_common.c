@@ -189,10 +189,13 @@ static int split_open(sqlite3 *db, const char *path,
 	case REPLAY_ERR_NOMEM:
 		log_error("%s: out of memory", path);
 		return CLI_EXIT_INTERNAL;
-	default:
+	case REPLAY_ERR_SPOOL:
 		log_warn("%s: the VMs' events cannot be set apart: each VM "
 			 "reads the whole capture", path);
 		return CLI_EXIT_OK;
+	default:
+		/* A corrupt event or a failed read, said once. */
+		return CLI_EXIT_INPUT;
 	}
 }
 

@@ -410,6 +410,8 @@ enum replay_status {
 	REPLAY_ERR_SOURCE,
 	REPLAY_ERR_NOMEM,
 	REPLAY_ERR_POLICY,      /* policy_period_factor() is 0 */
+	REPLAY_ERR_SPOOL,       /* a temporary stream cannot be made
+				 * (session.h replay_vms_open()) */
 };
 
 /*

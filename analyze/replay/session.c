@@ -136,11 +136,18 @@ enum replay_status replay_vms_open(struct replay_vms *v, sqlite3 *db,
 	if (st != REPLAY_OK)
 		goto end;
 	have_attr = 1;
-	st = REPLAY_ERR_SOURCE;
-	if (source_split_vms(all, db, ci->nvms, &v->attr, v->src) < 0)
-		goto end;
-	v->nvms = ci->nvms;
-	st = REPLAY_OK;
+	switch (source_split_vms(all, db, ci->nvms, &v->attr, v->src)) {
+	case 0:
+		v->nvms = ci->nvms;
+		st = REPLAY_OK;
+		break;
+	case -1:
+		st = REPLAY_ERR_SOURCE;
+		break;
+	default:
+		st = REPLAY_ERR_SPOOL;
+		break;
+	}
 end:
 	source_close(all);
 	if (st != REPLAY_OK) {

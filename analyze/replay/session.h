@@ -89,9 +89,10 @@ struct replay_vms {
 /*
  * Makes v for db's ci->nvms VMs from input.  Returns REPLAY_OK, and
  * the caller closes v with replay_vms_close(); REPLAY_ERR_SOURCE when
- * the events cannot be read or a temporary stream cannot be made (the
- * caller may then narrow one session per VM instead, replay_session_open
- * with ci->vm), REPLAY_ERR_NOMEM.  v holds nothing after an error.
+ * the events cannot be read (a corrupt event: logged), REPLAY_ERR_SPOOL
+ * when a temporary stream cannot be made (the caller may then narrow
+ * one session per VM instead, replay_session_open() with ci->vm),
+ * REPLAY_ERR_NOMEM.  v holds nothing after an error.
  */
 enum replay_status replay_vms_open(struct replay_vms *v, sqlite3 *db,
 				   const struct capture_info *ci,

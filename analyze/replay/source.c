@@ -260,7 +260,7 @@ int source_split_vms(struct source *src, sqlite3 *db, int nvms,
 	sqlite3 **tmp;
 	struct model_event ev;
 	enum source_status ss;
-	int v, rc = -1;
+	int v, rc = -2;
 
 	MR_ASSERT(nvms > 0 && src->vm == 0);
 	memset(out, 0, (size_t)nvms * sizeof(*out));
@@ -273,6 +273,7 @@ int source_split_vms(struct source *src, sqlite3 *db, int nvms,
 		 * replay_stream_events); "events" only ties it to tmp. */
 		if (spool_begin(db, 0, &tmp[v], &w[v]) < 0)
 			goto end;
+	rc = -1;
 	if (source_rewind(src) != SOURCE_OK)
 		goto end;
 	source_progress(src, "replay: the events by VM");
@@ -283,11 +284,14 @@ int source_split_vms(struct source *src, sqlite3 *db, int nvms,
 		 * syscall of a process with none) are no VM's replay. */
 		if (vm < 1 || vm > nvms)
 			continue;
-		if (stream_writer_add(w[vm - 1], &ev) != STREAM_OK)
+		if (stream_writer_add(w[vm - 1], &ev) != STREAM_OK) {
+			rc = -2;
 			goto end;
+		}
 	}
 	if (ss != SOURCE_END)
 		goto end;
+	rc = -2;
 	for (v = 0; v < nvms; v++) {
 		out[v] = spool_source(db, tmp[v], w[v]);
 		w[v] = NULL;            /* committed or rolled back */

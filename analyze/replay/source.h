@@ -89,8 +89,9 @@ void source_narrow(struct source *s, int vm, const struct vm_attr *attr);
  * its VM would, at the cost of its own events: replaying N VMs this way
  * costs what their events cost, where narrowing costs N passes over all
  * of them.  db is src's DB.  Returns 0, the caller closing each out[v];
- * -1 when a temporary stream cannot be made or src cannot be read
- * (logged where it was src), out then holding nothing.
+ * -1 when src cannot be read (a corrupt event or a failed read, logged),
+ * -2 when a temporary stream cannot be made (no room, out of memory);
+ * out then holds nothing.
  */
 int source_split_vms(struct source *src, sqlite3 *db, int nvms,
 		     const struct vm_attr *attr, struct source **out);
