@@ -20,10 +20,6 @@ from mmrtest import check, finish, fresh_dir, ingest_fixture, run
 mmr, pending, work = sys.argv[1:4]
 fresh_dir(work)
 KINDS = {
-    "lttng-kernel-6.1.192-stock-selftest-memslot-modification-stress":
-        {"zap_count"},
-    "lttng-kernel-6.12.117-stock-selftest-memslot-modification-stress":
-        {"zap_count"},
     # Fails on its exemptions alone (no mismatch): README.
     "lttng-kernel-6.12.117-stock-multivm-nxrecovery-bgsnapshot": set(),
 }

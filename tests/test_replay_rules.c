@@ -1862,6 +1862,96 @@ static void test_removed_table_replaced(void)
 	}
 	rules_off = 0;
 }
+/*
+ * A memslot deletion (kvm_mmu_zap_all_fast()) invalidates the root; the
+ * vCPU loads a new one and refaults page 0x1 into it with the same
+ * SPTE, and the old root is zapped afterwards (6.1: its L2 table's
+ * removal first, then the leaves beneath).  The old root's zaps are its
+ * own (2), and the later zap of the new root's leaf is predicted (1).
+ * With rule roots off, the old root's zap takes the new root's leaf:
+ * the last zap is a zap_count mismatch.
+ */
+static void test_coexisting_roots(void)
+{
+	struct replay_result b;
+	int off;
+
+	for (off = 0; off <= 1; off++) {
+		nev = 0;
+		rules_off = off ? 1u << RULE_ROOTS : 0;
+		memslot(0);
+		spte(VCPU, 3, 0, NONPRESENT_612, TABLE);
+		spte(VCPU, 2, 0, NONPRESENT_612, TABLE + 0x1000);
+		spte(VCPU, 1, 0x1, NONPRESENT_612, RW_4K);
+		spte(VCPU, 1, 0x2, NONPRESENT_612, RW_4K + 0x1000);
+		entry();
+		setregion_entry();
+		sp_event(MEV_SP_ALLOC, VCPU, 4, 0);             /* new root */
+		spte(VCPU, 3, 0, NONPRESENT_612, TABLE + 0x2000);
+		spte(VCPU, 2, 0, NONPRESENT_612, TABLE + 0x3000);
+		spte(VCPU, 1, 0x1, NONPRESENT_612, RW_4K);      /* same */
+		entry();
+		spte(VMM, 3, 0, TABLE, NONPRESENT_612);         /* old root */
+		sp_event(MEV_SP_FREE, VMM, 2, 0);
+		spte(VMM, 2, 0, TABLE + 0x1000, FROZEN_612);
+		sp_event(MEV_SP_FREE, VMM, 1, 0);
+		spte(VMM, 1, 0x1, RW_4K, FROZEN_612);
+		spte(VMM, 1, 0x2, RW_4K + 0x1000, FROZEN_612);
+		syscall_exit(VMM);
+		stock_notifier(0x1, 1);                         /* new root */
+		spte(VMM, 1, 0x1, RW_4K, NONPRESENT_612);
+		syscall_exit(VMM);
+		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+		CHECK(b.zaps_observed == 3);
+		if (!off) {
+			CHECK(b.zaps_predicted == 3);
+			CHECK(b.mismatches_total == 0);
+		} else {
+			CHECK(b.mismatches_total > 0 &&
+			      b.mismatches_by_kind[MISMATCH_ZAP_COUNT] > 0);
+		}
+		replay_result_free(&b);
+	}
+	rules_off = 0;
+}
+
+/*
+ * Two vCPUs walk down one path: VCPU links the L2 table at the L3 entry
+ * (gfn 0), VCPU2 links an L1 table beneath it and installs a leaf, and
+ * VCPU's link is traced last.  The leaf is the new table's: the VM's
+ * zap takes it as predicted.  With rule late_link off the link drops it
+ * as a removed table's, and the zap is a zap_count mismatch.
+ */
+static void test_late_link(void)
+{
+	struct replay_result b;
+	int off;
+
+	for (off = 0; off <= 1; off++) {
+		nev = 0;
+		rules_off = off ? 1u << RULE_LATE_LINK : 0;
+		memslot(0);
+		spte(VCPU, 4, 0, NONPRESENT_612, TABLE);
+		spte(VCPU2, 2, 0x200, NONPRESENT_612, TABLE + 0x1000);
+		spte(VCPU2, 1, 0x200, NONPRESENT_612, RW_4K);
+		spte(VCPU, 3, 0, NONPRESENT_612, TABLE + 0x2000);  /* late */
+		entry();
+		spte(VMM, 1, 0x200, RW_4K, NONPRESENT_612);     /* VM's zap */
+		syscall_exit(VMM);
+		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+		CHECK(b.zaps_observed == 1);
+		if (!off) {
+			CHECK(b.zaps_predicted == 1);
+			CHECK(b.mismatches_total == 0);
+		} else {
+			CHECK(b.mismatches_total > 0 &&
+			      b.mismatches_by_kind[MISMATCH_ZAP_COUNT] > 0);
+		}
+		replay_result_free(&b);
+	}
+	rules_off = 0;
+}
+
 /* A ranged remote TLB flush (patched kvm_remote_tlb_flush). */
 static void ranged_flush(int tid, uint64_t gfn, uint64_t pages)
 {
@@ -2167,6 +2257,8 @@ static const struct scenario {
 	{ "upgrade_read_refault_612", test_upgrade_read_refault_612 },
 	{ "collapse_free_after_new_table_612",
 	  test_collapse_free_after_new_table },
+	{ "coexisting_roots", test_coexisting_roots },
+	{ "late_link_612", test_late_link },
 };
 #define NSCENARIOS (int)(sizeof(scenarios) / sizeof(scenarios[0]))
 

@@ -80,6 +80,17 @@ reports), as measured on the lab captures:
                       (recorded before the rule): 118 flushes of
                       reclaim's page aging inside the vCPU's faults,
                       taken as the faults' (flush_context)
+  roots               KVM's memslot_modification_stress_test (stock 6.1
+                      and 6.12, recorded before the rule): each memslot
+                      deletion zaps the old root beside the new one the
+                      vCPUs fault into; one entry per (address space,
+                      level, gfn) credits the old root's zaps to the
+                      wrong root (zap_count, 139 on 6.1, 48 on 6.12)
+  late_link           the same test on 6.12: a vCPU's link of an L2 table
+                      traced after another vCPU's link and 54 leaves
+                      beneath it; the model drops them as a removed
+                      table's and the next deletion's zap of that root
+                      has 2 more than predicted (zap_count)
   reachability        nxrecovery-readlock-on: faults under a parent the
                       worker unlinked; late_change explains them by the
                       children's removal traced after them, so the
@@ -154,6 +165,8 @@ KPT2 = "lttng-kernel-6.1.192-stock-selftest-kvm-page-table-2vcpu"
 KPT2_612 = "lttng-kernel-6.12.117-stock-selftest-kvm-page-table-2vcpu"
 MEMCG = "lttng-kernel-6.1.192-stock-basic-memcg-limit"
 MEMCGP = "lttng-kernel-6.1.192-patched-basic-memcg-limit"
+MS61 = "lttng-kernel-6.1.192-stock-selftest-memslot-modification-stress"
+MS612 = "lttng-kernel-6.12.117-stock-selftest-memslot-modification-stress"
 SEEN = [("late_change", RO, "fault_not_required"),
         ("window_install", PU, "zap_count"),
         ("double_start", PU, "zap_count"),
@@ -180,10 +193,13 @@ SEEN = [("late_change", RO, "fault_not_required"),
         ("racing_vcpu", KPT2, "fault_not_required"),
         ("racing_vcpu", KPT2_612, "fault_not_required"),
         ("window_leaves", MEMCG, "zap_outside_range"),
-        ("aging_flush", MEMCGP, "flush_context")]
+        ("aging_flush", MEMCGP, "flush_context"),
+        ("roots", MS61, "zap_count"),
+        ("roots", MS612, "zap_count"),
+        ("late_link", MS612, "zap_count")]
 
 for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612, RL612,
-             KPT2, KPT2_612, NXL612, MV612, MEMCG, MEMCGP):
+             KPT2, KPT2_612, NXL612, MV612, MEMCG, MEMCGP, MS61, MS612):
     rc, f = fidelity(name)
     check(rc == 0 and f["ok"], "%s passes with every rule on" % name)
 for rules, name, kind in SEEN:

@@ -3,7 +3,10 @@
  *
  * A level-L table holds the level-L entries of one level-(L+1) span:
  * entry i maps gfn base + i * 512^(L-1).  The table key packs (as_id,
- * level, gfn >> 9L).
+ * level, gfn >> 9L).  A table moved to another as_id (tdp_move_as()) or
+ * dropped (tdp_drop_as()) leaves its old key in the map with the value
+ * 0, which reads as no table: the map has no removal, and its keys stay
+ * bounded by the TDP_AS_IDS x level x span keys there can be.
  */
 #include "model/tdp.h"
 
@@ -28,7 +31,8 @@ static unsigned level_shift(int level)
 
 static uint64_t table_key(int as_id, int level, uint64_t gfn)
 {
-	return ((uint64_t)(as_id & 3) << 60) |
+	MR_ASSERT_DBG(as_id >= 0 && as_id < TDP_AS_IDS);
+	return ((uint64_t)(as_id & (TDP_AS_IDS - 1)) << 60) |
 		((uint64_t)(level & 15) << 56) |
 		((gfn >> (level_shift(level) + 9)) & ((1ULL << 56) - 1));
 }
@@ -362,4 +366,97 @@ void tdp_for_each_leaf(const struct tdp *t, int as_id, uint64_t start,
 				break;  /* the last span of the gfn space */
 		}
 	}
+}
+
+/* Every table of as_id, with fn(arg, table, level, index in list[]),
+ * from the end of each level's list (fn may remove the one it is
+ * given). */
+static void as_tables(struct tdp *t, int as_id,
+		      void (*fn)(struct tdp *t, struct tdp_table *tb,
+				 size_t i, void *arg), void *arg)
+{
+	size_t i;
+	int l;
+
+	for (l = 1; l <= TDP_MAX_LEVEL; l++)
+		for (i = t->nlist[l]; i-- > 0;)
+			if (t->list[l][i]->as_id == as_id)
+				fn(t, t->list[l][i], i, arg);
+}
+
+static void unkey(struct tdp *t, const struct tdp_table *tb)
+{
+	struct u64map_slot *s = u64map_find(&t->tables,
+					    table_key(tb->as_id, tb->level,
+						      tb->base));
+
+	MR_ASSERT(s && s->val == (uint64_t)(uintptr_t)tb);
+	s->val = 0;
+}
+
+static void table_drop(struct tdp *t, struct tdp_table *tb, size_t i,
+		       void *arg)
+{
+	size_t w;
+	int l = tb->level;
+
+	(void)arg;
+	unkey(t, tb);
+	for (w = 0; w < TDP_TABLE_ENTRIES / 64; w++)
+		t->entries -= (size_t)__builtin_popcountll(tb->seen[w]);
+	t->list[l][i] = t->list[l][--t->nlist[l]];
+	t->ntables--;
+	free(tb);
+}
+
+void tdp_drop_as(struct tdp *t, int as_id)
+{
+	as_tables(t, as_id, table_drop, NULL);
+}
+
+struct move_arg {
+	int to;
+	int failed;
+};
+
+static void table_move(struct tdp *t, struct tdp_table *tb, size_t i,
+		       void *arg)
+{
+	struct move_arg *m = arg;
+
+	(void)i;
+	unkey(t, tb);
+	tb->as_id = m->to;
+	if (u64map_put(&t->tables, table_key(m->to, tb->level, tb->base),
+		       (uint64_t)(uintptr_t)tb) < 0)
+		m->failed = 1;
+}
+
+int tdp_move_as(struct tdp *t, int from, int to)
+{
+	struct move_arg m = { .to = to };
+
+	MR_ASSERT(from != to);
+	tdp_drop_as(t, to);
+	as_tables(t, from, table_move, &m);
+	return m.failed ? -1 : 0;
+}
+
+static void table_present(struct tdp *t, struct tdp_table *tb, size_t i,
+			  void *arg)
+{
+	size_t k;
+
+	(void)i;
+	for (k = 0; k < TDP_TABLE_ENTRIES && !*(int *)arg; k++)
+		*(int *)arg = spte_present(t->fmt, tb->spte[k]);
+}
+
+int tdp_as_present(const struct tdp *t, int as_id)
+{
+	int any = 0;
+
+	/* as_tables() changes nothing unless its fn does. */
+	as_tables((struct tdp *)(uintptr_t)t, as_id, table_present, &any);
+	return any;
 }

@@ -19,9 +19,11 @@
  *
  * Invariants: an entry once stored is kept (a zapped SPTE is stored as
  * its non-present value, and its "seen" bit stays set), so tdp_size() is
- * the number of distinct entries ever seen; an entry never seen reads as
- * 0 and does not block the reachability of the entries below it; a table
- * is never freed before tdp_free(), and a table once born stays born.
+ * the number of distinct entries ever seen in the address spaces the tdp
+ * holds; an entry never seen reads as 0 and does not block the
+ * reachability of the entries below it; a table is freed only with its
+ * whole address space (tdp_drop_as(), tdp_free()), and a table once born
+ * stays born.
  */
 #ifndef MMUREPLAY_MODEL_TDP_H
 #define MMUREPLAY_MODEL_TDP_H
@@ -33,6 +35,9 @@
 #include <stdint.h>
 
 #define TDP_MAX_LEVEL 5
+/* as_id values a tdp holds: KVM's address spaces (normal, SMM), and
+ * more for the caller's own use (the replay's retired roots). */
+#define TDP_AS_IDS 16
 #define TDP_TABLE_ENTRIES 512
 /* Leaves are 4K, 2M or 1G: levels 1 to 3. */
 #define TDP_LEVEL_4K 1
@@ -68,6 +73,19 @@ static inline uint64_t tdp_align(uint64_t gfn, int level)
 {
 	return gfn & ~(tdp_level_pages(level) - 1);
 }
+
+/*
+ * Every table of as_id `from` becomes a table of `to`, entries, known
+ * and flag bits as they were; what `to` held before is dropped first.
+ * Returns 0, or -1 when out of memory (some tables then belong to
+ * neither).  Costs one step per table the tdp holds.
+ */
+int tdp_move_as(struct tdp *t, int from, int to);
+/* Every table of as_id is freed: its entries read 0 and unknown, and
+ * tdp_size() no longer counts them. */
+void tdp_drop_as(struct tdp *t, int as_id);
+/* Returns 1 when some entry of as_id holds a present SPTE. */
+int tdp_as_present(const struct tdp *t, int as_id);
 
 /* Store the SPTE of (as_id, level, gfn); -1 when out of memory. */
 int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn,

@@ -208,6 +208,7 @@ void engine_ctx_open(struct engine *e, struct thread_ctx *t,
 	t->ctx_flushes = 0;
 	t->ctx_last_ts = ev->ts;
 	t->win_nranges = 0;
+	t->ctx_as = 0;
 }
 
 /* KVM_SET_USER_MEMORY_REGION brackets the collapse of 4K leaves when
@@ -300,7 +301,15 @@ static void handle(struct engine *e, const struct model_event *ev)
 		fault_pending_thread_event(e, t);
 	switch (ev->kind) {
 	case MEV_SPTE_CHANGE:
-		engine_on_spte(e, t, ev);
+		t->route_as = roots_route(e, t, ev);
+		if (t->route_as != ev->u.spte.as_id) {
+			struct model_event routed = *ev;
+
+			routed.u.spte.as_id = t->route_as;
+			engine_on_spte(e, t, &routed);
+		} else {
+			engine_on_spte(e, t, ev);
+		}
 		break;
 	case MEV_FAULT:
 		engine_on_fault(e, t, ev);
@@ -351,6 +360,9 @@ static void handle(struct engine *e, const struct model_event *ev)
 	/* A flush freezes nothing past the flusher's next event. */
 	if (t->frozen_end && ev->kind != MEV_TLB_FLUSH)
 		fault_frozen_end(e, t);
+	if (ev->kind != MEV_SPTE_CHANGE && ev->kind != MEV_TLB_FLUSH &&
+	    ev->kind != MEV_SP_FREE && ev->kind != MEV_SP_ALLOC)
+		t->unknown_root = 0;
 	if (ev->kind != MEV_SPTE_CHANGE && ev->kind != MEV_TLB_FLUSH)
 		t->fresh = 0;
 	else if (t->fresh && e->res->began_mid_run && !t->fresh_counted) {
@@ -405,6 +417,7 @@ enum replay_status replay_run_scanned(struct source *src,
 	tdp_init(&e.tdp_ovl, e.fmt);
 	tdp_init(&e.tdp_zapmark, e.fmt);
 	tdp_init(&e.tdp_kvmdirty, e.fmt);
+	roots_init(&e);
 	u64map_init(&e.nx_traced.split_map);
 	u64map_init(&e.nx_tables);
 	u64map_init(&e.nx_tables_old);

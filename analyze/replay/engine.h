@@ -162,7 +162,13 @@
 	/* a flush after a thread cleared accessed bits is the page \
 	 * aging's (clear_flush_young), not its context's \
 	 * (engine_overlay.c) */ \
-	X(RULE_AGING_FLUSH, "aging_flush")
+	X(RULE_AGING_FLUSH, "aging_flush") \
+	/* a root a memslot change invalidated is zapped beside the new \
+	 * root the vCPUs build: kept apart (engine_roots.c) */ \
+	X(RULE_ROOTS, "roots") \
+	/* a table's link may be traced after entries beneath it that \
+	 * another vCPU installed through it (engine_overlay.c) */ \
+	X(RULE_LATE_LINK, "late_link")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

@@ -15,7 +15,9 @@
  *                      the worker's wake-ups;
  *   engine_teardown.c  shadow pages freed (teardown, or recovery), and
  *                      the zap of the whole VM;
- *   engine_lock.c      vCPU waits for mmu_lock.
+ *   engine_lock.c      vCPU waits for mmu_lock;
+ *   engine_roots.c     roots that coexist: the old root a memslot
+ *                      change invalidated beside the new one.
  * Adding an input: a handler engine_on_<kind>() in the file of its
  * concern, declared here, and a one-line case in handle() (engine.c).
  *
@@ -48,7 +50,11 @@
  *   engine_teardown.c  overlay_context_range();
  *                      nx_recovery_ctx_open(), nx_split_drop(),
  *                      nx_span_forget();
- *   engine_lock.c      none.
+ *   engine_lock.c      none;
+ *   engine_roots.c     none (engine.c routes each SPTE change through
+ *                      roots_route() before engine_on_spte(); engine_nx.c
+ *                      calls roots_on_root_alloc(); the others read
+ *                      roots_orig()).
  *
  * Each thread has one open context at a time: an invalidation window, a
  * fault being handled, a shadow page being torn down or recovered.  An
@@ -107,6 +113,12 @@
 #define WINDOW_MAX_RANGES 8
 /* Shadow pages the model follows: 4-level TDP, the root is level 4. */
 #define SP_MAX_LEVEL 4
+/* The tdp's as_ids from here on hold retired roots (engine_roots.c);
+ * below it, KVM's address spaces. */
+#define RETIRED_FIRST 2
+/* Parent entries whose link is not traced yet (engine_overlay.c
+ * late_link_note()): a ring, as many as vCPUs racing down one walk. */
+#define LATE_LINKS 8
 
 enum ctx_kind {
 	CTX_NONE = 0,
@@ -147,6 +159,14 @@ struct thread_ctx {
 	int fault_write;                /* ... a write fault */
 	/* CTX_RECOVERY, CTX_TEARDOWN */
 	int sp_level;
+	/* CTX_TEARDOWN: the root it tears down, a tdp as_id (a retired
+	 * root's, engine_roots.c; 0: the current root). */
+	int ctx_as;
+	/* The as_id its last SPTE change went to (roots_route()), and
+	 * the unknown root its teardown begun before a mid-run capture
+	 * works on (0: none; until its next event of another kind). */
+	int route_as;
+	int unknown_root;
 	/* Of a 4K table's entries, those the model knew when its removal
 	 * began (a new table may take its place meanwhile): bit i for
 	 * entry i; valid while sp_level is 1. */
@@ -360,6 +380,13 @@ struct engine {
 	unsigned nholders;              /* pushed so far */
 	struct replaced_table replaced[REPLACED_TABLES];        /* a ring */
 	unsigned nreplaced;
+	/* Entries (as_id, level, gfn) an install beneath was traced under
+	 * while they read not present: their link comes later. */
+	struct late_link {
+		int as_id, level;
+		uint64_t gfn;
+	} late_links[LATE_LINKS];       /* a ring */
+	unsigned nlate_links;
 	struct pending_fault *pending;  /* faults not judged yet */
 	size_t npending, cappending;
 	/* Per leaf (level, gfn), its last change that let an access
@@ -367,6 +394,15 @@ struct engine {
 	 * (engine_fault.c fault_leaf_granted()); kept from when a second
 	 * vCPU thread shows, before which no two vCPUs can race. */
 	struct u64map leaf_grants;
+	/* Retired roots (engine_roots.c): per tdp as_id, the address
+	 * space whose root it holds (-1: a free slot; the as_id itself
+	 * below RETIRED_FIRST), and the seq of the root allocation that
+	 * retired it. */
+	struct roots {
+		int8_t orig[TDP_AS_IDS];
+		uint64_t retired_seq[TDP_AS_IDS];
+		int nretired;
+	} roots;
 	int vcpu_threads;
 	int nomem;
 };
@@ -509,6 +545,17 @@ int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,
 			    const struct model_event *ev);
 void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
 			   const struct model_event *ev);
+
+/* engine_roots.c */
+void roots_init(struct engine *e);
+/* The address space of tdp as_id `as` (as itself below RETIRED_FIRST). */
+int roots_orig(const struct engine *e, int as);
+/* A root of address space `as` was allocated at seq: the current root,
+ * if it still holds a present entry, is retired (engine_roots.c). */
+void roots_on_root_alloc(struct engine *e, int as, uint64_t seq);
+/* Returns the tdp as_id the SPTE change ev of thread t goes to. */
+int roots_route(struct engine *e, struct thread_ctx *t,
+		const struct model_event *ev);
 
 /* engine_lock.c */
 /* An invalidation window or a recovered page t ends: remember when it

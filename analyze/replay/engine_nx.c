@@ -275,6 +275,8 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 	 * table below is known from its link (engine_on_spte()): a vCPU
 	 * may allocate one where the table it replaces is still being
 	 * removed, whose entries are not the new one's. */
+	if (level == SP_MAX_LEVEL)
+		roots_on_root_alloc(e, mev_role_as_id(ev->u.sp.role), ev->seq);
 	if (level == SP_MAX_LEVEL &&
 	    tdp_mark_born(&e->tdp_obs, mev_role_as_id(ev->u.sp.role), level,
 			  ev->u.sp.gfn) < 0)

@@ -51,7 +51,8 @@ void overlay_zap(struct engine *e, int64_t ts, enum zap_cause cause,
 	e->res->zaps[cause]++;
 	if (s)
 		s->zaps++;
-	if (tdp_set(&e->tdp_zapmark, as_id, level, gfn,
+	/* A refault is the vCPU's, on its current root. */
+	if (tdp_set(&e->tdp_zapmark, roots_orig(e, as_id), level, gfn,
 		    zapmark_of(cause)) < 0)
 		e->nomem = 1;
 }
@@ -336,6 +337,58 @@ static void stale_leaf_add(void *arg, int level, uint64_t gfn, uint64_t spte)
 }
 
 /*
+ * Under the read lock, vCPUs walk down one path at once: one links a
+ * new table (tdp_mmu_link_sp(), a cmpxchg of the parent entry), another
+ * walks through it and links or installs beneath, and the first one's
+ * tracepoint, which fires after its cmpxchg, can come after the
+ * second's.  An entry installed while the model's parent entry is known
+ * and not present is such an install: the parent's link, when it is
+ * traced, links the table that holds it (RULE_LATE_LINK).  Seen on 6.12
+ * (KVM's memslot_modification_stress_test, 2 vCPUs: an L2 link and 54
+ * leaves traced before the L3 link above them).
+ */
+static void late_link_note(struct engine *e, int as_id, int level,
+			   uint64_t gfn)
+{
+	int plevel = level + 1;
+	uint64_t pgfn = tdp_align(gfn, plevel);
+	unsigned i, n = e->nlate_links < LATE_LINKS ? e->nlate_links :
+		LATE_LINKS;
+
+	if (plevel > SP_MAX_LEVEL || !engine_rule(e, RULE_LATE_LINK) ||
+	    !tdp_known(&e->tdp_obs, as_id, plevel, pgfn) ||
+	    spte_present(e->fmt, tdp_get(&e->tdp_obs, as_id, plevel, pgfn)))
+		return;
+	for (i = 0; i < n; i++)
+		if (e->late_links[i].as_id == as_id &&
+		    e->late_links[i].level == plevel &&
+		    e->late_links[i].gfn == pgfn)
+			return;
+	e->late_links[e->nlate_links++ % LATE_LINKS] = (struct late_link){
+		.as_id = as_id, .level = plevel, .gfn = pgfn,
+	};
+}
+
+/* Returns 1 when the link of (as_id, level, gfn) was noted late (its
+ * note ends), else 0. */
+static int late_link_take(struct engine *e, int as_id, int level,
+			  uint64_t gfn)
+{
+	unsigned i, n = e->nlate_links < LATE_LINKS ? e->nlate_links :
+		LATE_LINKS;
+
+	for (i = 0; i < n; i++) {
+		struct late_link *l = &e->late_links[i];
+
+		if (l->level == level && l->gfn == gfn && l->as_id == as_id) {
+			l->level = 0;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
  * A table linked where the parent entry held none is new and empty
  * (tdp_mmu_link_sp() links a zeroed page table).  Leaves the model still
  * holds below it are the removed table's, whose entries a teardown
@@ -348,6 +401,9 @@ static void overlay_table_linked(struct engine *e, int as_id, int level,
 {
 	struct stale_walk w = { .sw_engine = e, .sw_level = level };
 	size_t i;
+
+	if (late_link_take(e, as_id, level, gfn))
+		return;
 
 	tdp_for_each_leaf(&e->tdp_obs, as_id, gfn,
 			  gfn + tdp_level_pages(level), stale_leaf_add, &w);
@@ -489,7 +545,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		if (t->ctx_kind == CTX_WINDOW) {
 			span = engine_rule(e, RULE_HUGE_SPAN) ? level :
 				TDP_LEVEL_4K;
-			if (!window_covers(t, as, gfn, span))
+			if (!window_covers(t, roots_orig(e, as), gfn, span))
 				engine_mismatch(e, MISMATCH_ZAP_OUTSIDE,
 						ev->seq, ev->ts, gfn, 0, 1);
 		} else if (t->ctx_kind == CTX_NONE && !unknown_ctx) {
@@ -532,6 +588,8 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		   !is_present) {
 		teardown_unlinked(e, ev->tid, as, level, gfn);
 	}
+	if (!was_present && is_present)
+		late_link_note(e, as, level, gfn);
 	/* A table linked where none was (zeroed) or in a huge leaf's place
 	 * (a split, filled before it was linked) is new: every entry of it
 	 * is known. */

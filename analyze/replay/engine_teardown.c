@@ -37,6 +37,7 @@
 static int64_t replaced_take(struct engine *e, int32_t tid, int as_id,
 			     int level, uint64_t gfn);
 
+
 /*
  * Whether the NX recovery worker's table free is a teardown.  On a
  * patched capture a batch is traced from its begin to its end event
@@ -62,7 +63,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	uint64_t gfn = ev->u.sp.gfn;
 	enum ctx_kind kind;
 	int64_t leaves;
-	int as, replaced;
+	int as, replaced, root;
 	unsigned fl;
 
 	if (level < 1 || level > SP_MAX_LEVEL)
@@ -95,11 +96,18 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		CTX_TEARDOWN;
 	engine_ctx_open(e, t, kind, ev, gfn);
 	t->sp_level = level;
+	/* A retired root's table when its parent entry's removal, this
+	 * thread's last change, was the retired root's (engine_roots.c). */
+	as = mev_role_as_id(ev->u.sp.role);
+	root = t->route_as >= RETIRED_FIRST &&
+		roots_orig(e, t->route_as) == as ? t->route_as : 0;
+	t->ctx_as = root;
 	/* What the model knows of the table's entries now: of a table a
 	 * new one already replaced (its parent entry present again), only
 	 * what the trace stored, not the new table's birth. */
 	if (level == TDP_LEVEL_4K) {
-		as = mev_role_as_id(ev->u.sp.role);
+		if (root)
+			as = root;
 		replaced = spte_present(e->fmt, tdp_get(&e->tdp_obs, as,
 				level + 1, tdp_align(gfn, level + 1)));
 		tdp_table_known(&e->tdp_obs, as, level, gfn, !replaced,
@@ -122,7 +130,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	/* A teardown zaps every leaf below the table (nested tables with
 	 * it, above); a recovery the leaves of its one table. */
 	t->ctx_predicted =
-		overlay_context_range(e, t, 0, gfn,
+		overlay_context_range(e, t, root, gfn,
 				      gfn + tdp_level_pages(level + 1),
 				      kind == CTX_RECOVERY ||
 				      !engine_rule(e, RULE_NESTED_TEARDOWN) ?
@@ -132,7 +140,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	/* A new table took its place before this free was traced: the
 	 * model holds the new one's entries there, the free zaps the
 	 * removed one's. */
-	leaves = replaced_take(e, ev->tid, 0, level + 1,
+	leaves = replaced_take(e, ev->tid, root, level + 1,
 			       tdp_align(gfn, level + 1));
 	if (!t->ctx_keep)
 		t->ctx_predicted += leaves;
@@ -243,6 +251,15 @@ void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
 	engine_ctx_open(e, t, CTX_TEARDOWN, ev, 0);
 	t->sp_level = SP_MAX_LEVEL;
 	t->ctx_predicted = 0;
+	/* The zap of a retired root (engine_roots.c) zaps that root. */
+	if (ev->u.spte.as_id >= RETIRED_FIRST) {
+		t->ctx_as = ev->u.spte.as_id;
+		t->ctx_predicted =
+			overlay_context_range(e, t, t->ctx_as, 0,
+					      tdp_level_pages(SP_MAX_LEVEL + 1),
+					      0, ZAP_TEARDOWN);
+		return;
+	}
 	for (as = 0; as < ZAP_ALL_AS_IDS; as++)
 		t->ctx_predicted +=
 			overlay_context_range(e, t, as, 0,

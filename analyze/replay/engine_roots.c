@@ -1,0 +1,217 @@
+/*
+ * Roots that coexist (see engine_int.h): the old root a memslot change
+ * invalidated, still being zapped, beside the new root the vCPUs build.
+ *
+ * KVM keeps one TDP root per address space while nothing invalidates
+ * it.  kvm_mmu_zap_all_fast() (a memslot deleted or moved) marks every
+ * root invalid and has the vCPUs load a new one (kvm_mmu_reload(),
+ * kvm_tdp_mmu_get_vcpu_root_hpa(): the root's allocation is traced as a
+ * shadow page of the root level at gfn 0); the old root is zapped
+ * afterwards, by the ioctl's thread (6.12: kvm_tdp_mmu_zap_invalidated_
+ * roots() under the read lock) or later (6.1), while the vCPUs fault
+ * into the new root.  Faults never install into an invalid root (the
+ * fault path retries on an obsolete root).  The tracepoint of an SPTE
+ * change does not name its root: two roots hold entries with the same
+ * (address space, level, gfn), often the same value (a page refaulted
+ * into the new root maps the same pfn with the same bits).
+ *
+ * The model therefore keeps the old root apart (RULE_ROOTS): when a
+ * new root is allocated while the current one still holds a present
+ * entry, the current root's entries move to a retired address space of
+ * the tdp (as_id RETIRED_FIRST and up, remembered as a root of its
+ * address space), and the address space starts over with the new root.
+ * A change then goes to the root it fits:
+ *   - a thread tearing a retired root down (its teardown context began
+ *     on that root, or on the current one before it was retired) works
+ *     on that root alone;
+ *   - a thread outside any context (the first change of a root's zap)
+ *     goes to the newest retired root whose entry holds the change's
+ *     old value (both not present counts as holding it);
+ *   - else the current root, where its entry holds the old value;
+ *   - else the newest retired root whose entry holds it;
+ *   - else the current root, as without this rule.
+ * A retired root with nothing present is dropped when the next root is
+ * retired, and, with every retired slot taken, the oldest one goes.
+ * What it cannot catch: a change that fits both roots, by a thread
+ * tearing none down, goes to the current one (the counts it feeds are
+ * the same either way unless the two roots differ there later).
+ *
+ * A capture that began mid-run may begin inside an old root's zap, the
+ * new root already in use: the trace never showed the two apart.  A
+ * thread whose first changes, outside any context, unlink a table or
+ * mark a removed table's entries (handle_removed_pt()) is tearing
+ * tables down since before the capture; the NX worker aside, that is a
+ * root's zap or a teardown, never an invalidation (which zaps leaves
+ * only).  Its changes go to a root of their own, unknown (every zap in
+ * it revealed), until the thread does anything else.  What this cannot
+ * catch: such a teardown of the current root leaves the model's entries
+ * of it present (known only where the trace showed them since).
+ */
+#include "replay/engine_int.h"
+
+#include "util/assert.h"
+
+void roots_init(struct engine *e)
+{
+	int i;
+
+	for (i = 0; i < TDP_AS_IDS; i++)
+		e->roots.orig[i] = i < RETIRED_FIRST ? i : -1;
+	e->roots.nretired = 0;
+}
+
+int roots_orig(const struct engine *e, int as)
+{
+	MR_ASSERT_DBG(as >= 0 && as < TDP_AS_IDS);
+	return e->roots.orig[as] < 0 ? as : e->roots.orig[as];
+}
+
+static void slot_drop(struct engine *e, int slot)
+{
+	MR_ASSERT(slot >= RETIRED_FIRST && e->roots.orig[slot] >= 0);
+	tdp_drop_as(&e->tdp_obs, slot);
+	tdp_drop_as(&e->tdp_ovl, slot);
+	tdp_drop_as(&e->tdp_kvmdirty, slot);
+	e->roots.orig[slot] = -1;
+	e->roots.nretired--;
+}
+
+static void slot_used(void *arg, void *val)
+{
+	const struct thread_ctx *t = val;
+	unsigned *used = arg;
+
+	if (t->ctx_kind == CTX_TEARDOWN)
+		*used |= 1u << t->ctx_as;
+	*used |= 1u << t->unknown_root;
+}
+
+/* A slot for a root to retire: a free one, after dropping the retired
+ * roots with nothing present that no thread tears down, else the
+ * oldest's (one a thread tears down only if every slot is). */
+static int slot_take(struct engine *e)
+{
+	int i, slot = -1, oldest = -1;
+	unsigned used = 0;
+
+	ptrmap_each(&e->threads, slot_used, &used);
+	for (i = RETIRED_FIRST; i < TDP_AS_IDS; i++) {
+		if (e->roots.orig[i] >= 0 && !(used & (1u << i)) &&
+		    !tdp_as_present(&e->tdp_obs, i))
+			slot_drop(e, i);
+		if (e->roots.orig[i] < 0 && slot < 0)
+			slot = i;
+		if (e->roots.orig[i] >= 0 && (oldest < 0 ||
+		    ((used >> oldest) & 1) > ((used >> i) & 1) ||
+		    (((used >> oldest) & 1) == ((used >> i) & 1) &&
+		     e->roots.retired_seq[i] < e->roots.retired_seq[oldest])))
+			oldest = i;
+	}
+	if (slot >= 0)
+		return slot;
+	slot_drop(e, oldest);
+	return oldest;
+}
+
+static void retarget(void *arg, void *val)
+{
+	const int *m = arg;
+	struct thread_ctx *t = val;
+
+	if (t->ctx_kind == CTX_TEARDOWN && t->ctx_as == m[0])
+		t->ctx_as = m[1];
+}
+
+void roots_on_root_alloc(struct engine *e, int as, uint64_t seq)
+{
+	int slot, m[2];
+
+	if (!engine_rule(e, RULE_ROOTS) || as < 0 || as >= RETIRED_FIRST ||
+	    !tdp_as_present(&e->tdp_obs, as))
+		return;
+	slot = slot_take(e);
+	if (tdp_move_as(&e->tdp_obs, as, slot) < 0 ||
+	    tdp_move_as(&e->tdp_ovl, as, slot) < 0 ||
+	    tdp_move_as(&e->tdp_kvmdirty, as, slot) < 0)
+		e->nomem = 1;
+	e->roots.orig[slot] = (int8_t)as;
+	e->roots.retired_seq[slot] = seq;
+	e->roots.nretired++;
+	/* A teardown already under way is the old root's. */
+	m[0] = as;
+	m[1] = slot;
+	ptrmap_each(&e->threads, retarget, m);
+}
+
+/* Whether the entry of root `as` holds old (not present: any value that
+ * is not present). */
+static int holds(const struct engine *e, int as, int level, uint64_t gfn,
+		 uint64_t old)
+{
+	uint64_t cur = tdp_get(&e->tdp_obs, as, level, gfn);
+
+	if (!spte_present(e->fmt, old))
+		return !spte_present(e->fmt, cur);
+	return cur == old;
+}
+
+/* Whether the change removes a table or marks a removed table's entry:
+ * a teardown's, never an invalidation's. */
+static int tears_down(const struct engine *e, const struct model_event *ev)
+{
+	uint64_t old = ev->u.spte.old_spte, new = ev->u.spte.new_spte;
+	int level = ev->u.spte.level;
+
+	return (level > TDP_LEVEL_4K && spte_present(e->fmt, old) &&
+		!spte_leaf(e->fmt, old, level) && !spte_present(e->fmt, new)) ||
+		(!spte_present(e->fmt, old) && spte_removed(e->fmt, new));
+}
+
+/* A root of address space as for a teardown begun before the capture:
+ * a slot of its own, holding nothing (every entry unknown). */
+static int unknown_root(struct engine *e, int as)
+{
+	int slot = slot_take(e);
+
+	e->roots.orig[slot] = (int8_t)as;
+	e->roots.retired_seq[slot] = e->ev ? e->ev->seq : 0;
+	e->roots.nretired++;
+	return slot;
+}
+
+int roots_route(struct engine *e, struct thread_ctx *t,
+		const struct model_event *ev)
+{
+	int as = ev->u.spte.as_id, level = ev->u.spte.level, i, best = -1;
+	uint64_t gfn = ev->u.spte.gfn, old = ev->u.spte.old_spte;
+
+	if (as < 0 || as >= RETIRED_FIRST || !engine_rule(e, RULE_ROOTS))
+		return as;
+	if (t->unknown_root && roots_orig(e, t->unknown_root) == as)
+		return t->unknown_root;
+	if (e->res->began_mid_run && t->fresh && !t->is_worker &&
+	    t->ctx_kind == CTX_NONE && tears_down(e, ev)) {
+		t->unknown_root = unknown_root(e, as);
+		return t->unknown_root;
+	}
+	if (!e->roots.nretired)
+		return as;
+	if (t->ctx_kind == CTX_TEARDOWN && t->ctx_as != as &&
+	    roots_orig(e, t->ctx_as) == as)
+		return t->ctx_as;
+	for (i = RETIRED_FIRST; i < TDP_AS_IDS; i++)
+		if (e->roots.orig[i] == as &&
+		    tdp_stored(&e->tdp_obs, i, level, gfn) &&
+		    holds(e, i, level, gfn, old) &&
+		    (best < 0 ||
+		     e->roots.retired_seq[i] > e->roots.retired_seq[best]))
+			best = i;
+	/* A thread outside any context that changes an entry a retired
+	 * root holds begins that root's zap: KVM zaps a whole root once it
+	 * is invalid (or at the VM's end, when no new root follows). */
+	if (best >= 0 && t->ctx_kind == CTX_NONE)
+		return best;
+	if (holds(e, as, level, gfn, old))
+		return as;
+	return best < 0 ? as : best;
+}
