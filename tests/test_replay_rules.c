@@ -1952,6 +1952,51 @@ static void test_late_link(void)
 	rules_off = 0;
 }
 
+/* The VMM's memslot ioctl cmd (either version), write-protecting page
+ * 0x1 (dirty logging on), then again without a sweep (off). */
+static void sweep_scenario(uint64_t cmd)
+{
+	struct model_event *e;
+	int i;
+
+	nev = 0;
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0, 0, TABLE + 0x1000);
+	spte(VCPU, 1, 0x1, 0, RW_4K);
+	entry();
+	for (i = 0; i < 2; i++) {
+		e = ev(MEV_SYSCALL, VMM);
+		e->u.sys.entry = 1;
+		e->u.sys.call = MSYS_IOCTL;
+		e->u.sys.a1 = cmd;
+		if (!i)
+			spte(VMM, 1, 0x1, RW_4K, RW_4K & ~0x2ULL);
+		syscall_exit(VMM);
+	}
+}
+
+/*
+ * Stock kernels: dirty logging inferred from the write-protect sweep
+ * inside a memslot ioctl, whichever version sets it
+ * (KVM_SET_USER_MEMORY_REGION2 on 6.8+: 6.12's selftests, QEMU 8.2+).
+ */
+static void test_dirty_logging_region2(void)
+{
+	static const uint64_t cmds[] = {
+		KVM_SET_USER_MEMORY_REGION, KVM_SET_USER_MEMORY_REGION2,
+	};
+	struct replay_result b;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		sweep_scenario(cmds[i]);
+		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+		CHECK(b.dirty_src == REPLAY_SRC_INFERRED);
+		CHECK(b.mismatches_total == 0);
+		replay_result_free(&b);
+	}
+}
+
 /* A ranged remote TLB flush (patched kvm_remote_tlb_flush). */
 static void ranged_flush(int tid, uint64_t gfn, uint64_t pages)
 {
@@ -2259,6 +2304,7 @@ static const struct scenario {
 	  test_collapse_free_after_new_table },
 	{ "coexisting_roots", test_coexisting_roots },
 	{ "late_link_612", test_late_link },
+	{ "dirty_logging_region2", test_dirty_logging_region2 },
 };
 #define NSCENARIOS (int)(sizeof(scenarios) / sizeof(scenarios[0]))
 

@@ -9,6 +9,8 @@
 #ifndef MMUREPLAY_MODEL_KERNEL_H
 #define MMUREPLAY_MODEL_KERNEL_H
 
+#include <stdint.h>
+
 /* PAGE_SHIFT (x86: 4 KiB pages). */
 #define MEV_PAGE_SHIFT 12
 
@@ -63,6 +65,9 @@
 /* ioctl numbers as syscall_entry_ioctl's cmd traces them (uapi
  * linux/kvm.h, linux/userfaultfd.h; x86_64). */
 #define KVM_SET_USER_MEMORY_REGION 0x4020ae46ULL
+/* Linux 6.8+: the same with guest_memfd fields; the kernel's selftests
+ * (6.12) and QEMU 8.2+ on such kernels set every memslot with it. */
+#define KVM_SET_USER_MEMORY_REGION2 0x40a0ae49ULL
 #define KVM_GET_DIRTY_LOG 0x4010ae42ULL
 #define KVM_CLEAR_DIRTY_LOG 0xc018aec0ULL
 #define UFFDIO_WRITEPROTECT 0xc018aa06ULL
@@ -72,5 +77,12 @@
 #define KVM_CREATE_VM 0xae01ULL
 #define KVM_CREATE_VCPU 0xae41ULL
 #define KVM_RUN 0xae80ULL
+
+/* Returns 1 when cmd sets a memslot (either version of the ioctl). */
+static inline int kvm_ioctl_sets_memslot(uint64_t cmd)
+{
+	return cmd == KVM_SET_USER_MEMORY_REGION ||
+		cmd == KVM_SET_USER_MEMORY_REGION2;
+}
 
 #endif

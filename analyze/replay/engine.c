@@ -220,7 +220,7 @@ static void engine_on_syscall(struct engine *e, struct thread_ctx *t,
 	engine_ctx_close(e, t);
 	if (ev->u.sys.call != MSYS_IOCTL)
 		return;
-	if (ev->u.sys.entry && ev->u.sys.a1 == KVM_SET_USER_MEMORY_REGION &&
+	if (ev->u.sys.entry && kvm_ioctl_sets_memslot(ev->u.sys.a1) &&
 	    !t->in_setregion) {
 		t->in_setregion = 1;
 		e->setregion_threads++;

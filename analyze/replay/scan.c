@@ -286,7 +286,7 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 		p->dirty_from = p->setregion_last;
 	}
 	if (e->u.sys.entry) {
-		t->in_setregion = e->u.sys.a1 == KVM_SET_USER_MEMORY_REGION;
+		t->in_setregion = kvm_ioctl_sets_memslot(e->u.sys.a1);
 		t->setregion_swept = 0;
 		t->setregion_seq = e->seq;
 		return;
