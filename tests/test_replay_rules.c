@@ -1997,6 +1997,48 @@ static void test_dirty_logging_region2(void)
 	}
 }
 
+/*
+ * Dirty logging stops (patched memslot event inside
+ * KVM_SET_USER_MEMORY_REGION): the ioctl's thread frees the 4K table
+ * under the 2M entry, its two leaves with it, and the vCPU refaults one.
+ * Zaps and refault are the collapse's; with the rule off, a teardown's.
+ */
+static void test_dirty_log_collapse(void)
+{
+	struct replay_result b;
+	int off;
+
+	for (off = 0; off <= 1; off++) {
+		nev = 0;
+		rules_off = off ? 1u << RULE_DIRTY_LOG_COLLAPSE : 0;
+		memslot(0);
+		memslot_flags(1024, 0, KVM_MEM_LOG_DIRTY_PAGES);
+		spte(VCPU, 3, 0, 0, TABLE);
+		spte(VCPU, 2, 0, 0, TABLE + 0x1000);
+		spte(VCPU, 1, 0x1, 0, RW_4K);
+		spte(VCPU, 1, 0x2, 0, RW_4K + 0x1000);
+		entry();
+		setregion_entry();
+		memslot_flags(1024, KVM_MEM_LOG_DIRTY_PAGES, 0);
+		spte(VMM, 2, 0, TABLE + 0x1000, 0);
+		sp_event(MEV_SP_FREE, VMM, 1, 0);
+		spte(VMM, 1, 0x1, RW_4K, REMOVED);
+		spte(VMM, 1, 0x2, RW_4K + 0x1000, REMOVED);
+		syscall_exit(VMM);
+		fault(0x1, MEV_PFERR_USER | MEV_PFERR_WRITE);
+		spte(VCPU, 2, 0, 0, RW_2M);
+		entry();
+		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+		CHECK(b.mismatches_total == 0);
+		CHECK(b.zaps[off ? ZAP_TEARDOWN : ZAP_DIRTY_LOG_COLLAPSE] == 2);
+		CHECK(b.zaps[off ? ZAP_DIRTY_LOG_COLLAPSE : ZAP_TEARDOWN] == 0);
+		CHECK(b.refaults[off ? ZAP_TEARDOWN :
+				 ZAP_DIRTY_LOG_COLLAPSE] == 1);
+		replay_result_free(&b);
+	}
+	rules_off = 0;
+}
+
 /* A ranged remote TLB flush (patched kvm_remote_tlb_flush). */
 static void ranged_flush(int tid, uint64_t gfn, uint64_t pages)
 {
@@ -2305,6 +2347,7 @@ static const struct scenario {
 	{ "coexisting_roots", test_coexisting_roots },
 	{ "late_link_612", test_late_link },
 	{ "dirty_logging_region2", test_dirty_logging_region2 },
+	{ "dirty_log_collapse_zap_cause", test_dirty_log_collapse },
 };
 #define NSCENARIOS (int)(sizeof(scenarios) / sizeof(scenarios[0]))
 

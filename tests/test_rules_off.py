@@ -112,6 +112,12 @@ as checking them):
                       patched KSM capture (off: ksmd's merges refaulted
                       identical, 18 false upgrades) and by
                       test_replay_rules' stock_upgrade_needs_a_cause
+  dirty_log_collapse  a zap cause, never the self-check's (the zaps are
+                      predicted as a teardown's all the same): the
+                      collapse's zaps counted apart from teardown, checked
+                      against the memslot ioctls' spans by
+                      test_dirty_log_collapse and by test_replay_rules'
+                      dirty_log_collapse_zap_cause
 """
 import json
 import os
@@ -237,8 +243,10 @@ check(on["upgrade_inference"]["false_positive"] == 0 and
       % (KSM, on["upgrade_inference"], off["upgrade_inference"]))
 
 # The rules no capture sees: switching them off changes no verdict
-# (if one does, move it above and say where).  upgrade_cause: above.
-for rules in ("fast_fault", "stock_race", "upgrade_cause"):
+# (if one does, move it above and say where).  upgrade_cause: above;
+# dirty_log_collapse: tests/test_dirty_log_collapse.py.
+for rules in ("fast_fault", "stock_race", "upgrade_cause",
+              "dirty_log_collapse"):
     for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612, RL612):
         rc, f = fidelity(name, rules)
         check(rc == 0, "%s off: %s still passes (update the docstring)"

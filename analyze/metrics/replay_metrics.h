@@ -42,6 +42,8 @@
 	  r->zaps[ZAP_FAULT_PATH], RM_WHATIF) \
 	X(RM_LEAF_ZAPS_TEARDOWN, "leaf_zaps.teardown", \
 	  r->zaps[ZAP_TEARDOWN], RM_WHATIF) \
+	X(RM_LEAF_ZAPS_DIRTY_LOG_COLLAPSE, "leaf_zaps.dirty_log_collapse", \
+	  r->zaps[ZAP_DIRTY_LOG_COLLAPSE], RM_WHATIF) \
 	X(RM_LEAF_ZAPS_OTHER, "leaf_zaps.other", r->zaps[ZAP_OTHER], \
 	  RM_WHATIF) \
 	X(RM_ZAPS_KEPT, "zaps_kept", r->zaps_kept, RM_WHATIF) \
@@ -61,6 +63,8 @@
 	  r->refaults[ZAP_FAULT_PATH], RM_WHATIF) \
 	X(RM_REFAULTS_TEARDOWN, "refaults.teardown", \
 	  r->refaults[ZAP_TEARDOWN], RM_WHATIF) \
+	X(RM_REFAULTS_DIRTY_LOG_COLLAPSE, "refaults.dirty_log_collapse", \
+	  r->refaults[ZAP_DIRTY_LOG_COLLAPSE], RM_WHATIF) \
 	X(RM_REFAULTS_OTHER, "refaults.other", r->refaults[ZAP_OTHER], \
 	  RM_WHATIF) \
 	X(RM_TLB_FLUSHES, "tlb_flushes", r->flushes, RM_WHATIF) \

@@ -209,6 +209,7 @@ void engine_ctx_open(struct engine *e, struct thread_ctx *t,
 	t->ctx_last_ts = ev->ts;
 	t->win_nranges = 0;
 	t->ctx_as = 0;
+	t->ctx_collapse = 0;
 }
 
 /* KVM_SET_USER_MEMORY_REGION brackets the collapse of 4K leaves when
@@ -223,6 +224,7 @@ static void engine_on_syscall(struct engine *e, struct thread_ctx *t,
 	if (ev->u.sys.entry && kvm_ioctl_sets_memslot(ev->u.sys.a1) &&
 	    !t->in_setregion) {
 		t->in_setregion = 1;
+		t->setregion_seq = ev->seq;
 		e->setregion_threads++;
 	} else if (ev->u.sys.entry && (ev->u.sys.a1 == KVM_GET_DIRTY_LOG ||
 					ev->u.sys.a1 == KVM_CLEAR_DIRTY_LOG) &&

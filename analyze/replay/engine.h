@@ -41,6 +41,8 @@
 	X(ZAP_NX_RECOVERY, "nx_recovery") /* the NX recovery worker */ \
 	X(ZAP_FAULT_PATH, "fault_path")   /* a fault replacing a leaf */ \
 	X(ZAP_TEARDOWN, "teardown")       /* SP freed (memslot/VM gone) */ \
+	/* 4K tables freed where dirty logging stops, for huge pages */ \
+	X(ZAP_DIRTY_LOG_COLLAPSE, "dirty_log_collapse") \
 	X(ZAP_OTHER, "other")             /* no cause the model knows */
 
 #define MISMATCH_KIND_LIST(X) \
@@ -168,7 +170,10 @@
 	X(RULE_ROOTS, "roots") \
 	/* a table's link may be traced after entries beneath it that \
 	 * another vCPU installed through it (engine_overlay.c) */ \
-	X(RULE_LATE_LINK, "late_link")
+	X(RULE_LATE_LINK, "late_link") \
+	/* a 4K table freed in the memslot ioctl that stops dirty logging \
+	 * is its collapse, not a teardown (engine_teardown.c) */ \
+	X(RULE_DIRTY_LOG_COLLAPSE, "dirty_log_collapse")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

@@ -160,8 +160,10 @@ struct thread_ctx {
 	/* CTX_RECOVERY, CTX_TEARDOWN */
 	int sp_level;
 	/* CTX_TEARDOWN: the root it tears down, a tdp as_id (a retired
-	 * root's, engine_roots.c; 0: the current root). */
+	 * root's, engine_roots.c; 0: the current root); and whether it is
+	 * the collapse of a 4K table where dirty logging stops. */
 	int ctx_as;
+	int ctx_collapse;
 	/* The as_id its last SPTE change went to (roots_route()), and
 	 * the unknown root its teardown begun before a mid-run capture
 	 * works on (0: none; until its next event of another kind). */
@@ -189,6 +191,7 @@ struct thread_ctx {
 	uint64_t entry_seq;
 	int64_t contention_ts;          /* 0: not waiting for a lock */
 	int in_setregion;               /* KVM_SET_USER_MEMORY_REGION */
+	uint64_t setregion_seq;         /* ... the seq of its entry */
 	int in_dirtylog;                /* KVM_{GET,CLEAR}_DIRTY_LOG */
 	int npending_next;              /* its faults waiting on a batch */
 	/* A ranged TLB flush it traced, until its next event: the entry

@@ -281,7 +281,7 @@ static enum zap_cause zap_cause_of(const struct thread_ctx *t)
 	case CTX_RECOVERY:
 		return ZAP_NX_RECOVERY;
 	case CTX_TEARDOWN:
-		return ZAP_TEARDOWN;
+		return t->ctx_collapse ? ZAP_DIRTY_LOG_COLLAPSE : ZAP_TEARDOWN;
 	case CTX_NONE:
 		break;
 	}

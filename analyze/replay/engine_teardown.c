@@ -37,6 +37,31 @@
 static int64_t replaced_take(struct engine *e, int32_t tid, int as_id,
 			     int level, uint64_t gfn);
 
+/*
+ * Whether a 4K table thread t frees at gfn is the collapse of dirty
+ * logging's split pages: when a memslot's dirty logging stops,
+ * kvm_mmu_slot_apply_flags() -> kvm_mmu_zap_collapsible_sptes() zaps,
+ * in the thread of KVM_SET_USER_MEMORY_REGION, each table that maps
+ * what could be a huge page, so that faults map it huge again; the
+ * memslot's deletion instead zaps whole roots (teardown_zap_all_*()).
+ * Logging stops in this ioctl when the memslot event in it says so
+ * (patched), or the stock inference's logging interval ends at its
+ * entry (scan.h).
+ */
+static int collapse_of(const struct engine *e, const struct thread_ctx *t,
+		       uint64_t gfn)
+{
+	int dirty;
+
+	if (!t->in_setregion || !engine_rule(e, RULE_DIRTY_LOG_COLLAPSE))
+		return 0;
+	if (e->slots.measured)
+		return scan_flip_at(e->scan, 0, gfn, t->setregion_seq,
+				    &dirty) && !dirty;
+	return t->setregion_seq && scan_dirty_at(e->scan,
+						 t->setregion_seq - 1) &&
+		!scan_dirty_at(e->scan, t->setregion_seq);
+}
 
 /*
  * Whether the NX recovery worker's table free is a teardown.  On a
@@ -102,6 +127,8 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	root = t->route_as >= RETIRED_FIRST &&
 		roots_orig(e, t->route_as) == as ? t->route_as : 0;
 	t->ctx_as = root;
+	t->ctx_collapse = kind == CTX_TEARDOWN && level == TDP_LEVEL_4K &&
+		collapse_of(e, t, gfn);
 	/* What the model knows of the table's entries now: of a table a
 	 * new one already replaced (its parent entry present again), only
 	 * what the trace stored, not the new table's birth. */
@@ -136,6 +163,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 				      !engine_rule(e, RULE_NESTED_TEARDOWN) ?
 				      level : 0,
 				      kind == CTX_RECOVERY ? ZAP_NX_RECOVERY :
+				      t->ctx_collapse ? ZAP_DIRTY_LOG_COLLAPSE :
 				      ZAP_TEARDOWN);
 	/* A new table took its place before this free was traced: the
 	 * model holds the new one's entries there, the free zaps the

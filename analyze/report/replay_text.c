@@ -114,25 +114,30 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 	if (marked)
 		fprintf(out, "  *: not modelled in full by the policy's "
 			"replay (below): not a prediction\n");
-	fprintf(out, "\n  %-*s %11s %11s %11s %11s\n", w, "leaf zaps by",
-		"notifier", "nx_recovery", "fault_path", "teardown");
-	fprintf(out, "  %.*s %11s %11s %11s %11s\n", w, RULE,
-		"-----------", "-----------", "-----------", "-----------");
+	fprintf(out, "\n  %-*s %11s %11s %11s %11s %11s\n", w, "leaf zaps by",
+		"notifier", "nx_recovery", "fault_path", "teardown",
+		"collapse");
+	fprintf(out, "  %.*s %11s %11s %11s %11s %11s\n", w, RULE,
+		"-----------", "-----------", "-----------", "-----------",
+		"-----------");
 	for (i = 0; i < n; i++) {
 		static const enum replay_metric k[] = {
 			RM_LEAF_ZAPS_NOTIFIER, RM_LEAF_ZAPS_NX_RECOVERY,
 			RM_LEAF_ZAPS_FAULT_PATH, RM_LEAF_ZAPS_TEARDOWN,
+			RM_LEAF_ZAPS_DIRTY_LOG_COLLAPSE,
 		};
 
 		if (m[i].not_applicable)
 			continue;
 		fprintf(out, "  %-*s", w, m[i].policy);
-		for (c = 0; c < 4; c++)
+		for (c = 0; c < 5; c++)
 			fprintf(out, " %11s", report_fmt_count(
 				buf, sizeof(buf),
 				(int64_t)m[i].v[k[c]]));
 		fputc('\n', out);
 	}
+	fprintf(out, "  collapse: the 4K tables freed where dirty logging "
+		"stops, for huge pages\n");
 	/* Which sources each policy touches: the threads whose zaps it
 	 * keeps. */
 	for (c = 0, i = 0; i < n; i++) {
