@@ -264,7 +264,9 @@ LATE = [("late_change", RO, 0.5), ("window_install", PU, 0.5),
         ("huge_goal", THPN, 0.5), ("huge_span", THPN, 0.5),
         ("nested_teardown", THP, 0.5),
         ("zap_all", B612, 0.5), ("removed_table", SD612, 0.5),
-        ("measured_batch", RL612, 0.5), ("frozen_entry", SD612, 0.5)]
+        ("measured_batch", RL612, 0.5), ("frozen_entry", SD612, 0.5),
+        ("roots", MS61, 0.5), ("roots", MS612, 0.5),
+        ("late_link", MS612, 0.5)]
 # Not on a late cut, and why:
 #   nx_dirty_untracked (NX), slot_swap, nx_snapshot, nx_off: seen by
 #     recovery batch sizes, and in every cut of those captures the

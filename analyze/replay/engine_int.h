@@ -164,10 +164,13 @@ struct thread_ctx {
 	 * the collapse of a 4K table where dirty logging stops. */
 	int ctx_as;
 	int ctx_collapse;
-	/* The as_id its last SPTE change went to (roots_route()), and
-	 * the unknown root its teardown begun before a mid-run capture
-	 * works on (0: none; until its next event of another kind). */
+	/* The as_id its last SPTE change went to (roots_route()); on a
+	 * capture that began mid-run, whether it is in a teardown begun
+	 * before the capture (1; 2: of a root), and the unknown root its
+	 * changes go to (0: none); both until its next event of another
+	 * kind (engine_roots.c). */
 	int route_as;
+	int teardown_before;
 	int unknown_root;
 	/* Of a 4K table's entries, those the model knew when its removal
 	 * began (a new table may take its place meanwhile): bit i for
@@ -403,6 +406,8 @@ struct engine {
 	 * retired it. */
 	struct roots {
 		int8_t orig[TDP_AS_IDS];
+		/* a slot of a teardown begun before the capture */
+		int8_t unknown[TDP_AS_IDS];
 		uint64_t retired_seq[TDP_AS_IDS];
 		int nretired;
 	} roots;

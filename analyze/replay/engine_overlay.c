@@ -485,9 +485,11 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	enum zap_cause cause;
 	uint64_t kept = 0;
 	/* Whether the thread's context began before a mid-run capture did
-	 * (its start is not in the trace): its zaps are revealed, not
-	 * judged, as are zaps of entries the model did not know. */
-	int unknown_ctx = t->fresh && e->res->began_mid_run;
+	 * (its start is not in the trace; a teardown begun before it,
+	 * engine_roots.c): its zaps are revealed, not judged, as are zaps
+	 * of entries the model did not know. */
+	int unknown_ctx = (t->fresh || t->teardown_before) &&
+		e->res->began_mid_run;
 
 	/*
 	 * An invalidation zaps leaves only (tdp_mmu_zap_leafs() skips

@@ -23,12 +23,15 @@
  * A change then goes to the root it fits:
  *   - a thread tearing a retired root down (its teardown context began
  *     on that root, or on the current one before it was retired) works
- *     on that root alone;
+ *     on that root alone, inside the context's span (the whole root, or
+ *     the table it frees);
  *   - a thread outside any context (the first change of a root's zap)
  *     goes to the newest retired root whose entry holds the change's
  *     old value (both not present counts as holding it);
  *   - else the current root, where its entry holds the old value;
  *   - else the newest retired root whose entry holds it;
+ *   - else, on a capture that began mid-run, a table's removal goes to
+ *     the newest retired root where the trace never showed its entry;
  *   - else the current root, as without this rule.
  * A retired root with nothing present is dropped when the next root is
  * retired, and, with every retired slot taken, the oldest one goes.
@@ -40,12 +43,18 @@
  * new root already in use: the trace never showed the two apart.  A
  * thread whose first changes, outside any context, unlink a table or
  * mark a removed table's entries (handle_removed_pt()) is tearing
- * tables down since before the capture; the NX worker aside, that is a
- * root's zap or a teardown, never an invalidation (which zaps leaves
- * only).  Its changes go to a root of their own, unknown (every zap in
- * it revealed), until the thread does anything else.  What this cannot
- * catch: such a teardown of the current root leaves the model's entries
- * of it present (known only where the trace showed them since).
+ * tables down since before the capture (the NX worker aside; an
+ * invalidation zaps leaves only), until it does anything else.  Such a
+ * change goes to a root of its own, unknown (every zap in it revealed),
+ * unless it fits an entry the model knows in the current root (not one
+ * it never showed, nor a table other than the one it holds there), and,
+ * once the thread removed a table above 2M or marked the entries of
+ * one, every change of it does: that is a root's zap (dirty logging's
+ * collapse, also in a memslot ioctl, removes 4K tables only).  Its
+ * tables' frees predict nothing (engine_teardown.c).  What this cannot
+ * catch: a zap of the current root begun before the capture leaves
+ * the model's entries of it present (known only where the trace showed
+ * them since).
  */
 #include "replay/engine_int.h"
 
@@ -55,8 +64,11 @@ void roots_init(struct engine *e)
 {
 	int i;
 
-	for (i = 0; i < TDP_AS_IDS; i++)
+	for (i = 0; i < TDP_AS_IDS; i++) {
 		e->roots.orig[i] = i < RETIRED_FIRST ? i : -1;
+		e->roots.unknown[i] = 0;
+		e->roots.retired_seq[i] = 0;
+	}
 	e->roots.nretired = 0;
 }
 
@@ -135,6 +147,7 @@ void roots_on_root_alloc(struct engine *e, int as, uint64_t seq)
 	    tdp_move_as(&e->tdp_kvmdirty, as, slot) < 0)
 		e->nomem = 1;
 	e->roots.orig[slot] = (int8_t)as;
+	e->roots.unknown[slot] = 0;
 	e->roots.retired_seq[slot] = seq;
 	e->roots.nretired++;
 	/* A teardown already under way is the old root's. */
@@ -174,38 +187,62 @@ static int unknown_root(struct engine *e, int as)
 	int slot = slot_take(e);
 
 	e->roots.orig[slot] = (int8_t)as;
+	e->roots.unknown[slot] = 1;
 	e->roots.retired_seq[slot] = e->ev ? e->ev->seq : 0;
 	e->roots.nretired++;
 	return slot;
+}
+
+/* Whether thread t tears down a root other than the current one of
+ * address space as, in a context whose span holds gfn (a table's, or
+ * the whole root's). */
+static int tears_down_in(const struct thread_ctx *t, int as, uint64_t gfn)
+{
+	return t->ctx_kind == CTX_TEARDOWN && t->ctx_as != as &&
+		gfn - t->ctx_gfn < tdp_level_pages(t->sp_level + 1);
 }
 
 int roots_route(struct engine *e, struct thread_ctx *t,
 		const struct model_event *ev)
 {
 	int as = ev->u.spte.as_id, level = ev->u.spte.level, i, best = -1;
+	int newest = -1;
 	uint64_t gfn = ev->u.spte.gfn, old = ev->u.spte.old_spte;
 
 	if (as < 0 || as >= RETIRED_FIRST || !engine_rule(e, RULE_ROOTS))
 		return as;
-	if (t->unknown_root && roots_orig(e, t->unknown_root) == as)
-		return t->unknown_root;
 	if (e->res->began_mid_run && t->fresh && !t->is_worker &&
-	    t->ctx_kind == CTX_NONE && tears_down(e, ev)) {
-		t->unknown_root = unknown_root(e, as);
+	    t->ctx_kind == CTX_NONE && tears_down(e, ev))
+		t->teardown_before = 1;
+	if (t->teardown_before && tears_down(e, ev) &&
+	    (level > TDP_LEVEL_4K + 1 ||
+	     (level > TDP_LEVEL_4K && spte_removed(e->fmt, ev->u.spte.new_spte))))
+		t->teardown_before = 2;
+	if (t->teardown_before && !tears_down_in(t, as, gfn) &&
+	    (t->teardown_before == 2 ||
+	     !tdp_known(&e->tdp_obs, as, level, gfn) ||
+	     !holds(e, as, level, gfn, old))) {
+		if (!t->unknown_root ||
+		    roots_orig(e, t->unknown_root) != as)
+			t->unknown_root = unknown_root(e, as);
 		return t->unknown_root;
 	}
 	if (!e->roots.nretired)
 		return as;
-	if (t->ctx_kind == CTX_TEARDOWN && t->ctx_as != as &&
-	    roots_orig(e, t->ctx_as) == as)
+	if (tears_down_in(t, as, gfn) && roots_orig(e, t->ctx_as) == as)
 		return t->ctx_as;
-	for (i = RETIRED_FIRST; i < TDP_AS_IDS; i++)
-		if (e->roots.orig[i] == as &&
-		    tdp_stored(&e->tdp_obs, i, level, gfn) &&
+	for (i = RETIRED_FIRST; i < TDP_AS_IDS; i++) {
+		if (e->roots.orig[i] != as)
+			continue;
+		if (!e->roots.unknown[i] && (newest < 0 ||
+		    e->roots.retired_seq[i] > e->roots.retired_seq[newest]))
+			newest = i;
+		if (tdp_stored(&e->tdp_obs, i, level, gfn) &&
 		    holds(e, i, level, gfn, old) &&
 		    (best < 0 ||
 		     e->roots.retired_seq[i] > e->roots.retired_seq[best]))
 			best = i;
+	}
 	/* A thread outside any context that changes an entry a retired
 	 * root holds begins that root's zap: KVM zaps a whole root once it
 	 * is invalid (or at the VM's end, when no new root follows). */
@@ -213,5 +250,15 @@ int roots_route(struct engine *e, struct thread_ctx *t,
 		return best;
 	if (holds(e, as, level, gfn, old))
 		return as;
-	return best < 0 ? as : best;
+	if (best >= 0)
+		return best;
+	/* A capture that began mid-run: a table's removal that fits no
+	 * root where the model knows the entries is the old root's, whose
+	 * entry there the trace never showed, rather than the new root's
+	 * (a root retired in the trace is zapped next; not an unknown
+	 * one, whose zap began before the capture). */
+	if (e->res->began_mid_run && newest >= 0 && tears_down(e, ev) &&
+	    !tdp_known(&e->tdp_obs, newest, level, gfn))
+		return newest;
+	return as;
 }

@@ -172,6 +172,12 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 			       tdp_align(gfn, level + 1));
 	if (!t->ctx_keep)
 		t->ctx_predicted += leaves;
+	/* A piece of a teardown begun before a mid-run capture (its
+	 * thread's first changes tore tables down, engine_roots.c): which
+	 * root's table it frees the trace may not tell, so its zaps are
+	 * revealed and it predicts none. */
+	if (t->teardown_before)
+		t->ctx_predicted = 0;
 }
 
 void teardown_unlinked(struct engine *e, int32_t tid, int as_id, int level,
