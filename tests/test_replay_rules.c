@@ -1976,6 +1976,44 @@ static void sweep_scenario(uint64_t cmd)
 }
 
 /*
+ * Stock kernels: a slot created with dirty logging on (the dirty ring's
+ * way: no write-protect sweep) shows logging on at the VMM's first
+ * KVM_RESET_DIRTY_RINGS, as at a KVM_GET_DIRTY_LOG.
+ */
+static void test_dirty_ring_reset(void)
+{
+	static const uint64_t cmds[] = {
+		KVM_GET_DIRTY_LOG, KVM_RESET_DIRTY_RINGS,
+	};
+	struct model_event *e;
+	struct replay_result b;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		nev = 0;
+		e = ev(MEV_SYSCALL, VMM);
+		e->u.sys.entry = 1;
+		e->u.sys.call = MSYS_IOCTL;
+		e->u.sys.a1 = KVM_SET_USER_MEMORY_REGION2;
+		syscall_exit(VMM);
+		spte(VCPU, 3, 0, 0, TABLE);
+		spte(VCPU, 2, 0, 0, TABLE + 0x1000);
+		spte(VCPU, 1, 0x1, 0, RW_4K);
+		entry();
+		e = ev(MEV_SYSCALL, VMM);
+		e->u.sys.entry = 1;
+		e->u.sys.call = MSYS_IOCTL;
+		e->u.sys.a1 = cmds[i];
+		spte(VMM, 1, 0x1, RW_4K, RW_4K & ~0x2ULL);
+		syscall_exit(VMM);
+		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+		CHECK(b.dirty_src == REPLAY_SRC_INFERRED);
+		CHECK(b.mismatches_total == 0);
+		replay_result_free(&b);
+	}
+}
+
+/*
  * Stock kernels: dirty logging inferred from the write-protect sweep
  * inside a memslot ioctl, whichever version sets it
  * (KVM_SET_USER_MEMORY_REGION2 on 6.8+: 6.12's selftests, QEMU 8.2+).
@@ -2347,6 +2385,7 @@ static const struct scenario {
 	{ "coexisting_roots", test_coexisting_roots },
 	{ "late_link_612", test_late_link },
 	{ "dirty_logging_region2", test_dirty_logging_region2 },
+	{ "dirty_ring_reset_shows_logging", test_dirty_ring_reset },
 	{ "dirty_log_collapse_zap_cause", test_dirty_log_collapse },
 };
 #define NSCENARIOS (int)(sizeof(scenarios) / sizeof(scenarios[0]))

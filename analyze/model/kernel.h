@@ -70,6 +70,8 @@
 #define KVM_SET_USER_MEMORY_REGION2 0x40a0ae49ULL
 #define KVM_GET_DIRTY_LOG 0x4010ae42ULL
 #define KVM_CLEAR_DIRTY_LOG 0xc018aec0ULL
+/* The dirty ring's (Linux 5.11+): write-protects the pages harvested. */
+#define KVM_RESET_DIRTY_RINGS 0xaec7ULL
 #define UFFDIO_WRITEPROTECT 0xc018aa06ULL
 /* KVM's ioctl type (_IO(KVMIO, nr)), and the ioctls that make a VM, a
  * vCPU, and run one. */
@@ -77,6 +79,14 @@
 #define KVM_CREATE_VM 0xae01ULL
 #define KVM_CREATE_VCPU 0xae41ULL
 #define KVM_RUN 0xae80ULL
+
+/* Returns 1 when cmd hands the VMM dirty pages and write-protects them
+ * again: the dirty bitmap's ioctls or the dirty ring's reset. */
+static inline int kvm_ioctl_reads_dirty_log(uint64_t cmd)
+{
+	return cmd == KVM_GET_DIRTY_LOG || cmd == KVM_CLEAR_DIRTY_LOG ||
+		cmd == KVM_RESET_DIRTY_RINGS;
+}
 
 /* Returns 1 when cmd sets a memslot (either version of the ioctl). */
 static inline int kvm_ioctl_sets_memslot(uint64_t cmd)

@@ -213,8 +213,9 @@ void engine_ctx_open(struct engine *e, struct thread_ctx *t,
 }
 
 /* KVM_SET_USER_MEMORY_REGION brackets the collapse of 4K leaves when
- * dirty logging stops, KVM_GET_DIRTY_LOG / KVM_CLEAR_DIRTY_LOG the
- * write-protection of the pages it reports (see engine_on_fault()). */
+ * dirty logging stops, KVM_GET_DIRTY_LOG / KVM_CLEAR_DIRTY_LOG /
+ * KVM_RESET_DIRTY_RINGS the write-protection of the pages it reports
+ * (see engine_on_fault()). */
 static void engine_on_syscall(struct engine *e, struct thread_ctx *t,
 			      const struct model_event *ev)
 {
@@ -226,8 +227,7 @@ static void engine_on_syscall(struct engine *e, struct thread_ctx *t,
 		t->in_setregion = 1;
 		t->setregion_seq = ev->seq;
 		e->setregion_threads++;
-	} else if (ev->u.sys.entry && (ev->u.sys.a1 == KVM_GET_DIRTY_LOG ||
-					ev->u.sys.a1 == KVM_CLEAR_DIRTY_LOG) &&
+	} else if (ev->u.sys.entry && kvm_ioctl_reads_dirty_log(ev->u.sys.a1) &&
 		   !t->in_dirtylog) {
 		t->in_dirtylog = 1;
 		e->dirtylog_threads++;

@@ -277,11 +277,11 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 	 * ioctl while the inference says off reveals it was on since the
 	 * last KVM_SET_USER_MEMORY_REGION, or since the capture began (one
 	 * that began mid-run, or a slot created with logging on, which no
-	 * write-protect sweep announces).
+	 * write-protect sweep announces: the dirty ring's, reset with
+	 * KVM_RESET_DIRTY_RINGS).
 	 */
 	if (e->u.sys.entry && !p->dirty_on &&
-	    (e->u.sys.a1 == KVM_GET_DIRTY_LOG ||
-	     e->u.sys.a1 == KVM_CLEAR_DIRTY_LOG)) {
+	    kvm_ioctl_reads_dirty_log(e->u.sys.a1)) {
 		p->dirty_on = 1;
 		p->dirty_from = p->setregion_last;
 	}
