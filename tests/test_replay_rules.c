@@ -1813,6 +1813,27 @@ static void test_fault_split_in_place(void)
 }
 
 /*
+ * Runs the sequence built (rules_off set by the caller): it traces
+ * `zaps` leaf zaps; with the rule on (!off) the model predicts each of
+ * them, with it off the self-check fails on a context's zap count.
+ */
+static void zaps_judged(int off, int64_t zaps)
+{
+	struct replay_result b;
+
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.zaps_observed == zaps);
+	if (!off) {
+		CHECK(b.zaps_predicted == zaps);
+		CHECK(b.mismatches_total == 0);
+	} else {
+		CHECK(b.mismatches_total > 0 &&
+		      b.mismatches_by_kind[MISMATCH_ZAP_COUNT] > 0);
+	}
+	replay_result_free(&b);
+}
+
+/*
  * Dirty logging off on 6.12: the collapse unlinks the L1 table of the 2M
  * region at 0x200 and walks its three leaves under the read lock; after
  * the first, a vCPU's write fault links a new (empty) table there and
@@ -1823,7 +1844,6 @@ static void test_fault_split_in_place(void)
  */
 static void test_removed_table_replaced(void)
 {
-	struct replay_result b;
 	int off;
 
 	for (off = 0; off <= 1; off++) {
@@ -1850,15 +1870,7 @@ static void test_removed_table_replaced(void)
 		stock_notifier(0x200, 4);
 		spte(VMM, 1, 0x201, RW_4K + 0x1000, NONPRESENT_612);
 		syscall_exit(VMM);
-		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
-		CHECK(b.zaps_observed == 4);
-		if (!off) {
-			CHECK(b.zaps_predicted == 4);
-			CHECK(b.mismatches_total == 0);
-		} else {
-			CHECK(b.mismatches_total > 0);
-		}
-		replay_result_free(&b);
+		zaps_judged(off, 4);
 	}
 	rules_off = 0;
 }
@@ -1873,7 +1885,6 @@ static void test_removed_table_replaced(void)
  */
 static void test_coexisting_roots(void)
 {
-	struct replay_result b;
 	int off;
 
 	for (off = 0; off <= 1; off++) {
@@ -1901,16 +1912,7 @@ static void test_coexisting_roots(void)
 		stock_notifier(0x1, 1);                         /* new root */
 		spte(VMM, 1, 0x1, RW_4K, NONPRESENT_612);
 		syscall_exit(VMM);
-		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
-		CHECK(b.zaps_observed == 3);
-		if (!off) {
-			CHECK(b.zaps_predicted == 3);
-			CHECK(b.mismatches_total == 0);
-		} else {
-			CHECK(b.mismatches_total > 0 &&
-			      b.mismatches_by_kind[MISMATCH_ZAP_COUNT] > 0);
-		}
-		replay_result_free(&b);
+		zaps_judged(off, 3);
 	}
 	rules_off = 0;
 }
@@ -1924,7 +1926,6 @@ static void test_coexisting_roots(void)
  */
 static void test_late_link(void)
 {
-	struct replay_result b;
 	int off;
 
 	for (off = 0; off <= 1; off++) {
@@ -1938,16 +1939,7 @@ static void test_late_link(void)
 		entry();
 		spte(VMM, 1, 0x200, RW_4K, NONPRESENT_612);     /* VM's zap */
 		syscall_exit(VMM);
-		CHECK(run(&policy_baseline, &b) == REPLAY_OK);
-		CHECK(b.zaps_observed == 1);
-		if (!off) {
-			CHECK(b.zaps_predicted == 1);
-			CHECK(b.mismatches_total == 0);
-		} else {
-			CHECK(b.mismatches_total > 0 &&
-			      b.mismatches_by_kind[MISMATCH_ZAP_COUNT] > 0);
-		}
-		replay_result_free(&b);
+		zaps_judged(off, 1);
 	}
 	rules_off = 0;
 }
