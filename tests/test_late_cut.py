@@ -73,6 +73,30 @@ def root_alloc_s(db):
     return None if ts is None else ts / 1e9
 
 
+def began_before(db, k):
+    """Whether a VM the cut at second k shows (a fault or an SPTE change
+    at or after k) had its root allocated before k, or never in the
+    trace: the cut then begins while that VM runs.  A VM created and
+    gone before k (one of several, one after another) is no part of the
+    cut, and a VM created after k is whole in it."""
+    con = sqlite3.connect(db)
+    try:
+        roots = dict(con.execute(
+            "SELECT coalesce(vm, 0), min(ts) FROM sp_alloc WHERE "
+            "(role & 15) = 4 AND gfn = 0 GROUP BY coalesce(vm, 0)"))
+        shown = [v for (v,) in con.execute(
+            "SELECT DISTINCT coalesce(vm, 0) FROM fault WHERE ts >= ?1 "
+            "UNION SELECT DISTINCT coalesce(vm, 0) FROM spte_change "
+            "WHERE ts >= ?1", (k * 10**9,))]
+    finally:
+        con.close()
+    # Rows of no VM (kernel threads' changes not given a VM) beside
+    # those of VMs are no VM of their own.
+    if any(roots):
+        shown = [v for v in shown if v]
+    return any(v not in roots or roots[v] < k * 10**9 for v in shown)
+
+
 def whole_after(db, policy, k):
     """Faults, leaf zaps and flushes under policy in seconds >= k."""
     con = sqlite3.connect(db)
@@ -140,8 +164,8 @@ for share in SHARES:
         continue
     rc, c = replay(db)
     sc, st = c.get("self_check", {}), c.get("capture_start", {})
-    # A cut before the VM's root was allocated still holds its creation.
-    mid = root_s is None or root_s < k
+    # A cut before a VM's root was allocated still holds its creation.
+    mid = root_s is None or began_before(whole_db, k)
     check(st.get("began_mid_run") is mid, "%s: began mid-run is %s (the "
           "root table allocated at %s s)" % (what, mid, root_s))
     check(rc == 0 and sc.get("ok"),

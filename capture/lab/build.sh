@@ -476,8 +476,11 @@ selftests_build() {
 	local mk=("${NICE[@]}" make -C "$linux/tools/testing/selftests/kvm"
 		OUTPUT="$s/out" LINUX_HDR_PATH="$s/hdr/include/" KHDR_INCLUDES="-isystem $s/hdr/include"
 		"$SELFTEST_FLAGS")
-	# The x86_64 test programs (lib.mk prefixes them with OUTPUT).
-	want=$("${mk[@]}" -s -f Makefile -f <(printf 'lab-progs:\n\t@echo $(TEST_GEN_PROGS)\n') lab-progs 2>>"$log")
+	# The x86_64 test programs (lib.mk prefixes them with OUTPUT), and
+	# those run by a wrapper script (TEST_GEN_PROGS_EXTENDED:
+	# nx_huge_pages_test, run by nx_huge_pages_test.sh), which lib.mk
+	# builds as well.
+	want=$("${mk[@]}" -s -f Makefile -f <(printf 'lab-progs:\n\t@echo $(TEST_GEN_PROGS) $(TEST_GEN_PROGS_EXTENDED)\n') lab-progs 2>>"$log")
 	[ -n "$want" ] || die "no test programs in $linux/tools/testing/selftests/kvm ($log)"
 	"${mk[@]}" -k -j"$JOBS" >>"$log" 2>&1 || true
 	rm -rf "$d"
