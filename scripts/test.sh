@@ -36,4 +36,7 @@ fi
 # shellcheck disable=SC2086
 cmake -S . -B "$dir" $flags >/dev/null
 cmake --build "$dir" -j "$(nproc)"
-ctest --test-dir "$dir" --output-on-failure -LE "$skip"
+# As many tests at once as there are cores: each test is one process
+# at a time, and none shares a work directory or an LTTng session with
+# another (the lttng-sessiond ctest fixture starts first, stops last).
+ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" -LE "$skip"
