@@ -125,6 +125,19 @@ static int slot_take(struct engine *e)
 	return oldest;
 }
 
+/* A slot taken for a root of address space as, retired at seq; unknown:
+ * a teardown's begun before the capture (its entries never shown). */
+static int slot_claim(struct engine *e, int as, int unknown, uint64_t seq)
+{
+	int slot = slot_take(e);
+
+	e->roots.orig[slot] = (int8_t)as;
+	e->roots.unknown[slot] = (int8_t)unknown;
+	e->roots.retired_seq[slot] = seq;
+	e->roots.nretired++;
+	return slot;
+}
+
 static void retarget(void *arg, void *val)
 {
 	const int *m = arg;
@@ -141,15 +154,11 @@ void roots_on_root_alloc(struct engine *e, int as, uint64_t seq)
 	if (!engine_rule(e, RULE_ROOTS) || as < 0 || as >= RETIRED_FIRST ||
 	    !tdp_as_present(&e->tdp_obs, as))
 		return;
-	slot = slot_take(e);
+	slot = slot_claim(e, as, 0, seq);
 	if (tdp_move_as(&e->tdp_obs, as, slot) < 0 ||
 	    tdp_move_as(&e->tdp_ovl, as, slot) < 0 ||
 	    tdp_move_as(&e->tdp_kvmdirty, as, slot) < 0)
 		e->nomem = 1;
-	e->roots.orig[slot] = (int8_t)as;
-	e->roots.unknown[slot] = 0;
-	e->roots.retired_seq[slot] = seq;
-	e->roots.nretired++;
 	/* A teardown already under way is the old root's. */
 	m[0] = as;
 	m[1] = slot;
@@ -180,19 +189,6 @@ static int tears_down(const struct engine *e, const struct model_event *ev)
 		(!spte_present(e->fmt, old) && spte_removed(e->fmt, new));
 }
 
-/* A root of address space as for a teardown begun before the capture:
- * a slot of its own, holding nothing (every entry unknown). */
-static int unknown_root(struct engine *e, int as)
-{
-	int slot = slot_take(e);
-
-	e->roots.orig[slot] = (int8_t)as;
-	e->roots.unknown[slot] = 1;
-	e->roots.retired_seq[slot] = e->ev ? e->ev->seq : 0;
-	e->roots.nretired++;
-	return slot;
-}
-
 /* Whether thread t tears down a root other than the current one of
  * address space as, in a context whose span holds gfn (a table's, or
  * the whole root's). */
@@ -206,15 +202,16 @@ int roots_route(struct engine *e, struct thread_ctx *t,
 		const struct model_event *ev)
 {
 	int as = ev->u.spte.as_id, level = ev->u.spte.level, i, best = -1;
-	int newest = -1;
+	int newest = -1, td;
 	uint64_t gfn = ev->u.spte.gfn, old = ev->u.spte.old_spte;
 
 	if (as < 0 || as >= RETIRED_FIRST || !engine_rule(e, RULE_ROOTS))
 		return as;
-	if (e->res->began_mid_run && t->fresh && !t->is_worker &&
-	    t->ctx_kind == CTX_NONE && tears_down(e, ev))
+	/* Every use of it is on a capture that began mid-run. */
+	td = e->res->began_mid_run && tears_down(e, ev);
+	if (td && t->fresh && !t->is_worker && t->ctx_kind == CTX_NONE)
 		t->teardown_before = 1;
-	if (t->teardown_before && tears_down(e, ev) &&
+	if (t->teardown_before && td &&
 	    (level > TDP_LEVEL_4K + 1 ||
 	     (level > TDP_LEVEL_4K && spte_removed(e->fmt, ev->u.spte.new_spte))))
 		t->teardown_before = 2;
@@ -222,9 +219,11 @@ int roots_route(struct engine *e, struct thread_ctx *t,
 	    (t->teardown_before == 2 ||
 	     !tdp_known(&e->tdp_obs, as, level, gfn) ||
 	     !holds(e, as, level, gfn, old))) {
+		/* A root of its own, holding nothing (every entry
+		 * unknown). */
 		if (!t->unknown_root ||
 		    roots_orig(e, t->unknown_root) != as)
-			t->unknown_root = unknown_root(e, as);
+			t->unknown_root = slot_claim(e, as, 1, ev->seq);
 		return t->unknown_root;
 	}
 	if (!e->roots.nretired)
@@ -257,7 +256,7 @@ int roots_route(struct engine *e, struct thread_ctx *t,
 	 * entry there the trace never showed, rather than the new root's
 	 * (a root retired in the trace is zapped next; not an unknown
 	 * one, whose zap began before the capture). */
-	if (e->res->began_mid_run && newest >= 0 && tears_down(e, ev) &&
+	if (td && newest >= 0 &&
 	    !tdp_known(&e->tdp_obs, newest, level, gfn))
 		return newest;
 	return as;
