@@ -7,9 +7,9 @@ off (A) and on (B).  Checked against the other commands on the same DBs:
     waits), and the change is (B - A) / A;
   - with a run given twice a side, the range is that one value and the
     ranges overlap only where A and B are equal;
-  - the what-if is the replay's: predicted faults, leaf zaps and TLB
-    flushes equal `mmureplay replay A --policy B` (the same model run),
-    and the error is against B's measured count;
+  - the what-if is the replay's: predicted faults, leaf zaps, TLB
+    flushes and NPF service times equal `mmureplay replay A --policy B`
+    (the same model run), and the error is against B's measured figure;
   - the text fits 72 columns and names the differing knob;
   - refused in one line (exit 2): captures of different workloads, and
     two settings on one side; a source that cannot be replayed: exit 7.
@@ -28,8 +28,15 @@ mmr, data, work = sys.argv[1:4]
 fresh_dir(work)
 # What each policy's replay leaves as the recorded run's (its "Not
 # modelled" in replay --help and the policy's limits).
-NOT_MODELLED = {"nx-skip-dirty": ("faults",),
-                "nx-readlock": ("faults", "leaf_zaps")}
+NOT_MODELLED = {"nx-skip-dirty": ("faults", "npf_service"),
+                "nx-readlock": ("faults", "leaf_zaps", "npf_service")}
+# compare's what-if rows: (row key, replay figure, its figure_kind, scale).
+WHATIF = [("faults", "faults", "faults", 1),
+          ("leaf_zaps", "leaf_zaps", "leaf_zaps", 1),
+          ("tlb_flushes", "tlb_flushes", "tlb_flushes", 1)] + [
+    ("npf_service_%s_us" % k, "npf_service_%s_ns" % f, "npf_service", 1e-3)
+    for k, f in (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9"),
+                 ("max", "max"))]
 PAIRS = [("bgsnapshot-perm-upgrade", "perm-upgrade",
           "perm_upgrade_skip_zap"),
          ("nxrecovery-skip-dirty", "nx-skip-dirty",
@@ -96,24 +103,24 @@ for pair, policy, knob in PAIRS:
     # marked so, with no value.
     r = run([mmr, "replay", a, "--json", "--policy", policy])
     pol = json.loads(r.stdout)["policies"][policy]
-    for key in ("faults", "leaf_zaps", "tlb_flushes"):
+    for key, fig, kind, scale in WHATIF:
         w = rows.get(key, {}).get("what_if", {})
-        want = ("not_modelled" if key in NOT_MODELLED.get(policy, ())
+        want = ("not_modelled" if kind in NOT_MODELLED.get(policy, ())
                 else "predicted")
-        check(pol.get("figure_kind", {}).get(key) == want,
+        check(pol.get("figure_kind", {}).get(kind) == want,
               "%s replay figure_kind %s: %s" %
-              (pair, key, pol.get("figure_kind")))
+              (pair, kind, pol.get("figure_kind")))
         if want == "not_modelled":
             check(w == {"kind": "not_modelled"},
                   "%s what-if %s: %s" % (pair, key, w))
             continue
         check(w.get("kind") == "predicted", "%s what-if %s kind: %s" %
               (pair, key, w.get("kind")))
-        near(w.get("predicted", {}).get("median"), pol[key],
+        near(w.get("predicted", {}).get("median"), pol[fig] * scale,
              "%s what-if %s" % (pair, key))
         mb = rows[key]["b"]["median"]
         if mb:
-            near(w.get("error"), (pol[key] - mb) / mb,
+            near(w.get("error"), (pol[fig] * scale - mb) / mb,
                  "%s what-if error %s" % (pair, key))
     # Text: 72 columns, the knob named.
     r = run([mmr, "compare", "--a", a, "--b", b])
@@ -124,9 +131,11 @@ for pair, policy, knob in PAIRS:
           "%s: text names the knob:\n%s" % (pair, r.stdout[:600]))
     marked = [ln.split()[0] for ln in r.stdout.splitlines()
               if re.search(r"\S\s+not modelled\s+[0-9,.]+\s", ln)]
-    check(sorted(marked) == sorted(
-        {"faults": "faults", "leaf_zaps": "leaf"}[k]
-        for k in NOT_MODELLED.get(policy, ())),
+    want = []
+    for k in NOT_MODELLED.get(policy, ()):
+        want += {"faults": ["faults"], "leaf_zaps": ["leaf"],
+                 "npf_service": ["NPF"] * 4}[k]
+    check(sorted(marked) == sorted(want),
           "%s: text marks %s not modelled" % (pair, marked))
     # The HTML page: the same medians, escaped, self-contained.
     page = os.path.join(work, pair + ".html")

@@ -10,6 +10,13 @@ kvm_x86_entry): the sample count, the nearest-rank p50 / p99 / p99.9
 (the value at rank ceil(p * n) of the sorted samples) and the maximum
 equal what this test computes from the CLI's text, in the text table
 and the JSON.
+
+The latency what-if (`mmureplay replay --json`): replayed under the
+recorded policy, its NPF service and probe figures (every probe
+together, and the samples of 1 and 3 ms or more) are the CLI's; under
+every other policy the exits it leaves are the traced ones less those it
+removes plus the faults it adds, it keeps every probe sample, and none
+of the probe's figures grows (a sample only loses the time given back).
 """
 from decimal import Decimal
 import json
@@ -84,4 +91,38 @@ row = "  %-26s %12s %9.1f %9.1f %9.1f %9.1f" % (
     "NPF exit -> entry", "{:,}".format(d["n"]), d["p50_ns"] / 1e3,
     d["p99_ns"] / 1e3, d["p99.9_ns"] / 1e3, d["max_ns"] / 1e3)
 check(row in text.splitlines(), "text row %r" % row)
+
+r = run([mmr, "replay", db, "--json"])
+check(r.returncode == 0, "replay: %s" % r.stderr)
+pols = json.loads(r.stdout)["policies"]
+recorded = next(iter(pols))
+samples = [x for v in probes.values() for x in v]
+FIGS = ("p50_ns", "p99_ns", "p99.9_ns", "max_ns")
+rec = pols[recorded]
+check(rec["figure_kind"]["npf_service"] == "restated", "recorded: restated")
+check(rec["npf_exits"] == len(npf) and rec["npf_exits_removed"] == 0,
+      "recorded: %d exits vs CLI %d" % (rec["npf_exits"], len(npf)))
+for f in FIGS:
+    check(rec["npf_service_" + f] == d[f], "recorded npf %s: %d vs CLI %d"
+          % (f, rec["npf_service_" + f], d[f]))
+check(rec["probe_samples"] == len(samples), "recorded probe samples")
+if samples:
+    a = dist(samples)
+    for f in FIGS:
+        check(rec["probe_" + f] == a[f], "recorded probe %s: %d vs CLI %d"
+              % (f, rec["probe_" + f], a[f]))
+for ms in (1, 3):
+    n = sum(1 for x in samples if x >= ms * 1000000)
+    check(rec["probe_ge_%dms" % ms] == n, "recorded probe >= %d ms: %d vs "
+          "CLI %d" % (ms, rec["probe_ge_%dms" % ms], n))
+for name, p in pols.items():
+    if name == recorded or not p["applicable"]:
+        continue
+    check(p["npf_exits"] == len(npf) - p["npf_exits_removed"]
+          + p["faults_added"], "%s: exits left" % name)
+    check(p["probe_samples"] == len(samples), "%s: probe samples" % name)
+    for f in FIGS + ("ge_1ms", "ge_3ms"):
+        check(p["probe_" + f] <= rec["probe_" + f], "%s: probe %s %d above "
+              "the recorded %d" % (name, f, p["probe_" + f],
+                                   rec["probe_" + f]))
 finish()

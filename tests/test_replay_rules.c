@@ -322,6 +322,68 @@ static void test_perm_upgrade(void)
 	replay_result_free(&p);
 }
 
+static void vcpu_exit(int64_t reason)
+{
+	ev(MEV_VCPU_EXIT, VCPU)->u.vcpu.reason = reason;
+}
+
+/* A sample of the latency probe, traced by the vCPU's thread. */
+static void probe_sample(int64_t ns)
+{
+	ev(MEV_LATENCY_SAMPLE, VCPU)->u.lat.ns = ns;
+}
+
+/*
+ * The latency what-if (engine_latency.c): under perm-upgrade the read
+ * refault on the kept leaf is not taken, so its NPF exit (3 ms, exit to
+ * entry) leaves the service times, and the probe sample whose window
+ * (its 4.5 ms before the I/O exit that reported it) held that exit is
+ * 3 ms shorter.  The first read's exit and its sample stay.  Under the
+ * recorded policy both are as traced.
+ */
+static void test_latency_whatif(void)
+{
+	struct replay_result b, p;
+
+	nev = 0;
+	memslot(0);
+	vcpu_exit(0x400);                               /* 1 ms */
+	fault(5, MEV_PFERR_USER);                       /* read */
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();                                        /* 4 ms */
+	vcpu_exit(0x7b);                                /* I/O: 5 ms */
+	probe_sample(4500000);
+	entry();
+	notifier(5, 1);                                 /* uffd unprotect */
+	spte(VMM, 1, 5, RO_4K, 0);
+	syscall_exit(VMM);
+	vcpu_exit(0x400);                               /* 11 ms */
+	fault(5, MEV_PFERR_USER);                       /* read refault */
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();                                        /* 14 ms */
+	vcpu_exit(0x7b);
+	probe_sample(4500000);
+	entry();
+
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 0);
+	CHECK(b.lat.npf.n == 2 && b.lat.npf_exits_removed == 0);
+	CHECK(b.lat.npf_pct[0] == 3000000 && b.lat.npf_max == 3000000);
+	CHECK(b.lat.probe.n == 2 && b.lat.probe_pct[0] == 4500000);
+	CHECK(b.lat.probe_long[0] == 2 && b.lat.probe_long[1] == 2);
+	CHECK(b.lat.probe_removed_ns == 0);
+
+	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
+	CHECK(p.faults_avoided == 1);
+	CHECK(p.lat.npf.n == 1 && p.lat.npf_exits_removed == 1);
+	CHECK(p.lat.npf_removed_ns == 3000000);
+	CHECK(p.lat.probe.n == 2 && p.lat.probe_removed_ns == 3000000);
+	CHECK(p.lat.probe_pct[0] == 1500000 && p.lat.probe_max == 4500000);
+	CHECK(p.lat.probe_long[0] == 2 && p.lat.probe_long[1] == 1);
+	replay_result_free(&b);
+	replay_result_free(&p);
+}
+
 /*
  * A capture that began while the VM ran (no root allocation traced): a
  * leaf mapped before it is unknown, not absent.  Its zap by an
@@ -2332,6 +2394,7 @@ static const struct scenario {
 	void (*fn)(void);
 } scenarios[] = {
 	{ "perm_upgrade_avoids_read_refault", test_perm_upgrade },
+	{ "latency_whatif_removes_exit", test_latency_whatif },
 	{ "late_capture_reveals", test_late_capture },
 	{ "state_dump_memslots", test_state_dump_memslots },
 	{ "racing_vcpus", test_racing_vcpus },

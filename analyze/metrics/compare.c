@@ -106,6 +106,51 @@ static void put_pred(struct compare *c, int i, const char *key, double v,
 	}
 }
 
+/*
+ * The latency what-if of run i (m, the replay under B's policy) beside
+ * the rows its measured figures made (s, run i's summary): NPF service
+ * times, the probe's samples (every probe together: the row of the one
+ * probe, or the pooled rows), and the probe intervals >= 1 and 3 ms.
+ */
+static void latency_pred(struct compare *c, int i, const struct summary *s,
+			 const struct replay_metrics *m, const char *npf_kind,
+			 const char *probe_kind)
+{
+	static const char *const key_pct[] = { "p50", "p99", "p999", "max" };
+	static const enum replay_metric npf[] = {
+		RM_NPF_P50_NS, RM_NPF_P99_NS, RM_NPF_P999_NS, RM_NPF_MAX_NS,
+	};
+	static const enum replay_metric probe[] = {
+		RM_PROBE_P50_NS, RM_PROBE_P99_NS, RM_PROBE_P999_NS,
+		RM_PROBE_MAX_NS,
+	};
+	char key[48], pk[24];
+	int k, t;
+
+	for (k = 0; k < 4 && s->latency.npf.n; k++) {
+		snprintf(key, sizeof(key), "npf_service_%s_us", key_pct[k]);
+		put_pred(c, i, key, m->v[npf[k]] / 1e3, npf_kind);
+	}
+	if (!s->latency.nprobes)
+		return;
+	if (s->latency.nprobes == 1)
+		snprintf(pk, sizeof(pk), "probe%lld",
+			 (long long)s->latency.probe_id[0]);
+	else
+		snprintf(pk, sizeof(pk), "probe");
+	for (k = 0; k < 4; k++) {
+		snprintf(key, sizeof(key), "%s_%s_us", pk, key_pct[k]);
+		put_pred(c, i, key, m->v[probe[k]] / 1e3, probe_kind);
+	}
+	for (t = 0; t < c->nthresholds; t++) {
+		snprintf(key, sizeof(key), "probe_ge_%gms", c->threshold_ms[t]);
+		if (c->threshold_ms[t] == 1.0)
+			put_pred(c, i, key, m->v[RM_PROBE_GE_1MS], probe_kind);
+		else if (c->threshold_ms[t] == 3.0)
+			put_pred(c, i, key, m->v[RM_PROBE_GE_3MS], probe_kind);
+	}
+}
+
 /* Manifest identity: kernel, workload, the policy knobs, the rest. */
 static void identity_read(sqlite3 *db, struct compare_run *run,
 			  char **others)
@@ -254,6 +299,16 @@ enum compare_status compare_add_run(struct compare *c, enum compare_side side,
 			    us(k < LAT_PCTS ? p->pct[k] : p->max, p->n));
 		}
 	}
+	/* Every probe together, as the what-if predicts them. */
+	for (k = 0; k <= LAT_PCTS && s.latency.nprobes > 1; k++) {
+		snprintf(key, sizeof(key), "probe_%s_us",
+			 k < LAT_PCTS ? pct_key[k] : "max");
+		snprintf(label, sizeof(label), "probes %s (us)",
+			 k < LAT_PCTS ? pct_label[k] : "max");
+		put(c, side, i, key, label, 1,
+		    us(k < LAT_PCTS ? s.latency.probe_all.pct[k] :
+		       s.latency.probe_all.max, s.latency.probe_all.n));
+	}
 	for (t = 0; t < c->nthresholds; t++) {
 		if (latency_count_at_least(db, ci->npf_exit_reason,
 					   (int64_t)(c->threshold_ms[t] * 1e6),
@@ -299,6 +354,9 @@ enum compare_status compare_add_run(struct compare *c, enum compare_side side,
 			put_pred(c, i, "lock_wait_ms", m.v[RM_LOCK_WAIT_MS],
 				 pred_kind(self, whatif,
 					   POLICY_FIG_LOCK_WAITS));
+		latency_pred(c, i, &s, &m, pred_kind(self, whatif,
+			POLICY_FIG_NPF_LATENCY), pred_kind(self, whatif,
+			POLICY_FIG_PROBE_LATENCY));
 	}
 	/* The parameters outside the policy, for compare_check(). */
 	c->others[side][i] = others;

@@ -13,6 +13,7 @@
 #include "util/alloc.h"
 #include "util/log.h"
 #include "util/u64map.h"
+#include "util/valcount.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -27,63 +28,6 @@ const char *const latency_pct_name[LAT_PCTS] = { "p50", "p99", "p99.9" };
 double latency_tail_quantile(int k)
 {
 	return 1.0 - 0.5 * pow(10.0, -(double)k / LAT_TAIL_STEP);
-}
-
-/* Rank (1-based) of percentile p among n samples. */
-static int64_t pct_rank(double p, int64_t n)
-{
-	int64_t r = (int64_t)ceil(p * (double)n - 1e-9);
-
-	return r < 1 ? 1 : r;
-}
-
-/*
- * A distribution's samples as (distinct value, count): memory grows with
- * the distinct values, never with the samples, and nothing is sorted
- * but the distinct values.
- */
-struct valcount {
-	struct u64map count;    /* value -> samples of that value */
-	int64_t *vals;          /* the distinct values, first-seen order */
-	size_t nvals, cap;
-	int64_t n;
-};
-
-static void valcount_init(struct valcount *vc)
-{
-	memset(vc, 0, sizeof(*vc));
-	u64map_init(&vc->count);
-}
-
-static void valcount_free(struct valcount *vc)
-{
-	u64map_free(&vc->count);
-	free(vc->vals);
-	memset(vc, 0, sizeof(*vc));
-}
-
-/* 0, or -1 when out of memory. */
-static int valcount_add(struct valcount *vc, int64_t v)
-{
-	struct u64map_slot *slot = u64map_find(&vc->count, (uint64_t)v);
-
-	vc->n++;
-	if (slot) {
-		slot->val++;
-		return 0;
-	}
-	if (ALLOC_GROW(vc->vals, vc->nvals + 1, vc->cap) < 0 ||
-	    u64map_put(&vc->count, (uint64_t)v, 1) < 0)
-		return -1;
-	vc->vals[vc->nvals++] = v;
-	return 0;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
 }
 
 /*
@@ -102,7 +46,7 @@ static void valcount_dist(struct valcount *vc, struct latency_dist *d)
 	/* The tail's ranks, distinct and increasing: a quantile whose rank
 	 * is the previous one's adds nothing for so few samples. */
 	for (k = 0; k < LAT_TAIL_POINTS; k++) {
-		int64_t r = pct_rank(latency_tail_quantile(k), n);
+		int64_t r = valcount_rank(latency_tail_quantile(k), n);
 
 		if (r <= n && (nt == 0 || r > tail_rank[nt - 1])) {
 			tail_q[nt] = latency_tail_quantile(k);
@@ -110,13 +54,12 @@ static void valcount_dist(struct valcount *vc, struct latency_dist *d)
 		}
 	}
 	k = 0;
-	/* qsort() of no array is undefined: none without samples. */
-	if (vc->nvals > 1)
-		qsort(vc->vals, vc->nvals, sizeof(*vc->vals), cmp_i64);
+	valcount_sort(vc);
 	for (i = 0; i < vc->nvals; i++) {
 		v = vc->vals[i];
-		rank += (int64_t)u64map_get(&vc->count, (uint64_t)v);
-		while (k < LAT_PCTS && pct_rank(latency_pct_value[k], n) <= rank)
+		rank += valcount_of(vc, v);
+		while (k < LAT_PCTS &&
+		       valcount_rank(latency_pct_value[k], n) <= rank)
 			d->pct[k++] = v;
 		while (t < nt && tail_rank[t] <= rank) {
 			d->tail_q[t] = tail_q[t];
@@ -250,12 +193,13 @@ int latency_compute(sqlite3 *db, int64_t npf_exit_reason,
 		    struct latency *out)
 {
 	sqlite3_stmt *ids = NULL, *vals = NULL;
-	struct valcount vc[LATENCY_MAX_PROBES], npf;
+	struct valcount vc[LATENCY_MAX_PROBES], npf, all;
 	int null_id[LATENCY_MAX_PROBES];
 	int rc = -1, i, r;
 
 	memset(out, 0, sizeof(*out));
 	valcount_init(&npf);
+	valcount_init(&all);
 	for (i = 0; i < LATENCY_MAX_PROBES; i++)
 		valcount_init(&vc[i]);
 	if (sqlite3_prepare_v2(db, "SELECT probe, count(*) FROM "
@@ -280,14 +224,16 @@ int latency_compute(sqlite3 *db, int64_t npf_exit_reason,
 		for (i = 0; i < out->nprobes &&
 		     !probe_is(vals, null_id[i], out->probe_id[i]); i++)
 			;
-		if (i < out->nprobes &&
-		    valcount_add(&vc[i], sqlite3_column_int64(vals, 1)) < 0)
+		if ((i < out->nprobes &&
+		     valcount_add(&vc[i], sqlite3_column_int64(vals, 1)) < 0) ||
+		    valcount_add(&all, sqlite3_column_int64(vals, 1)) < 0)
 			goto nomem;
 	}
 	if (out->nprobes && r != SQLITE_DONE)
 		goto sql_error;
 	for (i = 0; i < out->nprobes; i++)
 		valcount_dist(&vc[i], &out->probe[i]);
+	valcount_dist(&all, &out->probe_all);
 	if (npf_exit_reason != LATENCY_NPF_NONE) {
 		if (npf_scan(db, npf_exit_reason, npf_add, &npf) < 0)
 			goto end;
@@ -306,6 +252,7 @@ end:
 	for (i = 0; i < LATENCY_MAX_PROBES; i++)
 		valcount_free(&vc[i]);
 	valcount_free(&npf);
+	valcount_free(&all);
 	return rc;
 }
 

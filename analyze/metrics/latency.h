@@ -48,6 +48,9 @@ struct latency {
 	int64_t probe_id[LATENCY_MAX_PROBES];
 	int nprobes;
 	int64_t probes_dropped;         /* samples of probes beyond the max */
+	/* Every sample of every probe, dropped ones included: what the
+	 * replay's latency what-if predicts (engine.h replay_latency). */
+	struct latency_dist probe_all;
 	struct latency_dist npf;        /* NPF exit -> next entry, per vCPU */
 };
 

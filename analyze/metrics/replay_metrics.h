@@ -80,6 +80,30 @@
 	X(RM_LOCK_WAITS, "lock_waits", r->lock_waits, RM_WHATIF) \
 	X(RM_LOCK_WAIT_REMOVED_MS, "lock_wait_removed_ms", \
 	  r->lock_wait_removed_ns / 1e6, RM_WHATIF) \
+	/* The latency what-if (engine.h struct replay_latency): NPF \
+	 * exits left (the faults added included), their service times \
+	 * (ns), the exits removed and the vCPU time given back (ms). */ \
+	X(RM_NPF_EXITS, "npf_exits", r->lat.npf.n + r->lat.npf_added, \
+	  RM_WHATIF) \
+	X(RM_NPF_P50_NS, "npf_service_p50_ns", r->lat.npf_pct[0], RM_WHATIF) \
+	X(RM_NPF_P99_NS, "npf_service_p99_ns", r->lat.npf_pct[1], RM_WHATIF) \
+	X(RM_NPF_P999_NS, "npf_service_p99.9_ns", r->lat.npf_pct[2], \
+	  RM_WHATIF) \
+	X(RM_NPF_MAX_NS, "npf_service_max_ns", r->lat.npf_max, RM_WHATIF) \
+	X(RM_NPF_EXITS_REMOVED, "npf_exits_removed", \
+	  r->lat.npf_exits_removed, RM_WHATIF) \
+	X(RM_NPF_GIVEN_BACK_MS, "npf_time_given_back_ms", \
+	  (r->lat.npf_removed_ns + r->lat.npf_shortened_ns) / 1e6, \
+	  RM_WHATIF) \
+	/* The probe's samples, every probe together (ns). */ \
+	X(RM_PROBE_SAMPLES, "probe_samples", r->lat.probe.n, RM_WHATIF) \
+	X(RM_PROBE_P50_NS, "probe_p50_ns", r->lat.probe_pct[0], RM_WHATIF) \
+	X(RM_PROBE_P99_NS, "probe_p99_ns", r->lat.probe_pct[1], RM_WHATIF) \
+	X(RM_PROBE_P999_NS, "probe_p99.9_ns", r->lat.probe_pct[2], \
+	  RM_WHATIF) \
+	X(RM_PROBE_MAX_NS, "probe_max_ns", r->lat.probe_max, RM_WHATIF) \
+	X(RM_PROBE_GE_1MS, "probe_ge_1ms", r->lat.probe_long[0], RM_WHATIF) \
+	X(RM_PROBE_GE_3MS, "probe_ge_3ms", r->lat.probe_long[1], RM_WHATIF) \
 	X(RM_UPGRADE_INVALIDATIONS, "upgrade_invalidations", \
 	  r->upgrade_windows, RM_WHATIF) \
 	X(RM_RECOVERY_BATCHES, "recovery_batches", r->recovery_batches, \

@@ -30,6 +30,7 @@ enum model_event_kind {
 	MEV_LOCK_CONTENTION,    /* lock:contention_begin/end */
 	MEV_MEMSLOT,            /* patched: memslot change */
 	MEV_SPTE_REQUEST,       /* kvm_mmu_spte_requested: a fault's goal */
+	MEV_LATENCY_SAMPLE,     /* UST mmureplay:latency_sample (a probe) */
 	MEV_KINDS
 };
 
@@ -173,6 +174,12 @@ struct model_event {
 			int as_id, slot, change;
 			uint64_t base_gfn, npages, hva, old_flags, new_flags;
 		} memslot;
+		/* One sample of the paced latency probe: ns its access
+		 * took, measured by the guest; traced by the vCPU's thread
+		 * after the KVM_RUN that held it. */
+		struct {
+			int64_t probe, ns;
+		} lat;
 	} u;
 	/* MEV_FAST_FAULT only. */
 	uint64_t fast_old, fast_new;

@@ -94,6 +94,8 @@
 	X("new_flags", U64, u.memslot.new_flags)
 #define MEV_FIELDS_SPTE_REQUEST(X) X("gfn", U64, u.req.gfn) \
 	X("level", INT, u.req.level)
+#define MEV_FIELDS_LATENCY(X) X("probe", I64, u.lat.probe) \
+	X("ns", I64, u.lat.ns)
 
 /* Every kind, once. */
 #define MEV_EVENT_TABLES(K) \
@@ -114,7 +116,8 @@
 	K(MEV_LOCK_CONTENTION, MEV_FIELDS_CONTENTION, "lock_contention", "", \
 	  "") \
 	K(MEV_MEMSLOT, MEV_FIELDS_MEMSLOT, "memslot", "", "") \
-	K(MEV_SPTE_REQUEST, MEV_FIELDS_SPTE_REQUEST, "spte_request", "", "")
+	K(MEV_SPTE_REQUEST, MEV_FIELDS_SPTE_REQUEST, "spte_request", "", "") \
+	K(MEV_LATENCY_SAMPLE, MEV_FIELDS_LATENCY, "latency_sample", "", "")
 
 /* Every kind is listed: one entry each (a kind twice is a duplicate case
  * in the sources' switches, so the count finds a kind left out). */

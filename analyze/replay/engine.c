@@ -289,6 +289,13 @@ static void handle(struct engine *e, const struct model_event *ev)
 		e->res->events_before_span++;
 		return;
 	}
+	/* A probe sample is the guest's measure, not an event of the MMU:
+	 * it touches no thread state but the time given back. */
+	if (ev->kind == MEV_LATENCY_SAMPLE) {
+		engine_on_latency_sample(e, ptrmap_get(&e->threads,
+						       (uint64_t)ev->tid), ev);
+		return;
+	}
 	if (!e->res->events)
 		e->res->first_ts = ev->ts;
 	e->res->events++;
@@ -356,6 +363,7 @@ static void handle(struct engine *e, const struct model_event *ev)
 		engine_on_memslot(e, ev);
 		break;
 	case MEV_UNMAP_DECISION:        /* read by the first pass (scan.c) */
+	case MEV_LATENCY_SAMPLE:        /* above */
 	case MEV_KINDS:
 		break;
 	}
@@ -471,6 +479,8 @@ enum replay_status replay_run_scanned(struct source *src,
 		  res->faults_observed);
 	MR_ASSERT(res->recovery_batches_run <= res->recovery_batches);
 	res->not_applicable = not_applicable(&e);
+	if (replay_latency_settle(res) < 0)
+		e.nomem = 1;
 	res->read_lock_unverifiable = opts->self_check &&
 		opts->policy->recovery_read_lock &&
 		!res->recovery_batches_measured;
@@ -532,4 +542,6 @@ void replay_result_free(struct replay_result *res)
 	res->mismatches = NULL;
 	res->nmismatches = 0;
 	res->capmismatches = 0;
+	valcount_free(&res->lat.npf);
+	valcount_free(&res->lat.probe);
 }

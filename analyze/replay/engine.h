@@ -28,6 +28,7 @@
 #include "replay/policy.h"
 #include "replay/scan.h"
 #include "replay/source.h"
+#include "util/valcount.h"
 
 #include <stdint.h>
 
@@ -276,6 +277,38 @@ struct replay_opts {
 	int64_t span_start_ts;
 };
 
+/*
+ * The latency what-if (engine_latency.c; docs/design.md, "Latency under
+ * a policy"): the vCPUs' NPF service times (an NPF exit to the thread's
+ * next entry) and the latency probe's samples as the policy leaves them,
+ * and their figures at the percentiles of replay_lat_pct[].
+ */
+#define REPLAY_LAT_PCTS 3               /* p50, p99, p99.9 */
+extern const double replay_lat_pct[REPLAY_LAT_PCTS];
+/* Probe samples counted at or above each of these (ns). */
+#define REPLAY_LAT_LONG 2               /* >= 1 ms, >= 3 ms */
+extern const int64_t replay_lat_long_ns[REPLAY_LAT_LONG];
+
+struct replay_latency {
+	struct valcount npf;            /* service times left (ns) */
+	struct valcount probe;          /* probe samples (ns), every probe */
+	/* NPF exits whose every traced fault the policy avoids (gone with
+	 * their service time), and the faults it adds, each taken at the
+	 * median of the service times it leaves. */
+	int64_t npf_exits_removed, npf_added;
+	/* vCPU time the policy gives back: the service time of the exits
+	 * it removes and the lock waits it removes or shortens inside the
+	 * exits it keeps. */
+	int64_t npf_removed_ns, npf_shortened_ns;
+	/* Probe time taken out of samples: the part of the given-back time
+	 * that falls in each sample's window. */
+	int64_t probe_removed_ns;
+	/* The figures (replay_latency_settle()); 0 without samples. */
+	int64_t npf_pct[REPLAY_LAT_PCTS], npf_max;
+	int64_t probe_pct[REPLAY_LAT_PCTS], probe_max;
+	int64_t probe_long[REPLAY_LAT_LONG];
+};
+
 /* Threads whose kept zaps a result counts apart (replay_result). */
 #define REPLAY_KEPT_THREADS 16
 
@@ -389,6 +422,7 @@ struct replay_result {
 	 * flush (lock_wait_ns), to its thread's next event (_min_ns). */
 	int64_t lock_wait_ns, lock_waits, lock_wait_min_ns;
 	int64_t lock_wait_removed_ns;
+	struct replay_latency lat;
 
 	/* How the facts were known. */
 	enum replay_source slots_src, upgrade_src, dirty_src, lock_src;
@@ -479,8 +513,13 @@ int replay_result_merge(struct replay_result *dst,
 			const struct replay_result *src, int first);
 /* Counts n kept zaps of thread tid in r->kept_by (result_merge.c). */
 void replay_kept_by_add(struct replay_result *r, int32_t tid, int64_t n);
-/* Frees the per-second series *res holds (its counts stay).  Harmless
- * on a result that holds none: a failed run's, or one freed already. */
+/* Computes r->lat's figures from its distributions, the faults the
+ * policy adds taken at the median of the rest (engine_latency.c); after
+ * the replay and after a merge.  Returns 0, or -1 when out of memory. */
+int replay_latency_settle(struct replay_result *r);
+/* Frees the per-second series and the distributions *res holds (its
+ * counts stay).  Harmless on a result that holds none: a failed run's,
+ * or one freed already. */
 void replay_result_free(struct replay_result *res);
 
 #endif

@@ -459,6 +459,7 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 		overlay_kept_leaf(e, 0, gfn, &pspte) &&
 		permits(e->fmt, pspte, err);
 	t->ctx_keep = avoided;
+	latency_on_fault(t, avoided);
 	if (avoided) {
 		r->faults_avoided++;
 		return;
@@ -516,6 +517,9 @@ void engine_on_vcpu_exit(struct engine *e, struct thread_ctx *t,
 {
 	engine_ctx_close(e, t);
 	fault_vcpu_seen(e, t);
-	if (ev->u.vcpu.reason == e->opts->npf_exit_reason)
+	t->exit_ts = ev->ts;
+	if (ev->u.vcpu.reason == e->opts->npf_exit_reason) {
 		t->npf_exit_ts = ev->ts;
+		latency_npf_exit(t);
+	}
 }

@@ -17,7 +17,9 @@
  *                      the zap of the whole VM;
  *   engine_lock.c      vCPU waits for mmu_lock;
  *   engine_roots.c     roots that coexist: the old root a memslot
- *                      change invalidated beside the new one.
+ *                      change invalidated beside the new one;
+ *   engine_latency.c   the latency what-if: NPF service times and probe
+ *                      samples as the policy leaves them.
  * Adding an input: a handler engine_on_<kind>() in the file of its
  * concern, declared here, and a one-line case in handle() (engine.c).
  *
@@ -44,13 +46,14 @@
  *   engine_fault.c     overlay_fault(), overlay_refault(),
  *                      overlay_kept_leaf(), overlay_flush_account();
  *                      window_covers(), window_any_covers();
- *                      nx_batch_close();
+ *                      nx_batch_close(); latency_on_fault();
  *   engine_nx.c        overlay_flush_account(); fault_pending_expire();
  *                      lock_holder_push();
  *   engine_teardown.c  overlay_context_range();
  *                      nx_recovery_ctx_open(), nx_split_drop(),
  *                      nx_span_forget();
- *   engine_lock.c      none;
+ *   engine_lock.c      latency_npf_exit/entry(), latency_wait_removed();
+ *   engine_latency.c   none;
  *   engine_roots.c     none (engine.c routes each SPTE change through
  *                      roots_route() before engine_on_spte(); engine_nx.c
  *                      calls roots_on_root_alloc(); the others read
@@ -111,6 +114,9 @@
 #define CAPTURE_EDGE_NS BATCH_GAP_NS
 /* gfn ranges one invalidation window maps to (one per memslot hit). */
 #define WINDOW_MAX_RANGES 8
+/* Given-back vCPU time a thread remembers until its next probe sample:
+ * a sample holds one access, so one or two NPF exits. */
+#define LAT_GONE 16
 /* Shadow pages the model follows: 4-level TDP, the root is level 4. */
 #define SP_MAX_LEVEL 4
 /* The tdp's as_ids from here on hold retired roots (engine_roots.c);
@@ -188,6 +194,17 @@ struct thread_ctx {
 	int aged;
 	int fresh_counted;              /* in contexts_before (engine.h) */
 	int64_t npf_exit_ts;            /* 0: not in an NPF exit */
+	/* The open NPF exit's traced faults, how many of them the policy
+	 * avoids, and the lock wait it removes inside it; the vCPU time
+	 * given back since the thread's last probe sample, as (exit time,
+	 * ns), the last LAT_GONE (engine_latency.c). */
+	int npf_faults, npf_kept;
+	int64_t exit_ts;                /* its last exit (any reason) */
+	int64_t npf_wait_removed;
+	struct lat_gone {
+		int64_t ts, ns;
+	} lat_gone[LAT_GONE];
+	unsigned nlat_gone;
 	/* A vCPU thread (it traced an entry or an exit), and the seq of
 	 * its last entry into the guest (0: none traced yet). */
 	int is_vcpu;
@@ -565,11 +582,23 @@ void roots_on_root_alloc(struct engine *e, int as, uint64_t seq);
 int roots_route(struct engine *e, struct thread_ctx *t,
 		const struct model_event *ev);
 
+/* engine_latency.c */
+/* Thread t takes an NPF exit; enters the guest again at ts (before its
+ * npf_exit_ts is cleared). */
+void latency_npf_exit(struct thread_ctx *t);
+void latency_npf_entry(struct engine *e, struct thread_ctx *t, int64_t ts);
+/* A traced fault of thread t, avoided by the policy or not. */
+void latency_on_fault(struct thread_ctx *t, int avoided);
+/* The policy removes ns of a lock wait of thread t (NULL: none known). */
+void latency_wait_removed(struct thread_ctx *t, int64_t ns);
+void engine_on_latency_sample(struct engine *e, struct thread_ctx *t,
+			      const struct model_event *ev);
+
 /* engine_lock.c */
 /* An invalidation window or a recovered page t ends: remember when it
  * held mmu_lock. */
 void lock_holder_push(struct engine *e, const struct thread_ctx *t);
-void engine_on_lock_wait(struct engine *e, const struct thread_ctx *t,
+void engine_on_lock_wait(struct engine *e, struct thread_ctx *t,
 			 const struct model_event *ev);
 void engine_on_lock_contention(struct engine *e, struct thread_ctx *t,
 			       const struct model_event *ev);

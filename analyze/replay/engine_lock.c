@@ -128,8 +128,11 @@ static int64_t wait_removed(struct engine *e, int64_t wait_ns,
 	return 0;
 }
 
-static void lock_wait(struct engine *e, int64_t ts, int64_t wait_ns,
-		      int64_t from, int64_t to)
+/* A wait of thread t (NULL: not known whose) of wait_ns over [from, to),
+ * traced at ts: what the policy leaves of it is counted, what it
+ * removes is given back to t (engine_latency.c). */
+static void lock_wait(struct engine *e, struct thread_ctx *t, int64_t ts,
+		      int64_t wait_ns, int64_t from, int64_t to)
 {
 	struct replay_second *s;
 	int64_t removed;
@@ -140,6 +143,7 @@ static void lock_wait(struct engine *e, int64_t ts, int64_t wait_ns,
 		wait_removed(e, wait_ns, from, to, 1);
 	removed = wait_removed(e, wait_ns, from, to, 0);
 	e->res->lock_wait_removed_ns += removed;
+	latency_wait_removed(t, removed);
 	wait_ns -= removed;
 	if (!wait_ns)
 		return;
@@ -150,7 +154,7 @@ static void lock_wait(struct engine *e, int64_t ts, int64_t wait_ns,
 		s->lock_wait_ns += wait_ns;
 }
 
-void engine_on_lock_wait(struct engine *e, const struct thread_ctx *t,
+void engine_on_lock_wait(struct engine *e, struct thread_ctx *t,
 			 const struct model_event *ev)
 {
 	/* The patched kernel traces the wait of the fault it belongs to:
@@ -159,8 +163,8 @@ void engine_on_lock_wait(struct engine *e, const struct thread_ctx *t,
 		e->res->lock_wait_removed_ns += ev->u.lock.wait_ns;
 		return;
 	}
-	lock_wait(e, ev->ts, ev->u.lock.wait_ns, ev->ts - ev->u.lock.wait_ns,
-		  ev->ts);
+	lock_wait(e, t, ev->ts, ev->u.lock.wait_ns,
+		  ev->ts - ev->u.lock.wait_ns, ev->ts);
 }
 
 void engine_on_lock_contention(struct engine *e, struct thread_ctx *t,
@@ -171,7 +175,7 @@ void engine_on_lock_contention(struct engine *e, struct thread_ctx *t,
 	if (ev->u.contention.phase == MEV_PHASE_START) {
 		t->contention_ts = ev->ts;
 	} else if (t->contention_ts) {
-		lock_wait(e, ev->ts, ev->ts - t->contention_ts,
+		lock_wait(e, t, ev->ts, ev->ts - t->contention_ts,
 			  t->contention_ts, ev->ts);
 		t->contention_ts = 0;
 	}
@@ -192,7 +196,8 @@ void engine_on_vcpu_entry(struct engine *e, struct thread_ctx *t,
 	if (e->res->lock_src == REPLAY_SRC_INFERRED) {
 		o = recovery_overlap(e, t->npf_exit_ts, ev->ts, 0);
 		if (o)
-			lock_wait(e, ev->ts, o, t->npf_exit_ts, ev->ts);
+			lock_wait(e, t, ev->ts, o, t->npf_exit_ts, ev->ts);
 	}
+	latency_npf_entry(e, t, ev->ts);
 	t->npf_exit_ts = 0;
 }

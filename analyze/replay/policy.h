@@ -68,6 +68,10 @@ enum policy_figure {
 	POLICY_FIG_LEAF_ZAPS = 1 << 1,
 	POLICY_FIG_TLB_FLUSHES = 1 << 2,
 	POLICY_FIG_LOCK_WAITS = 1 << 3,
+	/* The latency what-if (engine.h struct replay_latency): the NPF
+	 * service times, and the probe's samples. */
+	POLICY_FIG_NPF_LATENCY = 1 << 4,
+	POLICY_FIG_PROBE_LATENCY = 1 << 5,
 };
 
 /* What a what-if figure is, X(enumerator, name in reports). */

@@ -19,5 +19,6 @@ const struct policy policy_nx_skip_dirty = {
 	 * policies leave out". */
 	.limits = "the faults after dirty logging is switched off, so "
 		  "whole-run faults are not predicted",
-	.not_modelled = POLICY_FIG_FAULTS,
+	.not_modelled = POLICY_FIG_FAULTS | POLICY_FIG_NPF_LATENCY |
+		POLICY_FIG_PROBE_LATENCY,
 };

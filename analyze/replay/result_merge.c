@@ -149,6 +149,13 @@ int replay_result_merge(struct replay_result *dst,
 	ADD(lock_wait_ns);
 	ADD(lock_waits);
 	ADD(lock_wait_removed_ns);
+	if (valcount_merge(&dst->lat.npf, &src->lat.npf) < 0 ||
+	    valcount_merge(&dst->lat.probe, &src->lat.probe) < 0)
+		return -1;
+	ADD(lat.npf_exits_removed);
+	ADD(lat.npf_removed_ns);
+	ADD(lat.npf_shortened_ns);
+	ADD(lat.probe_removed_ns);
 	dst->slots_src = source_merge(dst->slots_src, src->slots_src);
 	dst->upgrade_src = source_merge(dst->upgrade_src, src->upgrade_src);
 	dst->dirty_src = source_merge(dst->dirty_src, src->dirty_src);
@@ -182,5 +189,5 @@ int replay_result_merge(struct replay_result *dst,
 	}
 	/* Each VM's tables are its own: the host holds them all. */
 	ADD(peak_tdp_entries);
-	return 0;
+	return replay_latency_settle(dst);
 }

@@ -5,8 +5,8 @@
  * starts from zero in every chunk, so a chunk decodes on its own.  An
  * event is
  *
- *   byte     kind (bits 0-3) | SAME_CTX (bit 4: cpu, tid and vm as
- *            the previous event; bits 5-7 are 0)
+ *   byte     kind (bits 0-4) | SAME_CTX (bit 5: cpu, tid and vm as
+ *            the previous event; bits 6-7 are 0)
  *   varint   seq - previous seq
  *   zvarint  ts - previous ts
  *   zvarint  cpu, zvarint tid, varint vm      (absent with SAME_CTX)
@@ -37,11 +37,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STREAM_FORMAT 4        /* bump on any change of the encoding,
+#define STREAM_FORMAT 5        /* bump on any change of the encoding,
 				 * a kind's field list included */
 #define CHUNK_BYTES 65536
 #define EVENT_MAX_BYTES 256     /* header + 16 fields of 10 bytes, rounded */
-#define SAME_CTX 0x10
+#define KIND_MASK 0x1f
+#define SAME_CTX 0x20
 
 /*
  * The fields of each kind, in stream order, are its list in
@@ -61,9 +62,9 @@
 MEV_EVENT_TABLES(CHECK_KIND)
 _Static_assert(1 + 5 * 10 + FIELDS_MAX * 10 <= EVENT_MAX_BYTES,
 	       "EVENT_MAX_BYTES");
-/* A kind is bits 0-3 of the event's first byte: a 17th kind needs a new
+/* A kind is bits 0-4 of the event's first byte: a 33rd kind needs a new
  * layout of that byte (and a new STREAM_FORMAT). */
-_Static_assert(MEV_KINDS <= 16, "MEV_KINDS beyond the 4-bit kind");
+_Static_assert(MEV_KINDS <= KIND_MASK + 1, "MEV_KINDS beyond the kind bits");
 
 /*
  * Delta state: what the previous event of the chunk had, and per kind
@@ -318,9 +319,9 @@ static int event_decode(struct cursor *c, struct delta *d,
 
 	*ev = zero;     /* a copy, not memset: no "rep stos" per event */
 	h = *c->p++;
-	if ((h & 0x0f) >= MEV_KINDS || (h & 0xe0))
+	if ((h & KIND_MASK) >= MEV_KINDS || (h & ~(KIND_MASK | SAME_CTX)))
 		return -1;
-	kind = h & 0x0f;
+	kind = h & KIND_MASK;
 	ev->kind = (enum model_event_kind)kind;
 	d->seq += get_varint(c);
 	/* Wrapping, not signed overflow, on a damaged delta: the source

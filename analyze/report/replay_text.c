@@ -50,6 +50,83 @@ static void limits_print(FILE *out, const char *before, const char *policy,
 	fputc('\n', out);
 }
 
+/* One latency figure in us, marked when not modelled (returns the mark). */
+static int lat_cell(FILE *out, double ns, int nm)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%.1f", ns / 1e3);
+	fprintf(out, nm ? " %8s*" : " %9s", buf);
+	return nm;
+}
+
+/*
+ * The latency what-if (engine.h struct replay_latency): NPF service
+ * times, and the probe's samples when the capture has any.  Returns
+ * whether a figure was marked not modelled.
+ */
+static int latency_text(FILE *out, const struct replay_metrics *m, int n,
+			const struct fidelity *f, int w)
+{
+	static const enum replay_metric npf[] = {
+		RM_NPF_P50_NS, RM_NPF_P99_NS, RM_NPF_P999_NS, RM_NPF_MAX_NS,
+	};
+	static const enum replay_metric probe[] = {
+		RM_PROBE_P50_NS, RM_PROBE_P99_NS, RM_PROBE_P999_NS,
+		RM_PROBE_MAX_NS,
+	};
+	char buf[32];
+	int i, c, nm, marked = 0, probes = 0;
+
+	fprintf(out, "\n  %-*s %9s %9s %9s %9s %9s\n", w,
+		"NPF service (us)", "exits", "p50", "p99", "p99.9", "max");
+	fprintf(out, "  %.*s %9s %9s %9s %9s %9s\n", w, RULE, "---------",
+		"---------", "---------", "---------", "---------");
+	for (i = 0; i < n; i++) {
+		if (m[i].not_applicable)
+			continue;
+		probes |= m[i].v[RM_PROBE_SAMPLES] > 0;
+		nm = policy_figure_kind(m[i].policy, f->policy,
+					POLICY_FIG_NPF_LATENCY) ==
+			POLICY_FIGURE_NOT_MODELLED;
+		fprintf(out, "  %-*s", w, m[i].policy);
+		report_fmt_count(buf, sizeof(buf),
+				 (int64_t)m[i].v[RM_NPF_EXITS]);
+		fprintf(out, nm ? " %8s*" : " %9s", buf);
+		for (c = 0; c < 4; c++)
+			marked |= lat_cell(out, m[i].v[npf[c]], nm);
+		fputc('\n', out);
+	}
+	if (!probes)
+		return marked;
+	fprintf(out, "\n  %-*s %9s %9s %9s %9s %9s %9s\n", w,
+		"probe (us)", "p50", "p99", "p99.9", "max", ">=1ms", ">=3ms");
+	fprintf(out, "  %.*s %9s %9s %9s %9s %9s %9s\n", w, RULE,
+		"---------", "---------", "---------", "---------",
+		"---------", "---------");
+	for (i = 0; i < n; i++) {
+		if (m[i].not_applicable)
+			continue;
+		nm = policy_figure_kind(m[i].policy, f->policy,
+					POLICY_FIG_PROBE_LATENCY) ==
+			POLICY_FIGURE_NOT_MODELLED;
+		fprintf(out, "  %-*s", w, m[i].policy);
+		for (c = 0; c < 4; c++)
+			marked |= lat_cell(out, m[i].v[probe[c]], nm);
+		for (c = 0; c < 2; c++) {
+			report_fmt_count(buf, sizeof(buf), (int64_t)m[i].v[
+				c ? RM_PROBE_GE_3MS : RM_PROBE_GE_1MS]);
+			fprintf(out, nm ? " %8s*" : " %9s", buf);
+		}
+		fputc('\n', out);
+	}
+	fprintf(out, "  a fault the policy avoids takes its exit's service "
+		"time out of the vCPU's\n  timeline and out of the probe "
+		"sample that held it; a lock wait it\n  removes, its length; "
+		"a fault it adds costs the median exit\n");
+	return marked;
+}
+
 void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 			const struct fidelity *f, const char *db_path,
 			const struct report_vms *vms)
@@ -111,6 +188,7 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 		}
 		fputc('\n', out);
 	}
+	marked |= latency_text(out, m, n, f, w);
 	if (marked)
 		fprintf(out, "  *: not modelled in full by the policy's "
 			"replay (below): not a prediction\n");
