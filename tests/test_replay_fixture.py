@@ -65,9 +65,12 @@ check(fid["check_kind"] == {
     "measured" else "unchecked"}, "check kinds %s" % fid["check_kind"])
 check(set(fid["exempt"]) == {"invalidation_window", "nx_recovery_batch",
                              "set_memory_region", "dirty_log_ioctl",
-                             "racing_vcpu"} and
+                             "racing_vcpu", "frozen_entry"} and
       fid["exempt_share"] == sum(fid["exempt"].values()) / max(nfaults, 1)
-      and fid["exempt_share"] <= 0.05 and all(fid["verdict"].values()),
+      and fid["exempt_capped_share"] == (sum(fid["exempt"].values())
+                                         - fid["exempt"]["frozen_entry"])
+      / max(nfaults, 1)
+      and fid["exempt_capped_share"] <= 0.05 and all(fid["verdict"].values()),
       "exemptions counted and bounded: %s" % fid["exempt"])
 
 # Guest RAM on THP (basic --hugepage): the capture must hold what the

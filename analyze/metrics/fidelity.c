@@ -45,6 +45,7 @@ static void metric(struct fidelity_metric *m, const char *name,
 void fidelity_compute(const struct replay_result *r,
 		      const double tol[FID_METRICS], struct fidelity *out)
 {
+	int64_t capped = 0;
 	int i;
 
 	memset(out, 0, sizeof(*out));
@@ -78,10 +79,15 @@ void fidelity_compute(const struct replay_result *r,
 	for (i = 0; i < EXEMPT_REASONS; i++) {
 		out->exempt[i] = r->faults_exempt[i];
 		out->exempt_total += r->faults_exempt[i];
+		if (fidelity_exempt_capped((enum fault_exempt)i))
+			capped += r->faults_exempt[i];
 	}
 	out->exempt_share = r->faults_observed ?
 		(double)out->exempt_total / (double)r->faults_observed : 0;
-	out->exempt_ok = out->exempt_share <= FIDELITY_MAX_EXEMPT_SHARE;
+	out->exempt_capped_share = r->faults_observed ?
+		(double)capped / (double)r->faults_observed : 0;
+	out->exempt_ok = out->exempt_capped_share <=
+		FIDELITY_MAX_EXEMPT_SHARE;
 	out->vms_ok = !r->vms_failed;
 	out->ok = out->metrics_ok && !out->mismatches && out->exempt_ok &&
 		out->vms_ok;

@@ -88,7 +88,12 @@
 	X(EXEMPT_DIRTY_LOG, "dirty_log_ioctl") \
 	/* another thread made the leaf let the access through after this \
 	 * vCPU last entered the guest (engine_fault.c fault_raced()) */ \
-	X(EXEMPT_RACING_VCPU, "racing_vcpu")
+	X(EXEMPT_RACING_VCPU, "racing_vcpu") \
+	/* a read-locked zap froze the entry: the vCPU faulted on it while \
+	 * the zap's flush ran, and the flusher's next event is that \
+	 * entry's zap (engine_fault.c fault_frozen_begin()); not capped \
+	 * (metrics/fidelity.h) */ \
+	X(EXEMPT_FROZEN_ENTRY, "frozen_entry")
 
 /*
  * The model's rules that a test can switch off (replay_opts.rules_off,

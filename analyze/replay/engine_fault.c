@@ -119,11 +119,11 @@ static int fault_raced(const struct engine *e, const struct thread_ctx *t,
  * dirty-logged memory, a read-locked recovery).  The patched kernel
  * traces the flush with its range (kvm_remote_tlb_flush), so a fault in
  * a range a thread flushed, traced before that thread's next event, is
- * required when that next event is the zap of an entry mapping the
- * range: counted as predicted, not exempt.  If the flusher's next event
- * is anything else, the fault is judged as before.  What this cannot
- * catch: a fault in that short span that no state required would be
- * explained by the zap as well.
+ * explained when that next event is the zap of an entry mapping the
+ * range: exempt as frozen_entry, counted in the exempt share.  If the
+ * flusher's next event is anything else, the fault is judged as before.
+ * What this cannot catch: a fault in that short span that no state
+ * required would be explained by the zap as well.
  */
 void fault_frozen_begin(struct engine *e, struct thread_ctx *t,
 			const struct model_event *ev)
@@ -285,9 +285,10 @@ void fault_pending_explain(struct engine *e, const struct thread_ctx *t,
 			i++;
 			continue;
 		}
-		/* The frozen entry's zap: required, no exemption. */
+		/* The frozen entry's zap explains it. */
 		if (p->pend_frozen == t && pending_frozen_live(p)) {
 			e->res->faults_predicted++;
+			e->res->faults_exempt[EXEMPT_FROZEN_ENTRY]++;
 			pending_remove(e, i);
 			continue;
 		}

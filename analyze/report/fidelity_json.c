@@ -84,6 +84,8 @@ void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
 		cJSON_AddNumberToObject(o, fault_exempt_names[i],
 					(double)f->exempt[i]);
 	cJSON_AddNumberToObject(root, "exempt_share", f->exempt_share);
+	cJSON_AddNumberToObject(root, "exempt_capped_share",
+				f->exempt_capped_share);
 	cJSON_AddNumberToObject(root, "exempt_max_share",
 				FIDELITY_MAX_EXEMPT_SHARE);
 	o = cJSON_AddObjectToObject(root, "verdict");

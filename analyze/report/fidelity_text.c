@@ -88,7 +88,7 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 		fprintf(out, "  revealed: state from before the capture; "
 			"rel.err compares the rest.\n");
 	fprintf(out, "\n  faults explained by a change traced after them: "
-		"%s (%.2f%% of faults,\n  at most %.0f%%)", report_fmt_count(
+		"%s (%.2f%% of faults,\n  capped at %.0f%%)", report_fmt_count(
 			a, sizeof(a), f->exempt_total), 100.0 * f->exempt_share,
 		100.0 * FIDELITY_MAX_EXEMPT_SHARE);
 	for (i = 0, sep = ":"; i < EXEMPT_REASONS; i++)
@@ -98,6 +98,11 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 			sep = ",";
 		}
 	fprintf(out, "%s\n", f->exempt_ok ? "" : "  <-");
+	if (f->exempt_capped_share < f->exempt_share)
+		fprintf(out, "  of which capped: %.2f%% (frozen_entry: faults "
+			"the kernel retries while a\n  read-locked zap's "
+			"flush runs, each tied to that entry's zap)\n",
+			100.0 * f->exempt_capped_share);
 	fprintf(out, "\n  memslots %s, permission upgrades %s, dirty logging "
 		"%s, lock waits %s\n", replay_source_name(r->slots_src),
 		replay_source_name(r->upgrade_src),
