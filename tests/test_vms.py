@@ -14,7 +14,8 @@ context (every fixture before the lab added it) has no VM, and says so.
 The summary's row per VM gives babeltrace2's page faults of its pid, its
 invalidations per thread babeltrace2's (ksmd, NUMA hinting).
 Each VM of the captures under tests/data passes its own self-check
-(fidelity replays each alone), and --vm narrows to one.
+(fidelity replays each alone), and --vm narrows to one (summary: the
+VM's events alone, its faults babeltrace2's of its pid).
 What this cannot catch: a process with several VMs at once (no capture
 has one), whose threads the vCPU fds tell apart.
 """
@@ -225,6 +226,26 @@ for fx in fixtures:
           sorted((v[0], v[1], pid_faults[v[1]]) for v in vms) and
           sm["vm_attribution"]["source"] == "pid",
           "%s: summary's VMs and their faults (%s)" % (name, sm["vms"]))
+    # summary --vm N counts that VM's events alone: its faults are
+    # babeltrace2's of its pid, its leaf zaps its row's; spikes --vm N
+    # takes its probe samples alone.
+    for v in vms:
+        one = run([mmr, "summary", db, "--json", "--vm", str(v[0])])
+        o = json.loads(one.stdout) if one.returncode == 0 else {}
+        row = [x for x in sm["vms"] if x["vm"] == v[0]]
+        check(o.get("narrowed_vm") == v[0] and row and
+              [x["vm"] for x in o["vms"]] == [v[0]] and
+              o["totals"]["npf_faults"] == pid_faults[v[1]] and
+              o["totals"]["leaf_zaps"] == row[0]["leaf_zaps"] and
+              0 < o["latency"]["npf_service"]["n"] <= pid_faults[v[1]],
+              "%s: summary --vm %d is VM %d's events (%s)"
+              % (name, v[0], v[0], o.get("totals")))
+        sp = run([mmr, "spikes", db, "--json", "--vm", str(v[0])])
+        want = db_rows(db, "SELECT count(*) FROM latency_sample WHERE vm "
+                       "= %d" % v[0])[0][0]
+        check(sp.returncode == 0 and
+              json.loads(sp.stdout)["samples"] == want,
+              "%s: spikes --vm %d takes its %d samples" % (name, v[0], want))
     # Each VM replayed alone: its own self-check, the capture's verdict
     # every VM's, the figures their sums (those under data/pending/ are
     # checked by test_pending.py).

@@ -187,6 +187,11 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 			const struct policy *const *pols, int n,
 			unsigned rules_off, struct replay_result *res,
 			int *done, struct report_vms *vms);
+/* Narrows a->db to the VM option opt names, if given (narrow.c,
+ * db_narrow_vm(), keeping the rows of no VM with with_none):
+ * CLI_EXIT_OK, or, after saying why on stderr, CLI_EXIT_USAGE (the DB
+ * has no such VM) or CLI_EXIT_INPUT. */
+int cli_narrow_db(const struct cli_args *a, int opt, int with_none);
 /* Narrows ci to the VM option opt names, if given: CLI_EXIT_OK, or,
  * after saying why on stderr, CLI_EXIT_USAGE (the DB has no such VM). */
 int cli_narrow_vm(const struct cli_args *a, int opt,

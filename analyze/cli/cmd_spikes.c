@@ -16,7 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { OPT_THRESHOLD, OPT_TOP, OPT_AGAINST, OPT_JSON, OPT_OUTPUT, OPT_N };
+enum { OPT_THRESHOLD, OPT_TOP, OPT_AGAINST, OPT_JSON, OPT_OUTPUT, OPT_VM,
+	OPT_N };
 
 static const struct cli_option options[] = {
 	[OPT_THRESHOLD] = CLI_INT("threshold-us", 0, "US", 1,
@@ -30,6 +31,7 @@ static const struct cli_option options[] = {
 				   "phase of another run"),
 	[OPT_JSON] = CLI_FLAG("json", 0, "JSON instead of text tables"),
 	[OPT_OUTPUT] = CLI_OUTPUT,
+	[OPT_VM] = CLI_VM,
 	[OPT_N] = CLI_END,
 };
 
@@ -38,7 +40,7 @@ static int run(struct cli_args *a);
 const struct cli_command cli_cmd_spikes = {
 	.name = "spikes",
 	.usage = "DB [--threshold-us US] [--top N] [--against DB2] [--json] "
-		 "[-o FILE]",
+		 "[-o FILE] [--vm ID]",
 	.summary = "Latency spikes of the probe and the MMU activity in them.",
 	.details =
 	"A spike is a latency probe sample (mmureplay:latency_sample) at or\n"
@@ -53,7 +55,10 @@ const struct cli_command cli_cmd_spikes = {
 	"knob-on side of an A/B): per workload phase (the workload's marker\n"
 	"ioctls), the samples of each run at or above one threshold (US, or\n"
 	"the p99 of all of DB's samples), each run's p99 in the phase, and its\n"
-	"faults and leaf zaps there: what B did where A stalled.\n",
+	"faults and leaf zaps there: what B did where A stalled.\n"
+	"--vm ID: that VM's samples alone, and in their windows the activity\n"
+	"of its process's threads and of threads in no VM's process (kernel\n"
+	"threads, which may be what hit it); DB2 is not narrowed.\n",
 	.options = options,
 	.run = run,
 };
@@ -128,10 +133,20 @@ static int run(struct cli_args *a)
 	struct capture_info ci;
 	long long thr = a->str[OPT_THRESHOLD] ? a->num[OPT_THRESHOLD] : 0;
 	long long top = a->str[OPT_TOP] ? a->num[OPT_TOP] : 10;
-	int rc = CLI_EXIT_INPUT;
+	int rc;
 
-	if (capture_info_read(a->db, &ci) < 0 ||
-	    spikes_compute(a->db, ci.fmt, thr * 1000, (int)top, ci.workers,
+	/* Capture facts (the exit ISA, the NX workers) are the capture's:
+	 * read before narrowing. */
+	rc = CLI_EXIT_INPUT;
+	if (capture_info_read(a->db, &ci) < 0)
+		goto end;
+	/* The VM's spikes, with the work of threads in no VM's process
+	 * (ksmd, kswapd, the NX worker): it may be what hit it. */
+	rc = cli_narrow_db(a, OPT_VM, 1);
+	if (rc != CLI_EXIT_OK)
+		goto end;
+	rc = CLI_EXIT_INPUT;
+	if (spikes_compute(a->db, ci.fmt, thr * 1000, (int)top, ci.workers,
 			   ci.nworkers, &o.s) < 0)
 		goto end;
 	if (a->str[OPT_AGAINST]) {

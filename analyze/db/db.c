@@ -334,6 +334,7 @@ enum db_status db_open_again(sqlite3 *db, sqlite3 **out)
 	const char *path = sqlite3_db_filename(db, "main");
 	enum db_status st = DB_ERR_IO;
 	sqlite3 *db2 = NULL;
+	int vm, with_none;
 
 	*out = NULL;
 	if (!path || !*path)
@@ -348,6 +349,10 @@ enum db_status db_open_again(sqlite3 *db, sqlite3 **out)
 	    db_meta_get_int(db, "events", INT64_MIN) ||
 	    db_meta_get_int(db2, "ts_base_ns", INT64_MIN) !=
 	    db_meta_get_int(db, "ts_base_ns", INT64_MIN))
+		goto end;
+	/* The same events: narrowed to the same VM. */
+	if ((vm = db_narrowed_vm(db, &with_none)) &&
+	    db_narrow_vm(db2, vm, with_none) != DB_OK)
 		goto end;
 	*out = db2;
 	db2 = NULL;
@@ -493,7 +498,8 @@ static int64_t table_count_stored(sqlite3 *db, const char *table)
 	char key[96], trigger[128];
 	int64_t n = -1;
 
-	if (table_count_names(table, "DELETE", key, trigger) < 0)
+	if (db_narrowed_vm(db, NULL) ||
+	    table_count_names(table, "DELETE", key, trigger) < 0)
 		goto end;
 	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1 "
 			       "AND typeof(value) = 'integer' AND EXISTS "
@@ -541,4 +547,76 @@ int64_t db_table_rows_hint(sqlite3 *db, const char *table)
 		n = sqlite3_column_int64(stmt, 0);
 	sqlite3_finalize(stmt);
 	return n;
+}
+
+enum db_status db_narrow_vm(sqlite3 *db, int vm, int with_none)
+{
+	sqlite3_stmt *tables = NULL;
+	enum db_status st = DB_ERR_SQL;
+	char *sql;
+	int r;
+
+	MR_ASSERT(vm > 0 && !db_narrowed_vm(db, NULL));
+	if (sqlite3_prepare_v2(db, "SELECT m.name FROM main.sqlite_master m "
+			       "WHERE m.type = 'table' AND m.name NOT LIKE "
+			       "'replay%' AND EXISTS (SELECT 1 FROM "
+			       "pragma_table_info(m.name) p WHERE p.name = "
+			       "'vm')", -1, &tables, NULL) != SQLITE_OK)
+		goto sql_error;
+	while ((r = sqlite3_step(tables)) == SQLITE_ROW) {
+		sql = sqlite3_mprintf("CREATE TEMP VIEW \"%w\" AS SELECT * "
+				      "FROM main.\"%w\" WHERE vm = %d%s",
+				      sqlite3_column_text(tables, 0),
+				      sqlite3_column_text(tables, 0), vm,
+				      with_none ? " OR vm IS NULL" : "");
+		if (!sql)
+			goto sql_error;
+		r = sqlite3_exec(db, sql, NULL, NULL, NULL);
+		sqlite3_free(sql);
+		if (r != SQLITE_OK)
+			goto sql_error;
+	}
+	if (r != SQLITE_DONE)
+		goto sql_error;
+	sql = sqlite3_mprintf("CREATE TEMP TABLE narrowed_vm AS SELECT %d AS "
+			      "vm, %d AS with_none", vm, with_none != 0);
+	if (!sql)
+		goto sql_error;
+	r = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	sqlite3_free(sql);
+	if (r != SQLITE_OK)
+		goto sql_error;
+	st = DB_OK;
+	goto end;
+sql_error:
+	log_error("%s: narrowing to VM %d: %s", sqlite3_db_filename(db, "main"),
+		  vm, sqlite3_errmsg(db));
+end:
+	sqlite3_finalize(tables);
+	return st;
+}
+
+int db_narrowed_vm(sqlite3 *db, int *with_none)
+{
+	sqlite3_stmt *stmt = NULL;
+	int vm = 0;
+
+	/* The table is there only once narrowed: asked for first, so that
+	 * no statement names a table that is not. */
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM temp.sqlite_master WHERE "
+			       "type = 'table' AND name = 'narrowed_vm'", -1,
+			       &stmt, NULL) != SQLITE_OK ||
+	    sqlite3_step(stmt) != SQLITE_ROW)
+		goto end;
+	sqlite3_finalize(stmt);
+	if (sqlite3_prepare_v2(db, "SELECT vm, with_none FROM "
+			       "temp.narrowed_vm", -1, &stmt, NULL) ==
+	    SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
+		vm = sqlite3_column_int(stmt, 0);
+		if (with_none)
+			*with_none = sqlite3_column_int(stmt, 1);
+	}
+end:
+	sqlite3_finalize(stmt);
+	return vm;
 }

@@ -55,7 +55,8 @@ enum db_status db_open(const char *path, int read_only, sqlite3 **out);
  * thread (SQLite connections are one thread's at a time).  Nothing is
  * logged: DB_ERR_IO when the file cannot be opened again or is no
  * longer the same capture (its meta 'events' and 'ts_base_ns' differ),
- * and the caller does the work on db instead.
+ * and the caller does the work on db instead.  A db narrowed to a VM
+ * (db_narrow_vm()) gives a connection narrowed to it too.
  */
 enum db_status db_open_again(sqlite3 *db, sqlite3 **out);
 
@@ -93,5 +94,19 @@ enum db_status db_table_count_store(sqlite3 *db, const char *table,
  * without touching the table.  0 when unknown.  Not a count to report.
  */
 int64_t db_table_rows_hint(sqlite3 *db, const char *table);
+/*
+ * Narrows db, for this connection, to the events of VM vm (table vm's
+ * id): every table with a vm column but the replay's own (the canonical
+ * event tables) is shadowed by a TEMP view of its rows of that VM.  An
+ * unqualified name finds the temp schema first, so every query of the
+ * metrics reads that VM's events alone.  Rows of no VM (kernel threads'
+ * work, vm NULL: ksmd, kswapd, 6.1's NX worker) are kept with
+ * with_none, else left out.  A narrowed table is counted, never taken
+ * from meta (db_table_count()).  Returns DB_OK, or DB_ERR_SQL (logged).
+ */
+enum db_status db_narrow_vm(sqlite3 *db, int vm, int with_none);
+/* Returns the VM db_narrow_vm() narrowed db to, or 0; *with_none (when
+ * not NULL) its with_none. */
+int db_narrowed_vm(sqlite3 *db, int *with_none);
 
 #endif

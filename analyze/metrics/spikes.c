@@ -8,6 +8,7 @@
  */
 #include "metrics/spikes.h"
 
+#include "db/db.h"
 #include "metrics/latency.h"
 #include "util/log.h"
 
@@ -189,6 +190,7 @@ int spikes_compute(sqlite3 *db, const struct spte_format *fmt,
 	int t, i, rc = -1;
 
 	memset(out, 0, sizeof(*out));
+	out->narrowed_vm = db_narrowed_vm(db, NULL);
 	out->threshold_ns = threshold_ns;
 	if (top > SPIKES_TOP_MAX)
 		top = SPIKES_TOP_MAX;

@@ -52,6 +52,9 @@ struct spike {
 };
 
 struct spikes {
+	/* The VM the DB was narrowed to (db_narrow_vm(), with the rows of
+	 * no VM), or 0. */
+	int narrowed_vm;
 	int64_t samples, spikes;
 	int64_t threshold_ns;           /* given, or 0: per probe p99 */
 	/* Samples whose window saw each activity: spikes, and the

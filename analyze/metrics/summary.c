@@ -803,6 +803,7 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 	int i;
 
 	memset(s, 0, sizeof(*s));
+	s->narrowed_vm = db_narrowed_vm(db, NULL);
 	s->events = db_meta_get_int(db, "events", 0);
 	s->ts_base_ns = db_meta_get_int(db, "ts_base_ns", 0);
 	s->truncated = db_meta_get_int(db, "truncated", 0) != 0;

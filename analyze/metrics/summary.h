@@ -93,6 +93,9 @@ struct summary_counter_check {
 #define SUMMARY_COUNTER_CHECKS 3
 
 struct summary {
+	/* The VM the DB was narrowed to (db_narrow_vm(): its events alone,
+	 * the raw counts and meta still the capture's), or 0. */
+	int narrowed_vm;
 	int64_t events;
 	int64_t first_ts, last_ts;          /* ns from the capture time base */
 	int64_t ts_base_ns;

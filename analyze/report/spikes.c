@@ -38,6 +38,10 @@ void report_spikes_text(FILE *out, const struct spikes *s,
 		report_fmt_count(b, sizeof(b), s->samples));
 	if (s->threshold_ns)
 		fprintf(out, "%.1f us\n\n", (double)s->threshold_ns / 1e3);
+	if (s->narrowed_vm)
+		fprintf(out, "  VM %d alone (--vm): its samples; the activity "
+			"of its process's threads\n  and of threads in no VM's "
+			"process (kernel threads)\n\n", s->narrowed_vm);
 	else
 		fprintf(out, "their probe phase's p99\n\n");
 	if (!s->samples) {
@@ -97,6 +101,8 @@ char *report_spikes_json(const struct spikes *s, const char *db_path)
 	cJSON_AddStringToObject(root, "database", db_path);
 	cJSON_AddNumberToObject(root, "samples", (double)s->samples);
 	cJSON_AddNumberToObject(root, "spikes", (double)s->spikes);
+	if (s->narrowed_vm)
+		cJSON_AddNumberToObject(root, "narrowed_vm", s->narrowed_vm);
 	if (s->threshold_ns)
 		cJSON_AddNumberToObject(root, "threshold_ns",
 					(double)s->threshold_ns);

@@ -209,10 +209,16 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 		cJSON_AddNumberToObject(o, key, (double)s->vcpus[i].faults);
 	}
 
+	if (s->narrowed_vm)
+		cJSON_AddNumberToObject(root, "narrowed_vm", s->narrowed_vm);
 	a = cJSON_AddArrayToObject(root, "vms");
 	for (i = 0; i < s->nvms; i++) {
 		const struct summary_vm *v = &s->vms[i];
-		cJSON *e = cJSON_CreateObject();
+		cJSON *e;
+
+		if (s->narrowed_vm && v->id != s->narrowed_vm)
+			continue;
+		e = cJSON_CreateObject();
 
 		cJSON_AddItemToArray(a, e);
 		cJSON_AddNumberToObject(e, "vm", (double)v->id);

@@ -121,6 +121,11 @@ void report_summary_text(FILE *out, const struct summary *s,
 		s->truncated ? " (TRUNCATED: the trace breaks here)" : "");
 	if (s->truncated && s->truncated_reason)
 		fprintf(out, "  truncated: %s\n", s->truncated_reason);
+	if (s->narrowed_vm)
+		fprintf(out, "  VM %d alone (--vm): the events of its process's "
+			"threads; kernel threads'\n  work (in no VM's process) "
+			"left out; events and raw counts are the\n  capture's\n",
+			s->narrowed_vm);
 	if (s->source_format)
 		fprintf(out, "  source: %s from %s, timestamps to %s\n",
 			s->source_format, nz(s->source_tracer),
@@ -214,6 +219,8 @@ void report_summary_text(FILE *out, const struct summary *s,
 		for (i = 0; i < s->nvms; i++) {
 			const struct summary_vm *v = &s->vms[i];
 
+			if (s->narrowed_vm && v->id != s->narrowed_vm)
+				continue;
 			if (v->created_ts >= 0)
 				snprintf(c, sizeof(c), "%.3f s",
 					 (double)v->created_ts / 1e9);
@@ -226,14 +233,19 @@ void report_summary_text(FILE *out, const struct summary *s,
 				report_fmt_count(a, sizeof(a), v->faults),
 				report_fmt_count(d, sizeof(d), v->leaf_zaps));
 		}
-		fprintf(out, "  %4s %7s %-15s %10s %6s %12s %12s\n", "none",
-			"", "", "", "",
-			report_fmt_count(a, sizeof(a), s->novm_faults),
-			report_fmt_count(c, sizeof(c), s->novm_leaf_zaps));
-		fprintf(out, "  (none: rows of threads in no VM's process, %s "
-			"in all: kernel threads' work,\n  which the replay "
-			"gives the VM whose state it changes)\n\n",
-			report_fmt_count(b, sizeof(b), s->rows_unattributed));
+		if (!s->narrowed_vm) {
+			fprintf(out, "  %4s %7s %-15s %10s %6s %12s %12s\n",
+				"none", "", "", "", "",
+				report_fmt_count(a, sizeof(a), s->novm_faults),
+				report_fmt_count(c, sizeof(c),
+						 s->novm_leaf_zaps));
+			fprintf(out, "  (none: rows of threads in no VM's "
+				"process, %s in all: kernel threads' work,\n  "
+				"which the replay gives the VM whose state it "
+				"changes)\n", report_fmt_count(
+					b, sizeof(b), s->rows_unattributed));
+		}
+		fputc('\n', out);
 	} else if (s->vm_attribution &&
 		   strcmp(s->vm_attribution, "none") == 0) {
 		fprintf(out, "  VMs: the trace gives no process (no pid "
