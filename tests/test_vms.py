@@ -246,6 +246,21 @@ for fx in fixtures:
         check(sp.returncode == 0 and
               json.loads(sp.stdout)["samples"] == want,
               "%s: spikes --vm %d takes its %d samples" % (name, v[0], want))
+        # compare --vm N of the capture against itself: VM N's figures
+        # on both sides, its self-check (the replay of its own state,
+        # kernel threads' work included, not of the narrowed tables).
+        if os.path.basename(os.path.dirname(fx)) != "pending":
+            cp = run([mmr, "compare", "--a", db, "--b", db, "--json",
+                      "--vm", str(v[0])])
+            c = json.loads(cp.stdout) if cp.returncode == 0 else {}
+            crow = {x["key"]: x for x in c.get("rows", [])}
+            check(c.get("vm") == v[0] and
+                  crow["faults"]["a"]["median"] == pid_faults[v[1]] and
+                  crow["leaf_zaps"]["b"]["median"] == row[0]["leaf_zaps"]
+                  and all(r["self_check_ok"] for r in c["a"]["runs"] +
+                          c["b"]["runs"]),
+                  "%s: compare --vm %d is VM %d's, self-checked (%s)"
+                  % (name, v[0], v[0], cp.stderr.strip()))
     # Each VM replayed alone: its own self-check, the capture's verdict
     # every VM's, the figures their sums (those under data/pending/ are
     # checked by test_pending.py).

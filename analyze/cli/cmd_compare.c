@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_A, OPT_B, OPT_THRESHOLD, OPT_JSON, OPT_HTML, OPT_OUTPUT, OPT_N };
+enum { OPT_A, OPT_B, OPT_THRESHOLD, OPT_JSON, OPT_HTML, OPT_OUTPUT, OPT_VM,
+	OPT_N };
 
 static const struct cli_option options[] = {
 	[OPT_A] = CLI_LIST("a", 0, "DB", "a capture of side A (repeatable, "
@@ -31,6 +32,7 @@ static const struct cli_option options[] = {
 	[OPT_HTML] = CLI_FLAG("html", 0, "a self-contained HTML page instead "
 			      "of text tables"),
 	[OPT_OUTPUT] = CLI_OUTPUT,
+	[OPT_VM] = CLI_VM,
 	[OPT_N] = CLI_END,
 };
 
@@ -39,7 +41,7 @@ static int run(struct cli_args *a);
 const struct cli_command cli_cmd_compare = {
 	.name = "compare",
 	.usage = "--a DB... --b DB... [--threshold-ms MS...] [--json | "
-		 "--html] [-o FILE]",
+		 "--html] [-o FILE] [--vm ID]",
 	.summary = "Run sets side by side: the cover-letter table, with B "
 		   "predicted from A.",
 	.details =
@@ -53,7 +55,9 @@ const struct cli_command cli_cmd_compare = {
 	"The runs must share the kernel, the workload and every KVM parameter\n"
 	"outside the policy, and each side one policy setting; otherwise the\n"
 	"command refuses (exit 2) and says which runs differ.  The DBs are\n"
-	"only read.\n",
+	"only read.  --vm ID compares VM ID of every run (runs of several\n"
+	"VMs started in the same order): its own threads' figures, each\n"
+	"replay that VM's own state.\n",
 	.options = options,
 	.run = run,
 };
@@ -108,6 +112,13 @@ static int add_run(struct compare *c, enum compare_side s, int i,
 	rc = cli_recorded_policy(db, path, &ci);
 	if (rc != CLI_EXIT_OK)
 		goto end;
+	if (c->vm && c->vm > ci.nvms) {
+		log_error("%s: no VM %d: the capture holds %d (table vm)", path,
+			  c->vm, ci.nvms);
+		rc = CLI_EXIT_USAGE;
+		goto end;
+	}
+	ci.vm = c->vm;
 	*pol_out = ci.recorded;
 	pols[0] = ci.recorded;
 	pols[1] = whatif_pol;
@@ -115,6 +126,12 @@ static int add_run(struct compare *c, enum compare_side s, int i,
 	rc = cli_replay_policies(db, path, &ci, pols, n, 0, res, &done, NULL);
 	if (rc != CLI_EXIT_OK)
 		goto end;
+	/* The replay narrowed its source; the measured figures narrow the
+	 * DB, once the replay is done. */
+	if (c->vm && db_narrow_vm(db, c->vm, 0) != DB_OK) {
+		rc = CLI_EXIT_INPUT;
+		goto end;
+	}
 	fidelity_compute(&res[0], fidelity_default_tolerance, &fid);
 	if (!fid.ok)
 		log_warn("%s: the self-check fails: no what-if from this run",
@@ -190,6 +207,7 @@ static int run(struct cli_args *a)
 		goto end;
 	}
 	compare_init(c, thr_ms, nthr);
+	c->vm = a->str[OPT_VM] ? (int)a->num[OPT_VM] : 0;
 	/* B first: its recorded policy is what each A is replayed under. */
 	for (i = 0; i < n[COMPARE_B]; i++) {
 		rc = add_run(c, COMPARE_B, i, paths[COMPARE_B][i], NULL, &pol);

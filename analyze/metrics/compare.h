@@ -85,6 +85,8 @@ struct compare {
 	int n[COMPARE_SIDES];
 	double threshold_ms[COMPARE_MAX_THRESHOLDS];
 	int nthresholds;
+	/* VM vm (table vm's id) of every run alone (--vm), or 0. */
+	int vm;
 	struct compare_row rows[COMPARE_MAX_ROWS];
 	int nrows;
 	/* Why the sets are not comparable, or NULL (compare_check()). */

@@ -38,9 +38,12 @@ struct table_reader {
  * which decode() reads by the same list.
  */
 #define SQL_COLUMN(column, type, member) ", " column
+/* main.: the capture's tables, never a view that narrows them to one VM
+ * (db_narrow_vm()): the replay needs every thread's events to tell whose
+ * state a kernel thread changes. */
 #define TABLE_SPEC(kind, fields, table, also, join) \
 	{ kind, "SELECT seq, ts, cpu, tid, " table ".vm" fields(SQL_COLUMN) \
-	  " FROM " table \
+	  " FROM main." table \
 	  join " ORDER BY seq", table, table also },
 
 static const struct table_spec tables[] = {

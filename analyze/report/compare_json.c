@@ -75,6 +75,8 @@ char *report_compare_json(const struct compare *c)
 	cJSON_AddStringToObject(root, "workload",
 				c->run[COMPARE_A][0].workload ?
 				c->run[COMPARE_A][0].workload : "unknown");
+	if (c->vm)
+		cJSON_AddNumberToObject(root, "vm", c->vm);
 	cJSON_AddItemToObject(root, "a", side_json(c, COMPARE_A));
 	cJSON_AddItemToObject(root, "b", side_json(c, COMPARE_B));
 	a = cJSON_AddArrayToObject(root, "thresholds_ms");

@@ -110,6 +110,9 @@ void report_compare_text(FILE *out, const struct compare *c)
 		a->policy, c->n[COMPARE_A], c->n[COMPARE_A] == 1 ? "" : "s",
 		c->run[COMPARE_B][0].policy, c->n[COMPARE_B],
 		c->n[COMPARE_B] == 1 ? "" : "s");
+	if (c->vm)
+		fprintf(out, "  VM %d of every run (--vm): its own threads' "
+			"events, its own state\n", c->vm);
 	fprintf(out, "  kernel %s\n  workload %s\n",
 		a->kernel ? a->kernel : "unknown",
 		a->workload ? a->workload : "unknown");
