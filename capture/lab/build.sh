@@ -455,7 +455,11 @@ done
 # under /lab: the run disk is mounted there) with BUILD-STATUS, the
 # tests that built and those that did not (make -k: the rest builds).
 # Stamp: the git trees of tools/ and the uapi headers, and the flags.
-SELFTEST_FLAGS="EXTRA_CFLAGS=-static"
+# selftests-compat.h (-include) defines what a tree's tests call and its
+# library lacks (Debian's 6.1 dirty_log_test: TEST_ASSERT_EQ); it is
+# copied into the build directory, which the flags name, and said by
+# its name alone in BUILD-STATUS.
+SELFTEST_FLAGS="EXTRA_CFLAGS=-static -include selftests-compat.h"
 selftests_build() {
 	local v=$1 linux=$CACHE/ks/$1/linux s d log want stamp t built=() failed=()
 	s=$LAB/src/selftests-$v
@@ -464,18 +468,19 @@ selftests_build() {
 	stamp=$(cd "$linux" && git rev-parse HEAD:tools HEAD:include/uapi HEAD:arch/x86/include/uapi \
 		2>/dev/null | tr '\n' ' ')
 	[ -n "$stamp" ] || stamp="nogit $(find "$linux/tools/testing/selftests/kvm" -newer "$linux/Makefile" | wc -l)"
-	stamp="$stamp$SELFTEST_FLAGS"
+	stamp="$stamp$SELFTEST_FLAGS $(cksum <"$HERE/selftests-compat.h")"
 	if [ "$(cat "$d/.stamp" 2>/dev/null)" = "$stamp" ]; then
 		SELFTEST_DESC="cached: $(grep -c '^built ' "$d/BUILD-STATUS" || true) built, $(grep -c '^failed ' "$d/BUILD-STATUS" || true) failed"
 		return 0
 	fi
 	rm -rf "$s"
 	mkdir -p "$s"
+	cp "$HERE/selftests-compat.h" "$s/"
 	"${NICE[@]}" make -s -C "$linux" O="$s/obj" INSTALL_HDR_PATH="$s/hdr" headers_install \
 		>"$log" 2>&1 || die "headers_install of $linux failed ($log)"
 	local mk=("${NICE[@]}" make -C "$linux/tools/testing/selftests/kvm"
 		OUTPUT="$s/out" LINUX_HDR_PATH="$s/hdr/include/" KHDR_INCLUDES="-isystem $s/hdr/include"
-		"$SELFTEST_FLAGS")
+		"${SELFTEST_FLAGS/selftests-compat.h/$s/selftests-compat.h}")
 	# The x86_64 test programs (lib.mk prefixes them with OUTPUT), and
 	# those run by a wrapper script (TEST_GEN_PROGS_EXTENDED:
 	# nx_huge_pages_test, run by nx_huge_pages_test.sh), which lib.mk
