@@ -261,6 +261,14 @@ for fx in fixtures:
                           c["b"]["runs"]),
                   "%s: compare --vm %d is VM %d's, self-checked (%s)"
                   % (name, v[0], v[0], cp.stderr.strip()))
+            # report --vm N: the VM's summary and its own replay.
+            html = os.path.join(w, "vm%d.html" % v[0])
+            rp = run([mmr, "report", db, "--vm", str(v[0]), "-o", html])
+            page = open(html).read() if rp.returncode == 0 else ""
+            check("VM %d alone (--vm)" % v[0] in page and
+                  "{:,}".format(pid_faults[v[1]]) in page,
+                  "%s: report --vm %d shows VM %d alone (%d: %s)"
+                  % (name, v[0], v[0], rp.returncode, rp.stderr.strip()))
     # Each VM replayed alone: its own self-check, the capture's verdict
     # every VM's, the figures their sums (those under data/pending/ are
     # checked by test_pending.py).
