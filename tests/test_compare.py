@@ -122,6 +122,16 @@ for pair, policy, knob in PAIRS:
         if mb:
             near(w.get("error"), (pol[fig] * scale - mb) / mb,
                  "%s what-if error %s" % (pair, key))
+    # Lock waits: a bound where the trace leaves when each invalidation
+    # let mmu_lock go open (the least the policy leaves is below it).
+    w = rows.get("lock_wait_ms", {}).get("what_if")
+    if w and w["kind"] != "not_modelled":
+        bound = pol["lock_wait_min_ms"] < pol["lock_wait_ms"]
+        check(w["kind"] == ("one_sided" if bound else "predicted") and
+              pol["figure_kind"]["lock_wait_ms"] == w["kind"],
+              "%s lock waits: %s (least %.1f, most %.1f)"
+              % (pair, w["kind"], pol["lock_wait_min_ms"],
+                 pol["lock_wait_ms"]))
     # Text: 72 columns, the knob named.
     r = run([mmr, "compare", "--a", a, "--b", b])
     long_lines = [ln for ln in r.stdout.splitlines() if len(ln) > 72]

@@ -83,14 +83,15 @@ static void put(struct compare *c, enum compare_side side, int i,
 		r->v[side][i] = v;
 }
 
-/* Returns what B's figure predicted from A is (policy_figure_kind()):
- * the what-if runs B's policy on A, recorded under A's. */
+/* Returns what B's figure predicted from A is
+ * (replay_metrics_figure_kind()): the what-if runs B's policy on A,
+ * recorded under A's; m its figures. */
 static const char *pred_kind(const struct replay_result *self,
-			     const struct replay_result *whatif,
+			     const struct replay_metrics *m,
 			     enum policy_figure fig)
 {
-	return policy_figure_kind_name(policy_figure_kind(
-		whatif->policy, self->policy, fig));
+	return policy_figure_kind_name(replay_metrics_figure_kind(
+		m, self->policy, fig));
 }
 
 /* A what-if figure of run i; a not-modelled one is marked, no value. */
@@ -345,17 +346,17 @@ enum compare_status compare_add_run(struct compare *c, enum compare_side side,
 	if (whatif && whatif->not_applicable == REPLAY_NA_NONE) {
 		replay_metrics_compute(whatif, d, &m);
 		put_pred(c, i, "faults", m.v[RM_FAULTS],
-			 pred_kind(self, whatif, POLICY_FIG_FAULTS));
+			 pred_kind(self, &m, POLICY_FIG_FAULTS));
 		put_pred(c, i, "leaf_zaps", m.v[RM_LEAF_ZAPS],
-			 pred_kind(self, whatif, POLICY_FIG_LEAF_ZAPS));
+			 pred_kind(self, &m, POLICY_FIG_LEAF_ZAPS));
 		put_pred(c, i, "tlb_flushes", m.v[RM_TLB_FLUSHES],
-			 pred_kind(self, whatif, POLICY_FIG_TLB_FLUSHES));
+			 pred_kind(self, &m, POLICY_FIG_TLB_FLUSHES));
 		if (coverage_has(&s.cov, "lock_wait"))
 			put_pred(c, i, "lock_wait_ms", m.v[RM_LOCK_WAIT_MS],
-				 pred_kind(self, whatif,
+				 pred_kind(self, &m,
 					   POLICY_FIG_LOCK_WAITS));
-		latency_pred(c, i, &s, &m, pred_kind(self, whatif,
-			POLICY_FIG_NPF_LATENCY), pred_kind(self, whatif,
+		latency_pred(c, i, &s, &m, pred_kind(self, &m,
+			POLICY_FIG_NPF_LATENCY), pred_kind(self, &m,
 			POLICY_FIG_PROBE_LATENCY));
 	}
 	/* The parameters outside the policy, for compare_check(). */

@@ -65,6 +65,22 @@ static int64_t zaps_total(const struct replay_result *r)
 	return zaps;
 }
 
+enum policy_figure_kind replay_metrics_figure_kind(
+	const struct replay_metrics *m, const char *recorded,
+	enum policy_figure fig)
+{
+	enum policy_figure_kind k = policy_figure_kind(m->policy, recorded,
+						       fig);
+
+	if (k != POLICY_FIGURE_PREDICTED)
+		return k;
+	if ((fig == POLICY_FIG_FAULTS && m->v[RM_FAULTS_UNDECIDED] > 0) ||
+	    (fig == POLICY_FIG_LOCK_WAITS &&
+	     m->v[RM_LOCK_WAIT_MIN_MS] < m->v[RM_LOCK_WAIT_MS]))
+		return POLICY_FIGURE_ONE_SIDED;
+	return k;
+}
+
 void replay_metrics_compute(const struct replay_result *r,
 			    double duration_s, struct replay_metrics *out)
 {

@@ -207,6 +207,18 @@ struct replay_metrics {
 	double v[REPLAY_METRICS];
 };
 
+/*
+ * Returns what figure fig of m is, on a capture recorded under the policy
+ * named recorded: policy_figure_kind(), and where that is predicted,
+ * one-sided when the capture leaves the figure open on one side: the
+ * faults of a capture that began mid-run, where faults_undecided more may
+ * be avoided (an upper bound), and the lock waits where the trace does
+ * not say when each invalidation let mmu_lock go (lock_wait_ms, the most
+ * the policy leaves; lock_wait_min_ms the least).
+ */
+enum policy_figure_kind replay_metrics_figure_kind(
+	const struct replay_metrics *m, const char *recorded,
+	enum policy_figure fig);
 /* Fills out with every figure of r (REPLAY_METRIC_LIST), rates per
  * second of duration_s. */
 void replay_metrics_compute(const struct replay_result *r,

@@ -80,7 +80,10 @@ enum policy_figure {
 	/* the recorded policy's: the trace's figure by construction */ \
 	X(POLICY_FIGURE_RESTATED, "restated") \
 	/* the policy's replay misses part of what it does there */ \
-	X(POLICY_FIGURE_NOT_MODELLED, "not_modelled")
+	X(POLICY_FIGURE_NOT_MODELLED, "not_modelled") \
+	/* predicted, as a bound: the capture leaves it open on one side \
+	 * (replay_metrics_figure_kind()) */ \
+	X(POLICY_FIGURE_ONE_SIDED, "one_sided")
 
 #define POLICY_FIGURE_KIND_ENTRY(e, name) e,
 enum policy_figure_kind {

@@ -169,8 +169,8 @@ void report_compare_text(FILE *out, const struct compare *c)
 					r->decimals),
 			fmt_pct(z, sizeof(z), r->pred_error),
 			yes_no(r->pred_inside),
-			strcmp(r->pred_kind, "restated") ? "" :
-			"  restated");
+			!strcmp(r->pred_kind, "restated") ? "  restated" :
+			!strcmp(r->pred_kind, "one_sided") ? " <=" : "");
 		if (!r->cell_pred.n)
 			continue;
 		if (c->n[COMPARE_A] > 1 || c->n[COMPARE_B] > 1)
@@ -185,7 +185,9 @@ void report_compare_text(FILE *out, const struct compare *c)
 		"prediction lies in\n  B's range (-: fewer than two B "
 		"runs).  not modelled: the policy's\n  replay misses part "
 		"of what it does there ('mmureplay replay' says\n  what); "
-		"restated: B's policy is A's, the figure is A's\n");
+		"restated: B's policy is A's, the figure is A's; <=: at\n"
+		"  most, a bound: the capture leaves it open below "
+		"('mmureplay replay'\n  says how far)\n");
 	fprintf(out, "\n  runs\n");
 	for (i = 0; i < c->n[COMPARE_A] + c->n[COMPARE_B]; i++) {
 		const struct compare_run *run = i < c->n[COMPARE_A] ?

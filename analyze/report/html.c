@@ -805,8 +805,8 @@ void report_compare_html(FILE *o, const struct compare *c)
 			"self-check.</p>\n");
 	} else {
 		fprintf(o, "<table><tr><th>metric</th><th>predicted</th>"
-			"<th>B measured</th><th>error</th><th>inside B's "
-			"range</th></tr>\n");
+			"<th>kind</th><th>B measured</th><th>error</th>"
+			"<th>inside B's range</th></tr>\n");
 		for (i = 0; i < c->nrows; i++) {
 			r = &c->rows[i];
 			if (!r->has_pred)
@@ -819,6 +819,13 @@ void report_compare_html(FILE *o, const struct compare *c)
 				fprintf(o, "<td>not modelled</td>");
 			else
 				compare_td(o, &r->cell_pred, r->decimals);
+			/* The kind, as the text says it. */
+			if (!strcmp(r->pred_kind, "restated") ||
+			    !strcmp(r->pred_kind, "one_sided"))
+				fprintf(o, "<td>%s</td>", strcmp(r->pred_kind,
+					"restated") ? "at most" : "restated");
+			else
+				fprintf(o, "<td></td>");
 			compare_td(o, &r->cell[COMPARE_B], r->decimals);
 			pct_td(o, r->pred_error);
 			fprintf(o, "<td>%s</td></tr>\n", tri(r->pred_inside));

@@ -62,9 +62,10 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 		k = cJSON_AddObjectToObject(p, "figure_kind");
 		for (j = 0; j < (int)(sizeof(figs) / sizeof(figs[0])); j++)
 			cJSON_AddStringToObject(k, figs[j].name,
-				policy_figure_kind_name(policy_figure_kind(
-					m[i].policy, f->policy,
-					figs[j].fig)));
+				policy_figure_kind_name(
+					replay_metrics_figure_kind(
+						&m[i], f->policy,
+						figs[j].fig)));
 		for (j = 0; j < REPLAY_METRICS; j++)
 			if (replay_metric_kinds[j] == RM_WHATIF)
 				cJSON_AddNumberToObject(p,

@@ -133,7 +133,7 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 {
 	char buf[32];
 	size_t c;
-	int i, w = 16, marked = 0;
+	int i, w = 16, marked = 0, bound = 0;
 
 	/* m[0], the recorded policy's run, is there even when n is 0. */
 	fprintf(out, "Replay of %s (%.3f s of trace)\n", db_path,
@@ -173,17 +173,23 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 		for (c = 0; c < NCOLS; c++) {
 			double v = m[i].v[cols[c].metric];
 			/* A figure the policy does not model in full is
-			 * marked, never shown as a prediction. */
-			int nm = policy_figure_kind(m[i].policy, f->policy,
-						    cols[c].fig) ==
-				POLICY_FIGURE_NOT_MODELLED;
+			 * marked, never shown as a prediction; a bound is
+			 * shown as one. */
+			enum policy_figure_kind k = replay_metrics_figure_kind(
+				&m[i], f->policy, cols[c].fig);
+			int nm = k == POLICY_FIGURE_NOT_MODELLED;
+			char num[28];
 
 			marked |= nm;
+			bound |= k == POLICY_FIGURE_ONE_SIDED;
 			if (cols[c].rate)
-				snprintf(buf, sizeof(buf), "%.1f", v);
+				snprintf(num, sizeof(num), "%.1f", v);
 			else
-				report_fmt_count(buf, sizeof(buf),
+				report_fmt_count(num, sizeof(num),
 						 (int64_t)v);
+			snprintf(buf, sizeof(buf), "%s%s",
+				 k == POLICY_FIGURE_ONE_SIDED ? "<=" : "",
+				 num);
 			fprintf(out, nm ? " %10s*" : " %11s", buf);
 		}
 		fputc('\n', out);
@@ -192,6 +198,9 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 	if (marked)
 		fprintf(out, "  *: not modelled in full by the policy's "
 			"replay (below): not a prediction\n");
+	if (bound)
+		fprintf(out, "  <=: at most; the capture leaves the figure "
+			"open below (said further on)\n");
 	fprintf(out, "\n  %-*s %11s %11s %11s %11s %11s\n", w, "leaf zaps by",
 		"notifier", "nx_recovery", "fault_path", "teardown",
 		"collapse");
