@@ -146,6 +146,13 @@
 #                         (`trace-cmd report` on the host).  Stock or patched
 #                         kernel; not with --ftrace (one top-level buffer).
 #                         The rootfs needs trace-cmd (build.sh installs it)
+#   --trace-cmd-events LIST
+#                         --trace-cmd, recording these events instead (trace-cmd
+#                         -e arguments, space-separated: a system or
+#                         system:event), in trace.dat and the text instance:
+#                         what a host records with another event set, e.g.
+#                         "kvmmmu kvm:kvm_unmap_hva_range kvm:kvm_page_fault
+#                         kvm:kvm_exit kvm:kvm_entry" (no syscall events)
 #   --perf                also record the same events with `perf record -a
 #                         -k mono` (perf.data), converted on the host by
 #                         `perf data convert --to-ctf --all` into perf-ctf/
@@ -276,7 +283,7 @@ if [ "$WORKLOAD" = multi ]; then
 		{ echo "run.sh: multi wants 2 to 4 workloads (basic, bgsnapshot, nxrecovery), got ${#MULTI[@]}" >&2; exit 2; }
 fi
 KERNEL=stock OUT= BUF_MB=64 TIMEOUT=300 FTRACE=0 FTRACE_KB=65536 UST=0 UST_BUF_MB=8
-TRACECMD=0 PERF=0 PROBES=lab ALLOW_VERIFY_FAIL=0 TRACECMD_ARGS=
+TRACECMD=0 PERF=0 PROBES=lab ALLOW_VERIFY_FAIL=0 TRACECMD_ARGS= TRACECMD_EVENTS_SET=
 CAPTURE_TOOL=0 CAPTURE_ARGS=() STATS=0 HANG_AFTER=150
 ATTACH_AFTER= SNAPSHOT_AT= SNAP_KB=1024 HAVE_BUF_MB=0 MEMSLOT_REF=0
 KNOBS=() EXTRA_EVENTS=() WARGS=() HAVE_WARGS=0 VM_ARGS=()
@@ -292,6 +299,7 @@ while [ $# -gt 0 ]; do
 	--ftrace-kb) FTRACE_KB=${2:?}; shift 2 ;;
 	--trace-cmd) TRACECMD=1; shift ;;
 	--trace-cmd-args) TRACECMD=1; TRACECMD_ARGS=${2:?}; shift 2 ;;
+	--trace-cmd-events) TRACECMD=1; TRACECMD_EVENTS_SET=${2:?}; shift 2 ;;
 	--perf) PERF=1; shift ;;
 	--probes) PROBES=${2:?}; shift 2 ;;
 	--allow-verify-fail) ALLOW_VERIFY_FAIL=1; shift ;;
@@ -593,9 +601,9 @@ kvmmmu/kvm_mmu_nx_recover_page kvmmmu/kvm_mmu_fault_lock_wait"
 # The stock kernel's KVM events as trace-cmd -e arguments (README.md,
 # "Recording on a stock host", lists the same set).
 TRACECMD_EVENTS=
-[ "$TRACECMD" -eq 0 ] || TRACECMD_EVENTS="kvm kvmmmu
+[ "$TRACECMD" -eq 0 ] || TRACECMD_EVENTS=${TRACECMD_EVENTS_SET:-"kvm kvmmmu
 syscalls:sys_enter_ioctl syscalls:sys_exit_ioctl syscalls:sys_enter_mprotect
-syscalls:sys_exit_mprotect syscalls:sys_enter_madvise syscalls:sys_exit_madvise"
+syscalls:sys_exit_mprotect syscalls:sys_enter_madvise syscalls:sys_exit_madvise"}
 PERF_EVENTS=
 [ "$PERF" -eq 0 ] || PERF_EVENTS="kvm:* kvmmmu:*
 syscalls:sys_enter_ioctl syscalls:sys_exit_ioctl syscalls:sys_enter_mprotect
