@@ -385,6 +385,33 @@ static void test_latency_whatif(void)
 }
 
 /*
+ * On 6.1 the patched recovery worker, a kthread made with the VM, traces
+ * an empty batch as it starts, before the first vCPU allocates the root.
+ * That batch meets no entry: the capture still began with the VM (was
+ * decided mid-run by it, on the patched nx_huge_pages_test capture).
+ */
+static void test_empty_batch_before_root(void)
+{
+	struct replay_result b;
+
+	nev = 0;
+	late_capture = 1;
+	nx_phase(MEV_NX_BEGIN, MEV_LOCK_WRITE, 0);
+	nx_phase(MEV_NX_END, MEV_LOCK_WRITE, 0);
+	sp_event(MEV_SP_ALLOC, VCPU, 4, 0);             /* the root */
+	memslot(0);
+	fault(5, MEV_PFERR_USER);
+	spte(VCPU, 1, 5, 0, RO_4K);
+	entry();
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(!b.began_mid_run && b.mismatches_total == 0);
+	CHECK(b.faults_observed == 1 && b.faults_predicted == 1 &&
+	      b.faults_revealed == 0);
+	replay_result_free(&b);
+	late_capture = 0;
+}
+
+/*
  * A capture that began while the VM ran (no root allocation traced): a
  * leaf mapped before it is unknown, not absent.  Its zap by an
  * invalidation is revealed (neither predicted nor a mismatch), and so is
@@ -2398,6 +2425,7 @@ static const struct scenario {
 	{ "perm_upgrade_avoids_read_refault", test_perm_upgrade },
 	{ "latency_whatif_removes_exit", test_latency_whatif },
 	{ "late_capture_reveals", test_late_capture },
+	{ "empty_batch_before_root", test_empty_batch_before_root },
 	{ "state_dump_memslots", test_state_dump_memslots },
 	{ "racing_vcpus", test_racing_vcpus },
 	{ "perm_upgrade_zaps_restriction", test_restriction_is_not_kept },

@@ -258,6 +258,10 @@ static void engine_on_memslot(struct engine *e,
  * its root's allocation by then (kvm_mmu_load() allocates it before the
  * vCPU first runs), and from it every table below is linked in the
  * trace.  Without that, entries the trace has not shown are unknown.
+ * A recovery batch's begin and end events meet no entry: on 6.1 the
+ * patched worker, a kthread made with the VM, traces an empty batch as
+ * it starts, before the VM's first vCPU allocates the root; only a page
+ * it recovers decides.
  */
 static void began_decide(struct engine *e, const struct model_event *ev)
 {
@@ -266,7 +270,10 @@ static void began_decide(struct engine *e, const struct model_event *ev)
 	case MEV_FAULT:
 	case MEV_FAST_FAULT:
 	case MEV_SP_FREE:
+		break;
 	case MEV_NX_RECOVERY:
+		if (ev->u.nx.phase != MEV_NX_PAGE)
+			return;
 		break;
 	default:
 		return;
