@@ -5,6 +5,8 @@ off (A) and on (B).  Checked against the other commands on the same DBs:
   - every A and B median of a single run equals that DB's summary
     (counts, rates, NPF percentiles) or its table (TLB flushes, lock
     waits), and the change is (B - A) / A;
+  - several DBs after one --a / --b, as the usage line reads, are the
+    runs of that side;
   - with a run given twice a side, the range is that one value and the
     ranges overlap only where A and B are equal;
   - the what-if is the replay's: predicted faults, leaf zaps, TLB
@@ -172,6 +174,14 @@ for pair, policy, knob in PAIRS:
               "%s %s: A range of one value twice" % (pair, key))
         check(row["ranges_overlap"] == (ca["median"] == cb["median"]),
               "%s %s: overlap %s" % (pair, key, row["ranges_overlap"]))
+    # Several DBs after one flag, as the usage line reads: the same
+    # comparison as the flag repeated.
+    r2 = run([mmr, "compare", "--a", a, a, "--b", b, b, "--threshold-ms",
+              "1", "3", "--json"])
+    check(r2.returncode == 0 and rows_of(json.loads(r2.stdout)) ==
+          rows_of(json.loads(r.stdout)),
+          "%s: --a A A --b B B is --a A --a A --b B,B (%s)"
+          % (pair, r2.stderr.strip()))
 
 # Refusals.
 r = run([mmr, "compare", "--a", dbs["bgsnapshot-perm-upgrade-off"], "--b",

@@ -61,6 +61,10 @@ enum cli_opt_type {
 	CLI_TYPE_FLAG,          /* no value */
 	CLI_TYPE_STRING,        /* one value; given twice, the last */
 	CLI_TYPE_LIST,          /* repeatable: the values, comma-joined */
+	/* as CLI_TYPE_LIST, and the words after its value up to the next
+	 * option are values too ("--a X Y --b Z"): only for a command
+	 * without positional arguments, which those words would be */
+	CLI_TYPE_MULTI,
 	CLI_TYPE_INT,           /* a decimal integer in [min, max] */
 };
 
@@ -76,6 +80,7 @@ struct cli_option {
 #define CLI_FLAG(l, s, h) { (l), (s), CLI_TYPE_FLAG, NULL, (h), 0, 0 }
 #define CLI_STRING(l, s, a, h) { (l), (s), CLI_TYPE_STRING, (a), (h), 0, 0 }
 #define CLI_LIST(l, s, a, h) { (l), (s), CLI_TYPE_LIST, (a), (h), 0, 0 }
+#define CLI_MULTI(l, s, a, h) { (l), (s), CLI_TYPE_MULTI, (a), (h), 0, 0 }
 #define CLI_INT(l, s, a, lo, hi, h) \
 	{ (l), (s), CLI_TYPE_INT, (a), (h), (lo), (hi) }
 /* -o FILE of every command that writes a result (cli_output()). */

@@ -21,13 +21,13 @@ enum { OPT_A, OPT_B, OPT_THRESHOLD, OPT_JSON, OPT_HTML, OPT_OUTPUT, OPT_VM,
 	OPT_N };
 
 static const struct cli_option options[] = {
-	[OPT_A] = CLI_LIST("a", 0, "DB", "a capture of side A (repeatable, "
-			   "or comma-separated)"),
-	[OPT_B] = CLI_LIST("b", 0, "DB", "a capture of side B (repeatable, "
-			   "or comma-separated)"),
-	[OPT_THRESHOLD] = CLI_LIST("threshold-ms", 0, "MS",
-				   "count intervals >= MS (repeatable; "
-				   "default 1 and 3)"),
+	[OPT_A] = CLI_MULTI("a", 0, "DB...", "the captures of side A (several "
+			    "after one --a, repeated, or comma-separated)"),
+	[OPT_B] = CLI_MULTI("b", 0, "DB...", "the captures of side B (as "
+			    "--a)"),
+	[OPT_THRESHOLD] = CLI_MULTI("threshold-ms", 0, "MS...",
+				    "count intervals >= MS (as --a; default "
+				    "1 and 3)"),
 	[OPT_JSON] = CLI_FLAG("json", 0, "JSON instead of text tables"),
 	[OPT_HTML] = CLI_FLAG("html", 0, "a self-contained HTML page instead "
 			      "of text tables"),

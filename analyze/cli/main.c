@@ -214,8 +214,8 @@ static int opt_int(const struct cli_command *cmd, const struct cli_option *o,
 	return -1;
 }
 
-/* A repeated CLI_TYPE_LIST option: "prev,value" in a->lists; NULL after
- * the error when they do not fit. */
+/* A repeated CLI_TYPE_LIST or CLI_TYPE_MULTI option: "prev,value" in
+ * a->lists; NULL after the error when they do not fit. */
 static const char *opt_join(const struct cli_command *cmd,
 			    const struct cli_option *o, struct cli_args *a,
 			    const char *prev, const char *value)
@@ -287,9 +287,15 @@ enum cli_parse_status cli_parse(const struct cli_command *cmd, int argc,
 		if (o->type == CLI_TYPE_INT &&
 		    opt_int(cmd, o, value, &a->num[idx]) < 0)
 			return CLI_PARSE_ERROR;
-		if (o->type == CLI_TYPE_LIST && a->str[idx] &&
+		if ((o->type == CLI_TYPE_LIST || o->type == CLI_TYPE_MULTI) &&
+		    a->str[idx] &&
 		    !(value = opt_join(cmd, o, a, a->str[idx], value)))
 			return CLI_PARSE_ERROR;
+		/* "--a X Y": the words up to the next option. */
+		while (o->type == CLI_TYPE_MULTI && i + 1 < argc &&
+		       (argv[i + 1][0] != '-' || argv[i + 1][1] == '\0'))
+			if (!(value = opt_join(cmd, o, a, value, argv[++i])))
+				return CLI_PARSE_ERROR;
 		a->str[idx] = value;
 	}
 	return CLI_PARSE_OK;
