@@ -60,6 +60,23 @@ check(page.index("Self-check (replay under baseline): the model "
                  "reproduces") < page.index("<h2>Capture</h2>"),
       "the verdict comes first")
 check(page.count("<svg") >= 2, "per-second charts drawn")
+# The per-second charts: a chart per policy that can act (small
+# multiples: no line under another), both axes labelled with units; a
+# policy whose series is the recorded one's says so.  A capture without
+# a probe says so once, and nothing of spikes it does not have.
+figs = re.findall(r"<figure><svg.*?</svg><figcaption>(.*?)</figcaption>",
+                  page, re.S)
+half = len(figs) // 2
+check(len(figs) >= 2 and figs[:half] == figs[half:] and
+      page.count("seconds of trace time") == len(figs) and
+      page.count(">faults / s</text>") == len(figs) // 2 and
+      page.count(">leaf zaps / s</text>") == len(figs) // 2,
+      "a labelled chart per policy and series (%d)" % len(figs))
+check(all(("(recorded)" in f) != ("the recorded run" in f) for f in figs),
+      "each chart says how it stands to the recorded run: %s" % figs)
+check(page.count("No latency probe in this capture.") == 1 and
+      "largest probe spikes" not in page,
+      "a capture without a probe says so once")
 check(db_rows(db, "SELECT count(*) FROM replay_run") == [(0,)] and
       db_rows(db, "SELECT count(*) FROM sqlite_master WHERE name = "
               "'replay_stream'") == [(0,)], "the report wrote to the DB")

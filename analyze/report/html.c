@@ -494,57 +494,101 @@ static void section_vms(FILE *o, const struct stored_vm_run *v, int nv)
 	fprintf(o, "</table>\n");
 }
 
-/* Per-second series of every policy as polylines in one SVG; a policy
- * that cannot act here has none (it would lie on the recorded line). */
-static void chart(FILE *o, const struct stored_run *r, int n,
-		  const char *title, int zaps)
+static int64_t series_at(const struct stored_run *r, int64_t k, int zaps)
 {
-	const int W = 900, H = 220, L = 60, B = 30;
-	int64_t maxv = 1, secs = 1, v;
-	int i, k;
+	if (k >= r->nseconds)
+		return 0;
+	return zaps ? r->series[k].zaps : r->series[k].faults;
+}
+
+/* One polyline of run r's series, secs seconds across, maxv high. */
+static void chart_line(FILE *o, const struct stored_run *r, int64_t secs,
+		       int64_t maxv, int zaps, int W, int H, int L, int B,
+		       const char *style)
+{
+	int64_t k;
+
+	fprintf(o, "<polyline fill=\"none\" %s points=\"", style);
+	for (k = 0; k < secs; k++)
+		fprintf(o, "%.1f,%.1f ", L + (double)(W - 10 - L) *
+			((double)k + 0.5) / (double)secs,
+			(double)(H - B) - (double)(H - B - 10) *
+			(double)series_at(r, k, zaps) / (double)maxv);
+	fprintf(o, "\"/>\n");
+}
+
+/*
+ * Per-second series as small multiples: one chart per policy that can
+ * act here, its line over the recorded run's (grey, dashed), on the
+ * same axes (labelled, with units) in every chart, so that no line
+ * hides another; a policy whose series is the recorded one's says so
+ * under its chart.  r[0] is the recorded policy's run.
+ */
+static void chart(FILE *o, const struct stored_run *r, int n,
+		  const char *title, const char *unit, int zaps)
+{
+	const int W = 440, H = 170, L = 56, B = 34;
+	int64_t maxv = 1, secs = 1, v, k, diff;
+	int i;
 
 	for (i = 0; i < n; i++) {
 		if (r[i].nseconds > secs)
 			secs = r[i].nseconds;
 		for (k = 0; k < r[i].nseconds; k++) {
-			v = zaps ? r[i].series[k].zaps : r[i].series[k].faults;
+			v = series_at(&r[i], k, zaps);
 			if (v > maxv)
 				maxv = v;
 		}
 	}
-	fprintf(o, "<h3>%s per second</h3>\n<svg width=\"%d\" height=\"%d\" "
-		"viewBox=\"0 0 %d %d\" role=\"img\">\n", title, W, H, W, H);
-	fprintf(o, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
-		"stroke=\"#999\"/>\n", L, H - B, W - 10, H - B);
-	fprintf(o, "<line x1=\"%d\" y1=\"10\" x2=\"%d\" y2=\"%d\" "
-		"stroke=\"#999\"/>\n", L, L, H - B);
-	fprintf(o, "<text x=\"%d\" y=\"20\" font-size=\"11\" "
-		"text-anchor=\"end\">%" PRId64 "</text>\n", L - 4, maxv);
-	fprintf(o, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%" PRId64
-		" s</text>\n", W - 40, H - 8, secs);
+	fprintf(o, "<h3>%s per second, each policy against the recorded "
+		"run</h3>\n<div class=\"multiples\">\n", title);
 	for (i = 0; i < n; i++) {
 		if (r[i].m.not_applicable)
 			continue;
-		fprintf(o, "<polyline fill=\"none\" stroke-width=\"1.5\" "
-			"stroke=\"%s\" points=\"", colors[i % 6]);
-		for (k = 0; k < secs; k++) {
-			v = k < r[i].nseconds ? (zaps ? r[i].series[k].zaps :
-						 r[i].series[k].faults) : 0;
-			fprintf(o, "%.1f,%.1f ", L + (double)(W - 10 - L) *
-				((double)k + 0.5) / (double)secs,
-				(double)(H - B) - (double)(H - B - 10) *
-				(double)v / (double)maxv);
+		for (diff = 0, k = 0; k < secs; k++)
+			diff += series_at(&r[i], k, zaps) !=
+				series_at(&r[0], k, zaps);
+		fprintf(o, "<figure><svg width=\"%d\" height=\"%d\" "
+			"viewBox=\"0 0 %d %d\" role=\"img\">\n", W, H, W, H);
+		fprintf(o, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+			"stroke=\"#999\"/>\n<line x1=\"%d\" y1=\"10\" "
+			"x2=\"%d\" y2=\"%d\" stroke=\"#999\"/>\n", L, H - B,
+			W - 10, H - B, L, L, H - B);
+		fprintf(o, "<text class=\"ctick\" x=\"%d\" y=\"20\" "
+			"font-size=\"11\" text-anchor=\"end\">%" PRId64
+			"</text>\n<text class=\"ctick\" x=\"%d\" y=\"%d\" "
+			"font-size=\"11\" text-anchor=\"end\">0</text>\n",
+			L - 4, maxv, L - 4, H - B);
+		fprintf(o, "<text class=\"ctick\" x=\"%d\" y=\"%d\" "
+			"font-size=\"11\">0 s</text>\n<text class=\"ctick\" "
+			"x=\"%d\" y=\"%d\" font-size=\"11\" "
+			"text-anchor=\"end\">%" PRId64 " s</text>\n", L,
+			H - B + 14, W - 10, H - B + 14, secs);
+		fprintf(o, "<text class=\"axis\" x=\"%d\" y=\"%d\" "
+			"font-size=\"11\" text-anchor=\"middle\">seconds of "
+			"trace time</text>\n<text class=\"axis\" "
+			"font-size=\"11\" text-anchor=\"middle\" "
+			"transform=\"translate(14,%d) rotate(-90)\">%s</text>\n",
+			(L + W - 10) / 2, H - 4, (H - B) / 2 + 5, unit);
+		if (i > 0)
+			chart_line(o, &r[0], secs, maxv, zaps, W, H, L, B,
+				   "stroke=\"#888\" stroke-width=\"1\" "
+				   "stroke-dasharray=\"4 3\" class=\"recorded\"");
+		{
+			char style[96];
+
+			snprintf(style, sizeof(style), "stroke=\"%s\" "
+				 "stroke-width=\"1.5\" class=\"policy\"",
+				 colors[i % 6]);
+			chart_line(o, &r[i], secs, maxv, zaps, W, H, L, B,
+				   style);
 		}
-		fprintf(o, "\"/>\n");
-	}
-	fprintf(o, "</svg>\n<div class=\"legend\">");
-	for (i = 0; i < n; i++) {
-		if (r[i].m.not_applicable)
-			continue;
-		fprintf(o, "<span><i style=\"background:%s\"></i>",
-			colors[i % 6]);
+		fprintf(o, "</svg><figcaption><i style=\"background:%s\">"
+			"</i>", colors[i % 6]);
 		esc(o, r[i].policy);
-		fprintf(o, "</span>");
+		fprintf(o, "%s</figcaption></figure>\n", i == 0 ?
+			" (recorded)" : diff ? "; dashed: the recorded run" :
+			": the same every second as the recorded run");
 	}
 	fprintf(o, "</div>\n");
 }
@@ -638,11 +682,13 @@ static void section_timeline(FILE *o, const struct timeline *tl,
 		"text-anchor=\"middle\">time since the first event</text>\n"
 		"</svg>\n<script>%s</script>\n", L + (W - L - R) / 2, y + 27,
 		timeline_js);
-	fprintf(o, "<p class=\"note\">Events per bin of %.3f ms (%d bins); "
-		"red: the %d largest probe spikes.  Scroll on the timeline to "
-		"zoom, drag to pan, double-click to see it all.  A series the "
-		"source does not record is left out.</p>\n",
-		(double)tl->bin_ns / 1e6, tl->nbins, sp->ntop);
+	fprintf(o, "<p class=\"note\">Events per bin of %.3f ms (%d bins)",
+		(double)tl->bin_ns / 1e6, tl->nbins);
+	if (sp && sp->ntop)
+		fprintf(o, "; red: the %d largest probe spikes", sp->ntop);
+	fprintf(o, ".  Scroll on the timeline to zoom, drag to pan, "
+		"double-click to see it all.  A series the source does not "
+		"record is left out.</p>\n");
 }
 
 /* The largest probe spikes and what overlapped them (spikes.h). */
@@ -650,8 +696,11 @@ static void section_spikes(FILE *o, const struct spikes *sp)
 {
 	int i, k;
 
-	if (!sp || !sp->samples)
+	if (!sp || !sp->samples) {
+		fprintf(o, "<h2>Latency spikes</h2>\n<p>No latency probe in "
+			"this capture.</p>\n");
 		return;
+	}
 	fprintf(o, "<h2>Latency spikes</h2>\n<p>%" PRId64 " of %" PRId64
 		" probe samples at or above their probe phase's p99.  The "
 		"share of them whose window saw each MMU activity, beside "
@@ -721,8 +770,8 @@ void report_html(FILE *o, const struct summary *s,
 		if (runs[0].self_check_ok) {
 			section_whatif(o, runs, n);
 			section_vms(o, vms, nvms);
-			chart(o, runs, n, "NPF faults", 0);
-			chart(o, runs, n, "Leaf zaps", 1);
+			chart(o, runs, n, "NPF faults", "faults / s", 0);
+			chart(o, runs, n, "Leaf zaps", "leaf zaps / s", 1);
 		}
 	}
 	fprintf(o, "<p class=\"note\">Generated by mmureplay.  Counts are "
