@@ -24,7 +24,7 @@
  * Every JSON document names the schema it follows and the version of it:
  * X(id, "schema" value, schema_version); "mmureplay-NAME" follows
  * schemas/NAME.schema.json.  Any change a reader could trip over bumps
- * the version, in the same commit as the schema file (README, "JSON
+ * the version, in the same commit as the schema file (docs/usage.md, "JSON
  * outputs").
  */
 #define REPORT_JSON_SCHEMA_LIST(X) \
