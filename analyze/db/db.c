@@ -549,11 +549,20 @@ int64_t db_table_rows_hint(sqlite3 *db, const char *table)
 	return n;
 }
 
+/* Runs sql, made by sqlite3_mprintf() and freed here (NULL: that ran
+ * out of memory).  Returns SQLITE_OK or the error. */
+static int exec_made(sqlite3 *db, char *sql)
+{
+	int r = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+
+	sqlite3_free(sql);
+	return r;
+}
+
 enum db_status db_narrow_vm(sqlite3 *db, int vm, int with_none)
 {
 	sqlite3_stmt *tables = NULL;
 	enum db_status st = DB_ERR_SQL;
-	char *sql;
 	int r;
 
 	MR_ASSERT(vm > 0 && !db_narrowed_vm(db, NULL));
@@ -563,28 +572,17 @@ enum db_status db_narrow_vm(sqlite3 *db, int vm, int with_none)
 			       "pragma_table_info(m.name) p WHERE p.name = "
 			       "'vm')", -1, &tables, NULL) != SQLITE_OK)
 		goto sql_error;
-	while ((r = sqlite3_step(tables)) == SQLITE_ROW) {
-		sql = sqlite3_mprintf("CREATE TEMP VIEW \"%w\" AS SELECT * "
-				      "FROM main.\"%w\" WHERE vm = %d%s",
-				      sqlite3_column_text(tables, 0),
-				      sqlite3_column_text(tables, 0), vm,
-				      with_none ? " OR vm IS NULL" : "");
-		if (!sql)
+	while ((r = sqlite3_step(tables)) == SQLITE_ROW)
+		if (exec_made(db, sqlite3_mprintf(
+			"CREATE TEMP VIEW \"%w\" AS SELECT * FROM main.\"%w\" "
+			"WHERE vm = %d%s", sqlite3_column_text(tables, 0),
+			sqlite3_column_text(tables, 0), vm,
+			with_none ? " OR vm IS NULL" : "")) != SQLITE_OK)
 			goto sql_error;
-		r = sqlite3_exec(db, sql, NULL, NULL, NULL);
-		sqlite3_free(sql);
-		if (r != SQLITE_OK)
-			goto sql_error;
-	}
-	if (r != SQLITE_DONE)
-		goto sql_error;
-	sql = sqlite3_mprintf("CREATE TEMP TABLE narrowed_vm AS SELECT %d AS "
-			      "vm, %d AS with_none", vm, with_none != 0);
-	if (!sql)
-		goto sql_error;
-	r = sqlite3_exec(db, sql, NULL, NULL, NULL);
-	sqlite3_free(sql);
-	if (r != SQLITE_OK)
+	if (r != SQLITE_DONE ||
+	    exec_made(db, sqlite3_mprintf("CREATE TEMP TABLE narrowed_vm AS "
+					  "SELECT %d AS vm, %d AS with_none",
+					  vm, with_none != 0)) != SQLITE_OK)
 		goto sql_error;
 	st = DB_OK;
 	goto end;
