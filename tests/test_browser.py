@@ -12,6 +12,8 @@ network (a NetLog).  Checked:
     each latency row's p99;
   - the timeline has a row per series the source records, and its
     zoom script ran (it relabels the time axis);
+  - each what-if chart labels both axes with units and draws its
+    policy's line in a colour of its own;
   - a screenshot of every fourth report in WORK_DIR/screenshots for
     people to look at (kept after a pass; each is a second chromium run).
 The checks are shown to bite first: a page with a console error and an
@@ -140,6 +142,18 @@ for i, fx in enumerate(fixtures):
         live = re.findall(r'class="tick"[^>]*>([^<]*)<', dom)
         check(len(live) == 6 and live != static,
               "%s: the timeline script did not run: %s" % (fx, live))
+    # The what-if charts as rendered: each labels both axes with units,
+    # and draws the policy's line in a colour of its own beside the
+    # recorded run's dashed grey one.
+    for fig in re.findall(r"<figure>(.*?)</figure>", dom, re.S):
+        strokes = re.findall(r'<polyline[^>]*stroke="([^"]+)"[^>]*class='
+                             r'"(policy|recorded)"', fig)
+        check("seconds of trace time" in fig and
+              re.search(r">(faults|leaf zaps) / s</text>", fig) and
+              len([c for c, k in strokes if k == "policy"]) == 1 and
+              all(c != "#888" for c, k in strokes if k == "policy"),
+              "%s: a what-if chart without labelled axes or a line of "
+              "its own: %s" % (fx, strokes))
     done_with(d)
 print("browser: %d reports loaded; %d screenshots in %s"
       % (len(fixtures), len(fixtures[::4]), shots))
