@@ -93,10 +93,14 @@ html = open(out).read() if r.returncode == 0 else ""
 check(html.count("not applicable here (below)") == 28 and
       html.count(" does not apply: on this host") == 28,
       "nx off: the report does not mark the 28 runs")
-legends = re.findall(r'<div class="legend">(.*?)</div>', html)
-charts = [l for l in legends if "baseline" in l]
-check(len(charts) == 2 and all("perm-upgrade" in l and "nx-" not in l
-                               for l in charts),
+# The per-second charts (a chart per policy and series): baseline and
+# perm-upgrade, twice (faults, leaf zaps), never a policy that does not
+# apply.
+charts = re.findall(r"<figcaption>(.*?)</figcaption>", html)
+check(len(charts) == 4 and
+      sum("baseline" in c for c in charts) == 2 and
+      sum("perm-upgrade" in c for c in charts) == 2 and
+      not any("nx-" in c for c in charts),
       "nx off: a what-if chart draws a policy that does not apply: %r" %
       charts)
 
