@@ -68,7 +68,8 @@ check(set(fid["exempt"]) == {"invalidation_window", "nx_recovery_batch",
                              "racing_vcpu", "frozen_entry"} and
       fid["exempt_share"] == sum(fid["exempt"].values()) / max(nfaults, 1)
       and fid["exempt_capped_share"] == (sum(fid["exempt"].values())
-                                         - fid["exempt"]["frozen_entry"])
+                                         - fid["exempt"]["frozen_entry"]
+                                         - fid["exempt"]["racing_vcpu"])
       / max(nfaults, 1)
       and fid["exempt_capped_share"] <= 0.05 and all(fid["verdict"].values()),
       "exemptions counted and bounded: %s" % fid["exempt"])
