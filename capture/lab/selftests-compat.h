@@ -10,9 +10,24 @@
  * library), so dirty_log_test does not build there.  The definition
  * below follows test_util.h's own TEST_ASSERT() and is made only where
  * the tree has none: trees that define it are built as they are.
+ *
+ * This header comes before the first line of every file, so what it
+ * includes fixes the C library's feature macros for the whole file:
+ * without _GNU_SOURCE here, a file's own `#define _GNU_SOURCE` would come
+ * too late (the 6.1 library's kvm_util.c then lacks
+ * program_invocation_name, memfd_create, fallocate).  It is defined
+ * empty, as 6.12's lib.mk passes it to every selftest (-D_GNU_SOURCE=),
+ * so a file's own empty definition is the same.  The assembler sources
+ * (lib/x86_64/handlers.S) get the flags too and are left alone.
  */
 #ifndef MMUREPLAY_SELFTESTS_COMPAT_H
 #define MMUREPLAY_SELFTESTS_COMPAT_H
+
+#ifndef __ASSEMBLER__
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 
 #include "test_util.h"
 
@@ -21,5 +36,7 @@
 	TEST_ASSERT((a) == (b), "%#lx != %#lx (%s != %s)",		\
 		    (unsigned long)(a), (unsigned long)(b), #a, #b)
 #endif
+
+#endif /* __ASSEMBLER__ */
 
 #endif
