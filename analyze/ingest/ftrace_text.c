@@ -177,9 +177,12 @@ static enum line_kind parse_line(struct text_state *s, const char *l,
 	}
 	if (p - ts < 4 || p[-1] != ':' || !is_digit(*ts))
 		return LINE_BAD;
-	out->ns = strtoll(ts, (char **)&n, 10) * 1000000000;
-	if (*n != '.')
+	/* Seconds that overflow int64 nanoseconds (292 years) are no
+	 * clock's: a bad line, not an overflow. */
+	out->ns = strtoll(ts, (char **)&n, 10);
+	if (*n != '.' || out->ns > INT64_MAX / 1000000000)
 		return LINE_BAD;
+	out->ns *= 1000000000;
 	out->frac_digits = (int)(p - 1 - (n + 1));
 	if (out->frac_digits < 1 || out->frac_digits > 9)
 		return LINE_BAD;
