@@ -192,6 +192,9 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 			const struct policy *const *pols, int n,
 			unsigned rules_off, struct replay_result *res,
 			int *done, struct report_vms *vms);
+/* CLI_EXIT_OK when the capture's nvms VMs hold VM vm (0: none asked
+ * for); else, after one line on stderr, CLI_EXIT_USAGE (narrow.c). */
+int cli_vm_check(const char *path, long long vm, int nvms);
 /* Narrows a->db to the VM option opt names, if given (narrow.c,
  * db_narrow_vm(), keeping the rows of no VM with with_none):
  * CLI_EXIT_OK, or, after saying why on stderr, CLI_EXIT_USAGE (the DB

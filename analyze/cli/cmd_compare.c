@@ -112,12 +112,9 @@ static int add_run(struct compare *c, enum compare_side s, int i,
 	rc = cli_recorded_policy(db, path, &ci);
 	if (rc != CLI_EXIT_OK)
 		goto end;
-	if (c->vm && c->vm > ci.nvms) {
-		log_error("%s: no VM %d: the capture holds %d (table vm)", path,
-			  c->vm, ci.nvms);
-		rc = CLI_EXIT_USAGE;
+	rc = cli_vm_check(path, c->vm, ci.nvms);
+	if (rc != CLI_EXIT_OK)
 		goto end;
-	}
 	ci.vm = c->vm;
 	*pol_out = ci.recorded;
 	pols[0] = ci.recorded;

@@ -2,12 +2,22 @@
  * --vm ID for the commands that read the canonical tables with SQL
  * (summary, spikes, report): the DB narrowed to one VM's events
  * (db_narrow_vm()).  The replay narrows its event source instead
- * (cli_narrow_vm()).
+ * (cli_narrow_vm()); both, and compare, check the VM exists here.
  */
 #include "cli/cli.h"
 
 #include "db/db.h"
 #include "util/log.h"
+
+int cli_vm_check(const char *path, long long vm, int nvms)
+{
+	if (vm <= nvms)
+		return CLI_EXIT_OK;
+	log_error("%s: no VM %lld: the capture holds %d (table vm%s)", path,
+		  vm, nvms, nvms ? "" : "; without the pid context ingest "
+		  "cannot tell VMs apart");
+	return CLI_EXIT_USAGE;
+}
 
 int cli_narrow_db(const struct cli_args *a, int opt, int with_none)
 {
@@ -25,13 +35,8 @@ int cli_narrow_db(const struct cli_args *a, int opt, int with_none)
 		log_error("%s: %s", a->path, sqlite3_errmsg(a->db));
 		return CLI_EXIT_INPUT;
 	}
-	if (a->num[opt] > vms) {
-		log_error("%s: no VM %lld: the capture holds %d (table vm%s)",
-			  a->path, a->num[opt], vms, vms ? "" :
-			  "; without the pid context ingest cannot tell VMs "
-			  "apart");
+	if (cli_vm_check(a->path, a->num[opt], vms) != CLI_EXIT_OK)
 		return CLI_EXIT_USAGE;
-	}
 	return db_narrow_vm(a->db, (int)a->num[opt], with_none) == DB_OK ?
 		CLI_EXIT_OK : CLI_EXIT_INPUT;
 }

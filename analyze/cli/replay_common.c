@@ -60,13 +60,8 @@ int cli_narrow_vm(const struct cli_args *a, int opt,
 {
 	if (!a->str[opt])
 		return CLI_EXIT_OK;
-	if (a->num[opt] > ci->nvms) {
-		log_error("%s: no VM %lld: the capture holds %d (table vm%s)",
-			  a->path, a->num[opt], ci->nvms, ci->nvms ? "" :
-			  "; without the pid context ingest cannot tell VMs "
-			  "apart");
+	if (cli_vm_check(a->path, a->num[opt], ci->nvms) != CLI_EXIT_OK)
 		return CLI_EXIT_USAGE;
-	}
 	ci->vm = (int)a->num[opt];
 	return CLI_EXIT_OK;
 }

@@ -118,19 +118,12 @@ static void latency_pred(struct compare *c, int i, const struct summary *s,
 			 const char *probe_kind)
 {
 	static const char *const key_pct[] = { "p50", "p99", "p999", "max" };
-	static const enum replay_metric npf[] = {
-		RM_NPF_P50_NS, RM_NPF_P99_NS, RM_NPF_P999_NS, RM_NPF_MAX_NS,
-	};
-	static const enum replay_metric probe[] = {
-		RM_PROBE_P50_NS, RM_PROBE_P99_NS, RM_PROBE_P999_NS,
-		RM_PROBE_MAX_NS,
-	};
 	char key[48], pk[24];
 	int k, t;
 
 	for (k = 0; k < 4 && s->latency.npf.n; k++) {
 		snprintf(key, sizeof(key), "npf_service_%s_us", key_pct[k]);
-		put_pred(c, i, key, m->v[npf[k]] / 1e3, npf_kind);
+		put_pred(c, i, key, m->v[RM_NPF_BY_PCT + k] / 1e3, npf_kind);
 	}
 	if (!s->latency.nprobes)
 		return;
@@ -141,7 +134,8 @@ static void latency_pred(struct compare *c, int i, const struct summary *s,
 		snprintf(pk, sizeof(pk), "probe");
 	for (k = 0; k < 4; k++) {
 		snprintf(key, sizeof(key), "%s_%s_us", pk, key_pct[k]);
-		put_pred(c, i, key, m->v[probe[k]] / 1e3, probe_kind);
+		put_pred(c, i, key, m->v[RM_PROBE_BY_PCT + k] / 1e3,
+			 probe_kind);
 	}
 	for (t = 0; t < c->nthresholds; t++) {
 		snprintf(key, sizeof(key), "probe_ge_%gms", c->threshold_ms[t]);

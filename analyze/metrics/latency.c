@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const double latency_pct_value[LAT_PCTS] = { 0.5, 0.99, 0.999 };
+_Static_assert(LAT_PCTS == VALCOUNT_PCTS, "the reported percentiles");
 const char *const latency_pct_name[LAT_PCTS] = { "p50", "p99", "p99.9" };
 
 /* The tail quantiles: 1 - 0.5 * 10^(-k / LAT_TAIL_STEP), 0.5 up to
@@ -59,7 +59,7 @@ static void valcount_dist(struct valcount *vc, struct latency_dist *d)
 		v = vc->vals[i];
 		rank += valcount_of(vc, v);
 		while (k < LAT_PCTS &&
-		       valcount_rank(latency_pct_value[k], n) <= rank)
+		       valcount_rank(valcount_pct[k], n) <= rank)
 			d->pct[k++] = v;
 		while (t < nt && tail_rank[t] <= rank) {
 			d->tail_q[t] = tail_q[t];

@@ -17,7 +17,7 @@
 
 enum latency_pct { LAT_P50 = 0, LAT_P99, LAT_P999, LAT_PCTS };
 
-extern const double latency_pct_value[LAT_PCTS];        /* 0.5, 0.99, ... */
+/* Their values: util/valcount.h valcount_pct[]. */
 extern const char *const latency_pct_name[LAT_PCTS];    /* "p50", ... */
 
 /*

@@ -181,6 +181,11 @@ extern const enum replay_metric_kind replay_metric_kinds[REPLAY_METRICS];
 #define RM_LEAF_ZAPS_BY_CAUSE RM_LEAF_ZAPS_NOTIFIER
 #define RM_REFAULTS_BY_CAUSE RM_REFAULTS_NOTIFIER
 #define RM_EXEMPT_BY_REASON RM_EXEMPT_WINDOW
+/* The latency figures at valcount_pct[], then the maximum (4 each). */
+#define RM_NPF_BY_PCT RM_NPF_P50_NS
+#define RM_PROBE_BY_PCT RM_PROBE_P50_NS
+_Static_assert(RM_NPF_MAX_NS == RM_NPF_BY_PCT + 3 &&
+	       RM_PROBE_MAX_NS == RM_PROBE_BY_PCT + 3, "latency groups");
 
 /* A thread whose context held zaps the policy keeps (the sources it
  * touches): engine.h kept_by, with the thread's name (table thread). */

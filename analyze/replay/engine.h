@@ -286,10 +286,9 @@ struct replay_opts {
  * The latency what-if (engine_latency.c; docs/design.md, "Latency under
  * a policy"): the vCPUs' NPF service times (an NPF exit to the thread's
  * next entry) and the latency probe's samples as the policy leaves them,
- * and their figures at the percentiles of replay_lat_pct[].
+ * and their figures at the percentiles of valcount_pct[] (util/valcount.h).
  */
-#define REPLAY_LAT_PCTS 3               /* p50, p99, p99.9 */
-extern const double replay_lat_pct[REPLAY_LAT_PCTS];
+#define REPLAY_LAT_PCTS VALCOUNT_PCTS   /* p50, p99, p99.9 */
 /* Probe samples counted at or above each of these (ns). */
 #define REPLAY_LAT_LONG 2               /* >= 1 ms, >= 3 ms */
 extern const int64_t replay_lat_long_ns[REPLAY_LAT_LONG];

@@ -33,7 +33,6 @@
 
 #include <string.h>
 
-const double replay_lat_pct[REPLAY_LAT_PCTS] = { 0.5, 0.99, 0.999 };
 const int64_t replay_lat_long_ns[REPLAY_LAT_LONG] = { 1000000, 3000000 };
 
 /* A sample's window opens this much earlier than its ns says: the
@@ -123,25 +122,24 @@ int replay_latency_settle(struct replay_result *r)
 {
 	struct replay_latency *l = &r->lat;
 	struct valcount with_added;
-	int64_t median[1];
 	int i, rc = 0;
 
 	l->npf_added = r->faults_added;
-	valcount_quantiles(&l->npf, replay_lat_pct, REPLAY_LAT_PCTS,
+	valcount_quantiles(&l->npf, valcount_pct, REPLAY_LAT_PCTS,
 			   l->npf_pct, &l->npf_max);
+	/* The added faults at the median of the rest. */
 	if (l->npf_added && l->npf.n) {
-		median[0] = l->npf_pct[0];
 		valcount_init(&with_added);
 		if (valcount_merge(&with_added, &l->npf) < 0 ||
-		    valcount_add_n(&with_added, median[0], l->npf_added) < 0)
+		    valcount_add_n(&with_added, l->npf_pct[0], l->npf_added) < 0)
 			rc = -1;
 		else
-			valcount_quantiles(&with_added, replay_lat_pct,
+			valcount_quantiles(&with_added, valcount_pct,
 					   REPLAY_LAT_PCTS, l->npf_pct,
 					   &l->npf_max);
 		valcount_free(&with_added);
 	}
-	valcount_quantiles(&l->probe, replay_lat_pct, REPLAY_LAT_PCTS,
+	valcount_quantiles(&l->probe, valcount_pct, REPLAY_LAT_PCTS,
 			   l->probe_pct, &l->probe_max);
 	for (i = 0; i < REPLAY_LAT_LONG; i++)
 		l->probe_long[i] = valcount_at_least(&l->probe,

@@ -68,13 +68,6 @@ static int lat_cell(FILE *out, double ns, int nm)
 static int latency_text(FILE *out, const struct replay_metrics *m, int n,
 			const struct fidelity *f, int w)
 {
-	static const enum replay_metric npf[] = {
-		RM_NPF_P50_NS, RM_NPF_P99_NS, RM_NPF_P999_NS, RM_NPF_MAX_NS,
-	};
-	static const enum replay_metric probe[] = {
-		RM_PROBE_P50_NS, RM_PROBE_P99_NS, RM_PROBE_P999_NS,
-		RM_PROBE_MAX_NS,
-	};
 	char buf[32];
 	int i, c, nm, marked = 0, probes = 0;
 
@@ -94,7 +87,7 @@ static int latency_text(FILE *out, const struct replay_metrics *m, int n,
 				 (int64_t)m[i].v[RM_NPF_EXITS]);
 		fprintf(out, nm ? " %8s*" : " %9s", buf);
 		for (c = 0; c < 4; c++)
-			marked |= lat_cell(out, m[i].v[npf[c]], nm);
+			marked |= lat_cell(out, m[i].v[RM_NPF_BY_PCT + c], nm);
 		fputc('\n', out);
 	}
 	if (!probes)
@@ -112,7 +105,8 @@ static int latency_text(FILE *out, const struct replay_metrics *m, int n,
 			POLICY_FIGURE_NOT_MODELLED;
 		fprintf(out, "  %-*s", w, m[i].policy);
 		for (c = 0; c < 4; c++)
-			marked |= lat_cell(out, m[i].v[probe[c]], nm);
+			marked |= lat_cell(out, m[i].v[RM_PROBE_BY_PCT + c],
+					   nm);
 		for (c = 0; c < 2; c++) {
 			report_fmt_count(buf, sizeof(buf), (int64_t)m[i].v[
 				c ? RM_PROBE_GE_3MS : RM_PROBE_GE_1MS]);

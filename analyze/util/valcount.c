@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+const double valcount_pct[VALCOUNT_PCTS] = { 0.5, 0.99, 0.999 };
+
 void valcount_init(struct valcount *vc)
 {
 	memset(vc, 0, sizeof(*vc));

@@ -17,6 +17,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The percentiles mmureplay reports, those the reference mails quote:
+ * p50, p99, p99.9 (the summary's distributions and the replay's). */
+#define VALCOUNT_PCTS 3
+extern const double valcount_pct[VALCOUNT_PCTS];
+
 struct valcount {
 	struct u64map count;    /* value -> samples of that value */
 	int64_t *vals;          /* the distinct values */
