@@ -127,6 +127,14 @@ static void test_fmt(void)
 	CHECK(strcmp(report_fmt_count(b, sizeof(b), -1440), "-1,440") == 0);
 	CHECK(strcmp(report_fmt_count(b, sizeof(b), 1234567), "1,234,567")
 	      == 0);
+	/* A fraction that rounds up carries into the whole part. */
+	CHECK(strcmp(report_fmt_num(b, sizeof(b), 0.954, 1), "1.0") == 0);
+	CHECK(strcmp(report_fmt_num(b, sizeof(b), 1999.96, 1), "2,000.0")
+	      == 0);
+	CHECK(strcmp(report_fmt_num(b, sizeof(b), -0.96, 1), "-1.0") == 0);
+	CHECK(strcmp(report_fmt_num(b, sizeof(b), -0.04, 1), "-0.0") == 0);
+	CHECK(strcmp(report_fmt_num(b, sizeof(b), 12.34, 2), "12.34") == 0);
+	CHECK(strcmp(report_fmt_num(b, sizeof(b), 1234.5, 0), "1,235") == 0);
 }
 
 /* Every catalogue entry must insert into the schema's tables. */

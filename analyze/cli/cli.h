@@ -22,6 +22,11 @@
 #ifndef MMUREPLAY_CLI_CLI_H
 #define MMUREPLAY_CLI_CLI_H
 
+#include "metrics/fidelity.h"
+#include "metrics/replay_metrics.h"
+#include "replay/engine.h"
+#include "report/report.h"
+
 #include <sqlite3.h>
 #include <stdio.h>
 
@@ -163,6 +168,9 @@ extern const struct cli_command cli_cmd_replay;
 extern const struct cli_command cli_cmd_report;
 extern const struct cli_command cli_cmd_spikes;
 extern const struct cli_command cli_cmd_compare;
+extern const struct cli_command cli_cmd_analyze;
+extern const struct cli_command cli_cmd_merge;
+extern const struct cli_command cli_cmd_fleet_report;
 
 /* cli/replay_common.c: what the commands that replay share. */
 struct capture_info;
@@ -236,5 +244,42 @@ int cli_recorded_policy(sqlite3 *db, const char *path,
  * cut short) into fid, and warns on stderr when there is any. */
 void cli_capture_damage(const struct capture_info *ci, const char *path,
 			struct fidelity *fid);
+
+
+/*
+ * One replay of a DB under its policies, stored in it: what replay and
+ * analyze do alike.  pols[0] is the recorded policy; res, met hold each
+ * policy's result and figures; fid the self-check; vms each VM's
+ * figures (vms.n 0 for a capture of one state); shown the policies
+ * whose figures may be shown (0 after a failed self-check without
+ * force).
+ */
+#define CLI_MAX_POLICIES 16
+struct cli_replay {
+	const struct policy *pols[CLI_MAX_POLICIES];
+	struct replay_result res[CLI_MAX_POLICIES];
+	struct replay_metrics met[CLI_MAX_POLICIES];
+	struct fidelity fid;
+	struct report_vms vms;
+	int n, shown, done;
+};
+/*
+ * Replays db (path names it) under the recorded policy and those
+ * policy_list names (comma-separated; NULL: every registered policy),
+ * computes the self-check, and stores the runs (replay_run and the
+ * tables beside it; only the recorded policy's after a failed
+ * self-check, unless force).  cmd names the command in messages.
+ * *out receives the result, which the caller frees with
+ * cli_replay_free() whatever the return.  Returns CLI_EXIT_OK (the
+ * self-check's verdict is in (*out)->fid.ok); on error, after saying
+ * why on stderr, CLI_EXIT_USAGE (an unknown policy, too many, a period
+ * that is no multiple of the recorded one), CLI_EXIT_OUTPUT (the DB
+ * cannot be written), CLI_EXIT_INPUT or CLI_EXIT_INTERNAL.
+ */
+int cli_replay_stored(sqlite3 *db, const char *path,
+		      const struct capture_info *ci, const char *cmd,
+		      const char *policy_list, int force,
+		      struct cli_replay **out);
+void cli_replay_free(struct cli_replay *r);
 
 #endif

@@ -17,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_POLICIES 16
-
 enum { OPT_POLICY, OPT_JSON, OPT_OUTPUT, OPT_RATIO, OPT_PERIOD, OPT_VM,
        OPT_FORCE, OPT_N };
 
@@ -82,48 +80,6 @@ const struct cli_command cli_cmd_replay = {
 	.run = run,
 };
 
-/* Splits "a,b" into out[], the recorded policy always first.  Returns
- * how many; -1 after saying why (an unknown name, or more than
- * MAX_POLICIES: refused, not cut). */
-static int policies_parse(const char *arg, const struct policy *recorded,
-			  const struct policy **out)
-{
-	char buf[sizeof(((struct cli_args *)0)->lists)], *tok, *save = NULL;
-	int n = 1, i;
-
-	out[0] = recorded;
-	if (!arg) {
-		for (i = 0; policy_registry[i]; i++)
-			if (policy_registry[i] != recorded)
-				out[n++] = policy_registry[i];
-		return n;
-	}
-	snprintf(buf, sizeof(buf), "%s", arg);
-	for (tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		const struct policy *p = policy_find(tok);
-
-		if (!p) {
-			fprintf(stderr, "mmureplay replay: unknown policy "
-				"'%s' (see --help)\n", tok);
-			return -1;
-		}
-		for (i = 0; i < n && out[i] != p; i++)
-			;
-		if (i < n)
-			continue;
-		if (n == MAX_POLICIES) {
-			fprintf(stderr, "mmureplay replay: at most %d policies "
-				"in one replay, the recorded one included (run "
-				"it again for more: stored runs accumulate)\n",
-				MAX_POLICIES);
-			return -1;
-		}
-		out[n++] = p;
-	}
-	return n;
-}
-
 struct replay_output {
 	const struct replay_metrics *met;
 	int shown;
@@ -138,43 +94,14 @@ static void text(FILE *out, const void *r, const char *db_path)
 	report_replay_text(out, o->met, o->shown, o->fid, db_path, o->vms);
 }
 
-/* Each VM's figures as replay_metrics_store_runs() takes them (*out
- * NULL for a capture of one state).  A CLI_EXIT_*. */
-static int vms_figures(const struct report_vms *vms,
-		       struct replay_vm_figures **out)
-{
-	int i;
-
-	*out = NULL;
-	if (!vms->n)
-		return CLI_EXIT_OK;
-	*out = calloc((size_t)vms->n, sizeof(**out));
-	if (!*out)
-		return CLI_EXIT_INTERNAL;
-	for (i = 0; i < vms->n; i++) {
-		(*out)[i].vm = vms->vm[i].id;
-		(*out)[i].self_check_ok = vms->vm[i].fid.ok;
-		(*out)[i].met = vms->vm[i].met;
-	}
-	return CLI_EXIT_OK;
-}
-
 static int run(struct cli_args *a)
 {
-	sqlite3 *db = a->db;
-	const struct policy *pols[MAX_POLICIES];
-	struct replay_result res[MAX_POLICIES];
-	struct replay_metrics met[MAX_POLICIES];
-	struct fidelity fid;
+	struct cli_replay *r = NULL;
 	struct capture_info ci;
-	struct report_vms vms = { 0 };
-	struct replay_vm_figures *vfig = NULL;
-	struct replay_output ro = { met, 0, &fid, &vms };
-	double duration;
-	int rc, n, i, shown, done = 0;
+	struct replay_output ro;
+	int rc;
 
-	memset(res, 0, sizeof(res));
-	rc = cli_recorded_policy(db, a->path, &ci);
+	rc = cli_recorded_policy(a->db, a->path, &ci);
 	if (rc != CLI_EXIT_OK)
 		goto end;
 	if (a->str[OPT_RATIO])
@@ -184,74 +111,23 @@ static int run(struct cli_args *a)
 	rc = cli_narrow_vm(a, OPT_VM, &ci);
 	if (rc != CLI_EXIT_OK)
 		goto end;
-	n = policies_parse(a->str[OPT_POLICY], ci.recorded, pols);
-	if (n < 0) {
-		rc = CLI_EXIT_USAGE;
-		goto end;
-	}
-	for (i = 0; i < n; i++) {
-		if (policy_period_factor(pols[i], ci.nx_period_ms))
-			continue;
-		if (ci.nx_period_ms > 0)
-			fprintf(stderr, "mmureplay replay: %s: not a multiple "
-				"of the recorded NX recovery period (%lld ms): "
-				"the trace has no batches for the wake-ups a "
-				"faster worker adds\n", pols[i]->name,
-				(long long)ci.nx_period_ms);
-		else
-			fprintf(stderr, "mmureplay replay: %s: the recorded "
-				"NX recovery period is unknown (no manifest); "
-				"give it with --nx-period MS\n", pols[i]->name);
-		rc = CLI_EXIT_USAGE;
-		goto end;
-	}
-	if (ci.recorded != &policy_baseline)
-		log_warn("%s: recorded with %s: what-if figures are relative "
-			 "to it", a->path, ci.recorded->name);
-	duration = (double)db_meta_get_int(db, "last_ts", 0) / 1e9;
-	/* Each policy reads the capture twice: read it from the stream. */
-	if (source_stream_ensure(db) < 0) {
-		rc = CLI_EXIT_OUTPUT;
-		goto end;
-	}
-	rc = cli_replay_policies(db, a->path, &ci, pols, n, 0, res, &done,
-				 &vms);
+	rc = cli_replay_stored(a->db, a->path, &ci, "replay",
+			       a->str[OPT_POLICY], a->str[OPT_FORCE] != NULL,
+			       &r);
 	if (rc != CLI_EXIT_OK)
 		goto end;
-	for (i = 0; i < n; i++) {
-		replay_metrics_compute(&res[i], duration, &met[i]);
-		if (replay_metrics_kept_sources(db, &res[i], &met[i]) < 0) {
-			rc = CLI_EXIT_INPUT;
-			goto end;
-		}
-	}
-	fidelity_compute(&res[0], fidelity_default_tolerance, &fid);
-	cli_capture_damage(&ci, a->path, &fid);
-	/* A failed self-check leaves only itself: the recorded policy's
-	 * run, no what-if, not even one an earlier replay stored. */
-	if (!fid.ok && !a->str[OPT_FORCE])
-		shown = 0;
-	else
-		shown = n;
-	rc = vms_figures(&vms, &vfig);
-	if (rc != CLI_EXIT_OK)
-		goto end;
-	rc = CLI_EXIT_OUTPUT;
-	if (replay_metrics_store_runs(db, res, met, shown ? shown : 1,
-				      fid.ok, vfig, vms.n, vms.narrowed) < 0)
-		goto end;
-	ro.shown = shown;
+	ro.met = r->met;
+	ro.shown = r->shown;
+	ro.fid = &r->fid;
+	ro.vms = &r->vms;
 	rc = cli_output(a->str[OPT_OUTPUT], a->str[OPT_JSON] != NULL,
 			a->str[OPT_JSON] ?
-			report_replay_json(met, shown, res, &res[0], &fid,
-					   a->path, &vms) : NULL,
+			report_replay_json(r->met, r->shown, r->res, &r->res[0],
+					   &r->fid, a->path, &r->vms) : NULL,
 			text, &ro, a->path);
-	if (rc == CLI_EXIT_OK && !fid.ok)
+	if (rc == CLI_EXIT_OK && !r->fid.ok)
 		rc = CLI_EXIT_CHECK;
 end:
-	for (i = 0; i < done; i++)
-		replay_result_free(&res[i]);
-	free(vfig);
-	cli_vms_free(&vms);
+	cli_replay_free(r);
 	return rc;
 }

@@ -13,6 +13,7 @@
 #include "replay/capture_info.h"
 #include "replay/engine.h"
 #include "replay/session.h"
+#include "replay/source.h"
 #include "report/report.h"
 #include "util/log.h"
 
@@ -361,4 +362,162 @@ void cli_vms_free(struct report_vms *vms)
 	}
 	free(vms->vm);
 	memset(vms, 0, sizeof(*vms));
+}
+
+/* Splits "a,b" into out[], the recorded policy always first.  Returns
+ * how many; -1 after saying why (an unknown name, or more than
+ * CLI_MAX_POLICIES: refused, not cut). */
+static int policies_parse(const char *cmd, const char *arg,
+			  const struct policy *recorded,
+			  const struct policy **out)
+{
+	char buf[sizeof(((struct cli_args *)0)->lists)], *tok, *save = NULL;
+	int n = 1, i;
+
+	out[0] = recorded;
+	if (!arg) {
+		for (i = 0; policy_registry[i]; i++)
+			if (policy_registry[i] != recorded)
+				out[n++] = policy_registry[i];
+		return n;
+	}
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		const struct policy *p = policy_find(tok);
+
+		if (!p) {
+			fprintf(stderr, "mmureplay %s: unknown policy '%s' "
+				"(see mmureplay replay --help)\n", cmd, tok);
+			return -1;
+		}
+		for (i = 0; i < n && out[i] != p; i++)
+			;
+		if (i < n)
+			continue;
+		if (n == CLI_MAX_POLICIES) {
+			fprintf(stderr, "mmureplay %s: at most %d policies "
+				"in one replay, the recorded one included (run "
+				"it again for more: stored runs accumulate)\n",
+				cmd, CLI_MAX_POLICIES);
+			return -1;
+		}
+		out[n++] = p;
+	}
+	return n;
+}
+
+/* Each VM's figures as replay_metrics_store_runs() takes them (*out
+ * NULL for a capture of one state).  A CLI_EXIT_*. */
+static int vms_figures(const struct report_vms *vms,
+		       struct replay_vm_figures **out)
+{
+	int i;
+
+	*out = NULL;
+	if (!vms->n)
+		return CLI_EXIT_OK;
+	*out = calloc((size_t)vms->n, sizeof(**out));
+	if (!*out)
+		return CLI_EXIT_INTERNAL;
+	for (i = 0; i < vms->n; i++) {
+		(*out)[i].vm = vms->vm[i].id;
+		(*out)[i].self_check_ok = vms->vm[i].fid.ok;
+		(*out)[i].met = vms->vm[i].met;
+	}
+	return CLI_EXIT_OK;
+}
+
+/* CLI_EXIT_OK when every policy's NX period can be replayed from the
+ * recorded one; else CLI_EXIT_USAGE after saying why. */
+static int periods_check(const char *cmd, const struct capture_info *ci,
+			 const struct policy *const *pols, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (policy_period_factor(pols[i], ci->nx_period_ms))
+			continue;
+		if (ci->nx_period_ms > 0)
+			fprintf(stderr, "mmureplay %s: %s: not a multiple of "
+				"the recorded NX recovery period (%lld ms): "
+				"the trace has no batches for the wake-ups a "
+				"faster worker adds\n", cmd, pols[i]->name,
+				(long long)ci->nx_period_ms);
+		else
+			fprintf(stderr, "mmureplay %s: %s: the recorded NX "
+				"recovery period is unknown (no manifest); "
+				"give it with --nx-period MS\n", cmd,
+				pols[i]->name);
+		return CLI_EXIT_USAGE;
+	}
+	return CLI_EXIT_OK;
+}
+
+int cli_replay_stored(sqlite3 *db, const char *path,
+		      const struct capture_info *ci, const char *cmd,
+		      const char *policy_list, int force,
+		      struct cli_replay **out)
+{
+	struct replay_vm_figures *vfig = NULL;
+	struct cli_replay *r;
+	double duration;
+	int rc, i;
+
+	*out = r = calloc(1, sizeof(*r));
+	if (!r) {
+		log_error("%s: out of memory", path);
+		return CLI_EXIT_INTERNAL;
+	}
+	r->n = policies_parse(cmd, policy_list, ci->recorded, r->pols);
+	if (r->n < 0) {
+		r->n = 0;
+		return CLI_EXIT_USAGE;
+	}
+	rc = periods_check(cmd, ci, r->pols, r->n);
+	if (rc != CLI_EXIT_OK)
+		return rc;
+	if (ci->recorded != &policy_baseline)
+		log_warn("%s: recorded with %s: what-if figures are relative "
+			 "to it", path, ci->recorded->name);
+	duration = (double)db_meta_get_int(db, "last_ts", 0) / 1e9;
+	/* Each policy reads the capture twice: read it from the stream. */
+	if (source_stream_ensure(db) < 0)
+		return CLI_EXIT_OUTPUT;
+	rc = cli_replay_policies(db, path, ci, r->pols, r->n, 0, r->res,
+				 &r->done, &r->vms);
+	if (rc != CLI_EXIT_OK)
+		return rc;
+	for (i = 0; i < r->n; i++) {
+		replay_metrics_compute(&r->res[i], duration, &r->met[i]);
+		if (replay_metrics_kept_sources(db, &r->res[i],
+						&r->met[i]) < 0)
+			return CLI_EXIT_INPUT;
+	}
+	fidelity_compute(&r->res[0], fidelity_default_tolerance, &r->fid);
+	cli_capture_damage(ci, path, &r->fid);
+	/* A failed self-check leaves only itself: the recorded policy's
+	 * run, no what-if, not even one an earlier replay stored. */
+	r->shown = r->fid.ok || force ? r->n : 0;
+	rc = vms_figures(&r->vms, &vfig);
+	if (rc != CLI_EXIT_OK)
+		return rc;
+	if (replay_metrics_store_runs(db, r->res, r->met,
+				      r->shown ? r->shown : 1, r->fid.ok, vfig,
+				      r->vms.n, r->vms.narrowed) < 0)
+		rc = CLI_EXIT_OUTPUT;
+	free(vfig);
+	return rc;
+}
+
+void cli_replay_free(struct cli_replay *r)
+{
+	int i;
+
+	if (!r)
+		return;
+	for (i = 0; i < r->done; i++)
+		replay_result_free(&r->res[i]);
+	cli_vms_free(&r->vms);
+	free(r);
 }

@@ -50,7 +50,7 @@ void report_latency_each(const struct latency *l,
 char *report_fmt_num(char *buf, size_t len, double v, int decimals)
 {
 	char whole[32];
-	double ip;
+	long long scale, units;
 
 	if (isnan(v)) {
 		snprintf(buf, len, "-");
@@ -60,12 +60,13 @@ char *report_fmt_num(char *buf, size_t len, double v, int decimals)
 		report_fmt_count(buf, len, (int64_t)llround(v));
 		return buf;
 	}
-	ip = trunc(v);
-	report_fmt_count(whole, sizeof(whole), (int64_t)ip);
-	snprintf(buf, len, "%s%s.%0*lld", v < 0 && ip == 0 ? "-" : "", whole,
-		 decimals, (long long)llround(fabs(v - ip) *
-					      pow(10, decimals)) %
-		 (long long)pow(10, decimals));
+	/* Rounded once, as a whole count of the last decimal: a fraction
+	 * that rounds up carries into the whole part (0.96 -> "1.0"). */
+	scale = (long long)pow(10, decimals);
+	units = llround(fabs(v) * (double)scale);
+	report_fmt_count(whole, sizeof(whole), (int64_t)(units / scale));
+	snprintf(buf, len, "%s%s.%0*lld", v < 0 ? "-" : "", whole, decimals,
+		 units % scale);
 	return buf;
 }
 
