@@ -151,6 +151,23 @@ static char *errcap_stop(struct errcap *e, const char *strip)
 	return first;
 }
 
+/* mkdir -p: 0, or -1 with errno. */
+static int mkdir_p(const char *dir)
+{
+	char buf[PATH_MAX], *p;
+
+	snprintf(buf, sizeof(buf), "%s", dir);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(buf, 0777) < 0 && errno != EEXIST ? -1 : 0;
+}
+
 /* Removes dir and the files in it (a shard holds no subdirectory). */
 static void rm_shard_dir(const char *dir)
 {
@@ -425,7 +442,7 @@ static int run(struct cli_args *a)
 		log_error("%s: path too long", dir);
 		return CLI_EXIT_USAGE;
 	}
-	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+	if (mkdir_p(dir) < 0) {
 		log_error("%s: cannot make the shards' directory: %s", dir,
 			  strerror(errno));
 		return CLI_EXIT_OUTPUT;
