@@ -42,6 +42,9 @@ from mmrtest import check, extract_fixture, finish, fresh_dir, run
 FIXTURES = ["lttng-kernel-6.1.192-patched-nxrecovery-skip-dirty-off",
             "lttng-kernel-6.1.192-patched-bgsnapshot-perm-upgrade-off",
             "lttng-kernel-6.1.192-patched-multivm-nxrecovery-bgsnapshot"]
+# A knob-on capture without its manifest: replayed as baseline, its
+# self-check fails (a row with the reason, no what-if).
+CHECK_FAILS = "lttng-kernel-6.1.192-patched-bgsnapshot-perm-upgrade-on"
 # The capture whose task the Dask test holds (and kills the worker of).
 HELD = FIXTURES[1]
 
@@ -101,6 +104,8 @@ def check_loop(mmr, data, caps, res, schemas):
             if os.path.basename(c) == "trace" else os.path.basename(c)
         if name == "notatrace":
             check(rc == 2, "analyze of a non-trace: exit %d, not 2" % rc)
+        elif name == CHECK_FAILS:
+            check(rc == 6, "analyze of %s: exit %d, not 6" % (name, rc))
         else:
             check(rc == 0, "analyze %s: exit %d: %s" % (name, rc, err))
         check(os.path.isfile(os.path.join(shard, "shard.json")),
@@ -116,6 +121,14 @@ def check_loop(mmr, data, caps, res, schemas):
                   and c in (doc["error"] or ""),
                   "the failed shard says what and where: %s" % doc)
             check(doc["id"].startswith("unreadable-"), "failed shard id")
+            continue
+        if name == CHECK_FAILS:
+            check(doc["status"] == "check_failed" and
+                  doc["self_check"]["ok"] is False and
+                  doc["self_check"]["reason"] and
+                  [p["name"] for p in doc["policies"]] == ["baseline"],
+                  "%s: a failed self-check, its reason, no what-if: %s"
+                  % (name, {k: doc[k] for k in ("status", "self_check")}))
             continue
         check(doc["status"] == "ok", "%s: status %s" % (name, doc["status"]))
         check(doc["capture"]["events"] ==
@@ -153,6 +166,11 @@ def main():
         d = os.path.join(caps_dir, name)
         os.makedirs(d)
         caps.append(extract_fixture(os.path.join(data, name), d))
+    d = os.path.join(caps_dir, CHECK_FAILS)
+    os.makedirs(d)
+    t = extract_fixture(os.path.join(data, CHECK_FAILS), d)
+    os.unlink(os.path.join(t, "manifest.json"))
+    caps.append(t)
     bad = os.path.join(caps_dir, "notatrace")
     os.makedirs(bad)
     with open(os.path.join(bad, "README"), "w") as f:
@@ -201,7 +219,7 @@ def main():
     # fleet-report: every capture counted, the failure with its reason.
     r = run([mmr, "fleet-report", ref])
     check(r.returncode == 0, "fleet-report: %s" % r.stderr)
-    check("captures      4 (ok 3, failed 1)" in r.stdout,
+    check("captures      5 (ok 3, check_failed 1, failed 1)" in r.stdout,
           "fleet-report counts:\n" + r.stdout)
     check("no CTF trace" in r.stdout and "notatrace" in r.stdout,
           "fleet-report lists the failed capture and why")
@@ -209,15 +227,73 @@ def main():
     doc = json.loads(r.stdout)
     validate(doc, os.path.join(schemas, "fleet-report.schema.json"),
              "fleet-report --json")
-    check(doc["captures"]["total"] == 4 and
-          doc["captures"]["by_status"]["failed"] == 1,
+    check(doc["captures"]["total"] == 5 and
+          doc["captures"]["by_status"]["failed"] == 1 and
+          doc["captures"]["by_status"]["check_failed"] == 1,
           "fleet-report JSON counts")
+    check(sorted(f["status"] for f in doc["failing"]) ==
+          ["check_failed", "failed"] and
+          all(f["reason"] for f in doc["failing"]),
+          "fleet-report lists both captures without a what-if, with "
+          "reasons: %s" % doc["failing"])
+    # Against an earlier fleet DB (the one without the cut shard), and
+    # as HTML; -o /dev/null stays a device.
+    r = run([mmr, "fleet-report", ref, "--json", "--against",
+             os.path.join(work, "cut.db")])
+    doc = json.loads(r.stdout) if r.returncode == 0 else {}
+    validate(doc, os.path.join(schemas, "fleet-report.schema.json"),
+             "fleet-report --json --against")
+    check(doc.get("against") and doc["against"]["captures"]["total"] == 4,
+          "fleet-report --against reads the earlier DB")
+    html = os.path.join(work, "fleet.html")
+    r = run([mmr, "fleet-report", ref, "--html", "-o", html])
+    with open(html) as f:
+        page = f.read()
+    check(r.returncode == 0 and "<table>" in page and
+          "perm-upgrade" in page and "notatrace" in page,
+          "fleet-report --html")
+    r = run([mmr, "fleet-report", ref, "--html", "-o", "/dev/null"])
+    check(r.returncode == 0 and not os.path.isfile("/dev/null"),
+          "fleet-report -o /dev/null")
+    r = run([mmr, "merge", os.path.join(loop, "shards"), "-o",
+             "/dev/null"])
+    check(r.returncode == 4 and "not a regular file" in r.stderr,
+          "merge -o /dev/null refused: %s" % r.stderr)
     pu = [p for p in doc["policies"] if p["name"] == "perm-upgrade"]
     check(pu and pu[0]["avoided"]["faults_per_s"]["max"] > 0,
           "perm-upgrade avoids faults somewhere in the fleet")
 
+    list_labels(mmr, driver, work, caps[1])
     dask_runs(mmr, driver, work, caps, ref)
     finish()
+
+
+def list_labels(mmr, driver, work, cap):
+    """--list with host, label and VM words, on a local cluster: the
+    shard and the fleet DB carry them."""
+    lst = os.path.join(work, "list.txt")
+    with open(lst, "w") as f:
+        f.write("# a comment\n\n%s host=host-a label.rack=r7 vm.1=web\n"
+                % cap)
+    shards = os.path.join(work, "list-shards")
+    out = os.path.join(work, "list.db")
+    r = run([driver, "--list", lst, "--shards", shards, "-o", out,
+             "--workers", "1", "--mmureplay", mmr])
+    check(r.returncode == 0, "driver --list: %s" % r.stderr[-2000:])
+    q = subprocess.run(["sqlite3", out, "SELECT c.host, l.key, l.value "
+                        "FROM capture c JOIN capture_label l ON "
+                        "l.capture = c.id"], capture_output=True,
+                       text=True).stdout.split()
+    check(q == ["host-a|rack|r7"], "the list's host and label: %s" % q)
+    r = run([driver, "--list", lst, "--shards", shards])
+    check(r.returncode == 0 and "1 already in" in r.stderr,
+          "a second run has nothing to do: %s" % r.stderr[-500:])
+    bad = os.path.join(work, "bad-list.txt")
+    with open(bad, "w") as f:
+        f.write("%s colour=blue\n" % cap)
+    r = run([driver, "--list", bad, "--shards", shards])
+    check(r.returncode == 2 and "bad-list.txt:1" in r.stderr,
+          "a bad list word names its line: %s" % r.stderr)
 
 
 def wait_for(cond, timeout, what):
@@ -263,7 +339,8 @@ def dask_runs(mmr, driver, work, caps, ref):
             w = subprocess.Popen(
                 ["dask", "worker", "--scheduler-file", sched_file,
                  "--nthreads", "1", "--no-nanny", "--no-dashboard",
-                 "--name", "w%d" % i, "--host", "127.0.0.1"],
+                 "--name", "w%d" % i, "--host", "127.0.0.1",
+                 "--local-directory", os.path.join(work, "dask-space")],
                 stdout=log, stderr=log, env=env)
             procs.append(w)
             workers.append(w)

@@ -18,17 +18,19 @@ r = run(["cmake", "--install", build, "--prefix", prefix])
 check(r.returncode == 0, "cmake --install: %s" % r.stderr)
 
 want = [os.path.join(bindir, "mmureplay"),
-        os.path.join(bindir, "mmureplay-capture")]
+        os.path.join(bindir, "mmureplay-capture"),
+        os.path.join(bindir, "mmureplay-fleet")]
 want += [os.path.join(datadir, "mmureplay", "schemas", f)
          for f in ("capture.sql", "events.json", "manifest.schema.json",
                    "summary.schema.json", "fidelity.schema.json",
                    "replay.schema.json", "spikes.schema.json",
-                   "compare.schema.json")]
+                   "compare.schema.json", "fleet.sql",
+                   "shard.schema.json", "fleet-report.schema.json")]
 want += [os.path.join(mandir, "man1", f)
          for f in ("mmureplay.1", "mmureplay-capture.1")]
 for rel in want:
     check(os.path.isfile(os.path.join(prefix, rel)), "installed: " + rel)
-for rel in want[:2]:
+for rel in want[:3]:
     check(os.access(os.path.join(prefix, rel), os.X_OK), "executable: " + rel)
 
 mmr = os.path.join(prefix, bindir, "mmureplay")
@@ -40,9 +42,9 @@ check(r.returncode == 0 and r.stdout.startswith("mmureplay "),
 with open(os.path.join(prefix, mandir, "man1", "mmureplay.1")) as f:
     man = " ".join(f.read().replace("\\-", "-").split())
 top = run([mmr, "--help"]).stdout
-cmds = re.findall(r"^  (\w+) +\S", top.split("Commands:")[1].split("\n\n")[0],
+cmds = re.findall(r"^  ([\w-]+) +\S", top.split("Commands:")[1].split("\n\n")[0],
                   re.M)
-check(len(cmds) == 7, "--help lists the commands: %r" % cmds)
+check(len(cmds) == 10, "--help lists the commands: %r" % cmds)
 for cmd in cmds:
     check(".B " + cmd in man, "mmureplay.1 describes " + cmd)
     text = run([mmr, cmd, "--help"]).stdout
