@@ -114,6 +114,10 @@ as checking them):
                       patched KSM capture (off: ksmd's merges refaulted
                       identical, 18 false upgrades) and by
                       test_replay_rules' stock_upgrade_needs_a_cause
+  dirty_sweep         only a capture with no syscall event uses it (every
+                      fixture here has LTTng's): the stock nxrecovery
+                      text dump without syscalls fails on recovery_batch
+                      without it, in test_text_mmu_events
   dirty_log_collapse  a zap cause, never the self-check's (the zaps are
                       predicted as a teardown's all the same): the
                       collapse's zaps counted apart from teardown, checked
@@ -254,9 +258,10 @@ check(on["upgrade_inference"]["false_positive"] == 0 and
 
 # The rules no capture sees: switching them off changes no verdict
 # (if one does, move it above and say where).  upgrade_cause: above;
-# dirty_log_collapse: tests/test_dirty_log_collapse.py.
+# dirty_log_collapse: tests/test_dirty_log_collapse.py; dirty_sweep:
+# tests/test_text_mmu_events.py.
 for rules in ("fast_fault", "stock_race", "upgrade_cause",
-              "dirty_log_collapse"):
+              "dirty_log_collapse", "dirty_sweep"):
     for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612, RL612):
         rc, f = fidelity(name, rules)
         check(rc == 0, "%s off: %s still passes (update the docstring)"

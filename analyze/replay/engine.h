@@ -179,7 +179,10 @@
 	X(RULE_LATE_LINK, "late_link") \
 	/* a 4K table freed in the memslot ioctl that stops dirty logging \
 	 * is its collapse, not a teardown (engine_teardown.c) */ \
-	X(RULE_DIRTY_LOG_COLLAPSE, "dirty_log_collapse")
+	X(RULE_DIRTY_LOG_COLLAPSE, "dirty_log_collapse") \
+	/* a capture with no syscall: dirty logging from the memslot \
+	 * ioctls' write-protect sweep and collapse (scan.c) */ \
+	X(RULE_DIRTY_SWEEP, "dirty_sweep")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

@@ -59,6 +59,15 @@ struct scan_pass {
 	int dirty_on;
 	uint64_t dirty_from;
 	uint64_t setregion_last;        /* the last one's entry; 0: none */
+	/* The inference from the MMU events alone (dirty_sweep_note()):
+	 * on since sweep_from, turned on by thread sweep_tid; the
+	 * intervals found, used when the capture has no syscall. */
+	int sweep_rule;                 /* rule dirty_sweep (scan_run()) */
+	int sweep_on;
+	uint64_t sweep_from;
+	int32_t sweep_tid;
+	struct scan_interval *swept;
+	size_t nswept, capswept;
 	struct scan_thread *last_thread;        /* thread_get()'s last answer */
 	int32_t last_tid;
 };
@@ -116,6 +125,60 @@ static void window_close(struct scan_pass *p, struct scan_thread *t)
 		slots_infer(&p->out->slots, t->olo, t->ohi, t->gfirst);
 }
 
+/*
+ * Dirty logging from the MMU events alone, for a capture that recorded
+ * no syscall (a tracefs text dump of the kvm and kvmmmu events only):
+ * the stock inference's KVM_SET_USER_MEMORY_REGION is not there, but
+ * what it does is.  Turning logging on, kvm_mmu_slot_apply_flags()
+ * write-protects the slot's leaves (same pfn, writable -> not) and, with
+ * eager_page_split, splits its huge leaves into tables in one change
+ * each, in the ioctl's thread: outside any fault and any invalidation.
+ * No other path changes a present leaf that way there (a fault's split
+ * is inside the fault; mprotect, KSM and reclaim come through the
+ * notifier; reading the log write-protects again while it is on).
+ * Turning it off, kvm_mmu_zap_collapsible_sptes() zaps, in the same
+ * kind of ioctl, the tables that could map huge: a present table entry
+ * cleared outside a fault and a window by the thread that turned it
+ * on (the NX recovery worker clears such entries too, but in a thread of
+ * its own; a memslot's deletion or the VM's teardown, by that thread,
+ * end the logging as well).  Global, as the stock inference is: which
+ * slot is not told.  Rule dirty_sweep.
+ */
+static int dirty_sweep_note(struct scan_pass *p, const struct scan_thread *t,
+			    const struct model_event *e)
+{
+	const struct spte_format *f = p->fmt;
+	uint64_t old = e->u.spte.old_spte, new = e->u.spte.new_spte;
+	int level = e->u.spte.level;
+
+	if (!p->sweep_rule || t->in_fault || t->in_window ||
+	    !spte_present(f, old))
+		return 0;
+	if (!p->sweep_on) {
+		if (!spte_present(f, new) ||
+		    !((spte_leaf(f, old, level) && spte_writable(f, old) &&
+		       !spte_writable(f, new) &&
+		       spte_pfn(f, old) == spte_pfn(f, new)) ||
+		      (level > TDP_LEVEL_4K &&
+		       spte_present_leaf(f, old, level) &&
+		       !spte_leaf(f, new, level))))
+			return 0;
+		p->sweep_on = 1;
+		p->sweep_from = e->seq;
+		p->sweep_tid = e->tid;
+		return 0;
+	}
+	if (e->tid != p->sweep_tid || level == TDP_LEVEL_4K ||
+	    spte_leaf(f, old, level) || spte_present(f, new))
+		return 0;
+	if (ALLOC_GROW(p->swept, p->nswept + 1, p->capswept))
+		return -1;
+	p->swept[p->nswept].from_seq = p->sweep_from;
+	p->swept[p->nswept++].to_seq = e->seq;
+	p->sweep_on = 0;
+	return 0;
+}
+
 static int on_spte(struct scan_pass *p, struct scan_thread *t,
 		   const struct model_event *e)
 {
@@ -126,6 +189,8 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 	int64_t span, lo, hi;
 	uint64_t w;
 
+	if (dirty_sweep_note(p, t, e) < 0)
+		return -1;
 	if (t->in_setregion && spte_present(f, old) && spte_present(f, new) &&
 	    ((spte_writable(f, old) && !spte_writable(f, new)) ||
 	     (spte_present_leaf(f, old, level) && !spte_leaf(f, new, level))))
@@ -398,6 +463,23 @@ static int finish(struct scan_pass *p, uint64_t last_seq)
 		sc->dirty[sc->ndirty].from_seq = p->dirty_from;
 		sc->dirty[sc->ndirty++].to_seq = last_seq + 1;
 	}
+	if (p->sweep_on) {
+		if (ALLOC_GROW(p->swept, p->nswept + 1, p->capswept))
+			return -1;
+		p->swept[p->nswept].from_seq = p->sweep_from;
+		p->swept[p->nswept++].to_seq = last_seq + 1;
+	}
+	/* No syscall recorded: the MMU events' own inference stands in
+	 * for the ioctls' (dirty_sweep_note()). */
+	if (!sc->seen[MEV_SYSCALL] && !sc->slots.measured && !sc->ndirty &&
+	    p->nswept) {
+		free(sc->dirty);
+		sc->dirty = p->swept;
+		sc->ndirty = p->nswept;
+		sc->capdirty = p->capswept;
+		p->swept = NULL;
+		p->nswept = p->capswept = 0;
+	}
 	for (i = 0; i < p->nwindows; i++) {
 		uint64_t w = p->windows[i];
 		int inferred = window_inferred_up(p, w);
@@ -426,7 +508,7 @@ static int finish(struct scan_pass *p, uint64_t last_seq)
 }
 
 enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
-			  int upgrade_cause, struct scan *out)
+			  int upgrade_cause, int dirty_sweep, struct scan *out)
 {
 	enum scan_status st = SCAN_ERR_NOMEM;
 	struct scan_pass p;
@@ -441,6 +523,7 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 	slots_init(&out->slots_start);
 	p.fmt = fmt;
 	p.upgrade_cause = upgrade_cause;
+	p.sweep_rule = dirty_sweep;
 	p.out = out;
 	ptrmap_init(&p.threads);
 	tdp_init(&p.pending, fmt);
@@ -501,6 +584,7 @@ end:
 	tdp_free(&p.pending);
 	tdp_free(&p.pending_win);
 	free(p.windows);
+	free(p.swept);
 	if (st != SCAN_OK)
 		scan_free(out);
 	return st;

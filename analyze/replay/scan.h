@@ -14,7 +14,9 @@
  *     on the thread (reclaim, ksmd, khugepaged, NUMA hinting) never;
  *   - when dirty logging was on, on stock kernels: a
  *     KVM_SET_USER_MEMORY_REGION ioctl that write-protects or splits
- *     leaves turns it on; the next one turns it off;
+ *     leaves turns it on; the next one turns it off; in a capture with
+ *     no syscall at all, the MMU events' own signs of those ioctls
+ *     (scan.c dirty_sweep_note());
  *   - whether the kernel splits a huge leaf in place when a fault maps
  *     below it (a present huge leaf of a faulting thread, between its
  *     page fault and its next entry, turned into a table in one change:
@@ -91,9 +93,10 @@ enum scan_status {
 };
 
 /* upgrade_cause: rule upgrade_cause (engine.h); off, identical refaults
- * alone infer an upgrade. */
+ * alone infer an upgrade.  dirty_sweep: rule dirty_sweep; off, a capture
+ * without syscalls has no dirty-logging inference. */
 enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
-			  int upgrade_cause, struct scan *out);
+			  int upgrade_cause, int dirty_sweep, struct scan *out);
 void scan_free(struct scan *sc);
 /* Was the invalidation starting at seq a pure upgrade? */
 int scan_is_upgrade(const struct scan *sc, uint64_t seq);
