@@ -9,7 +9,7 @@ PKGS="build-essential cmake pkg-config xz-utils
       libcjson-dev
       liblttng-ust-dev lttng-tools
       libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd
-      python3 python3-jsonschema python3-distributed time
+      python3 python3-jsonschema python3-distributed protobuf-compiler time
       clang libclang-rt-14-dev
       chromium man-db"
 

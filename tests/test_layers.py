@@ -3,8 +3,8 @@ include upper ones", analyze/CMakeLists.txt, whose arrows there are the
 data flow: by includes, ingest sits on model and db).  Every #include
 "..." of a .c or .h under analyze/ goes to its own directory or down
 
-    util -> db -> model -> ingest | replay -> metrics -> report -> fleet
-    -> cli
+    util -> db -> model -> ingest | replay -> metrics -> report | export
+    -> fleet -> cli
 
 (ingest and replay are one rank and include neither the other), and no
 command is built on another: a cli/cmd_X.c includes no cli/cmd_Y file
@@ -43,7 +43,7 @@ from mmrtest import check, finish
 # lower rank.  Equal ranks in different directories may not include each
 # other.
 LAYERS = {"util": 0, "db": 1, "model": 2, "ingest": 3, "replay": 3,
-          "metrics": 4, "report": 5, "fleet": 6, "cli": 7}
+          "metrics": 4, "report": 5, "export": 5, "fleet": 6, "cli": 7}
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 CMD_FILE = re.compile(r"^cli/cmd_(\w+)\.[ch]$")
 CMD_INCLUDE = re.compile(r"^(?:cli/)?cmd_(\w+)\.\w+$")

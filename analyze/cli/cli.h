@@ -168,6 +168,7 @@ extern const struct cli_command cli_cmd_replay;
 extern const struct cli_command cli_cmd_report;
 extern const struct cli_command cli_cmd_spikes;
 extern const struct cli_command cli_cmd_compare;
+extern const struct cli_command cli_cmd_export;
 extern const struct cli_command cli_cmd_analyze;
 extern const struct cli_command cli_cmd_merge;
 extern const struct cli_command cli_cmd_fleet_report;

@@ -29,6 +29,7 @@ static const struct {
 	{ &cli_cmd_report, CLI_NEEDS_DB },
 	{ &cli_cmd_spikes, CLI_NEEDS_DB },
 	{ &cli_cmd_compare, 0 },
+	{ &cli_cmd_export, CLI_NEEDS_DB },
 	{ &cli_cmd_analyze, 0 },
 	{ &cli_cmd_merge, 0 },
 	{ &cli_cmd_fleet_report, 0 },
