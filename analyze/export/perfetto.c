@@ -34,7 +34,11 @@
 #define F_TP_TRACK_EVENT        11
 #define F_TP_INTERNED           12
 #define F_TP_SEQ_FLAGS          13
+#define F_TP_DEFAULTS          59
 #define F_TP_TRACK_DESCRIPTOR   60
+/* TracePacketDefaults, TrackEventDefaults */
+#define F_TPD_TRACK_EVENT       11
+#define F_TED_TRACK_UUID        11
 #define SEQ_INCREMENTAL_STATE_CLEARED 1
 #define SEQ_NEEDS_INCREMENTAL_STATE   2
 /* TrackEvent */
@@ -47,10 +51,12 @@
 #define TYPE_SLICE_END          2
 #define TYPE_INSTANT            3
 #define TYPE_COUNTER            4
-/* DebugAnnotation */
+/* DebugAnnotation, DebugAnnotationName */
+#define F_DA_NAME_IID           1
 #define F_DA_INT                4
-#define F_DA_STRING             6
-#define F_DA_NAME               10
+#define F_DA_POINTER            7
+#define F_DAN_IID               1
+#define F_DAN_NAME              2
 /* TrackDescriptor, ProcessDescriptor, ThreadDescriptor, CounterDescriptor */
 #define F_TD_UUID               1
 #define F_TD_NAME               2
@@ -67,6 +73,7 @@
 #define UNIT_COUNT              2
 /* InternedData, EventName */
 #define F_ID_EVENT_NAMES        2
+#define F_ID_ANNOTATION_NAMES   3
 #define F_EN_IID                1
 #define F_EN_NAME               2
 
@@ -75,6 +82,14 @@ enum name { N_NPF, N_LOCK_WAIT, N_INVALIDATION, N_NX_BATCH, N_SPIKE, N_N };
 static const char *const names[N_N] = {
 	"NPF", "mmu_lock wait", "invalidation", "NX recovery batch",
 	"probe spike",
+};
+
+/* The interned debug annotation names, iid = index + 1. */
+enum arg { A_WAIT_NS, A_GFN, A_HVA, A_PAGES, A_LEAF_ZAPS, A_TO_ZAP,
+	   A_LATENCY_NS, A_PROBE, A_N };
+static const char *const args[A_N] = {
+	"wait_ns", "gfn", "hva", "pages", "leaf_zaps", "to_zap", "latency_ns",
+	"probe",
 };
 
 /* Track uuids: a kind in the high bits, an id below. */
@@ -232,10 +247,19 @@ static void event_begin(struct exp *e, struct thr *t, int64_t ts, int type,
 	pb_begin(&e->pkt, F_TRACE_PACKET);
 	pb_varint(&e->pkt, F_TP_TIMESTAMP, (uint64_t)(e->base + ts));
 	pb_varint(&e->pkt, F_TP_SEQ_ID, t->seq);
-	pb_varint(&e->pkt, F_TP_SEQ_FLAGS, t->inited ?
-		  SEQ_NEEDS_INCREMENTAL_STATE :
-		  SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE);
+	/* The sequence's first packet clears its state and sets what the
+	 * others rely on: the event names and the track (as a default, so
+	 * no event repeats it). */
 	if (!t->inited) {
+		pb_varint(&e->pkt, F_TP_SEQ_FLAGS,
+			  SEQ_INCREMENTAL_STATE_CLEARED |
+			  SEQ_NEEDS_INCREMENTAL_STATE);
+		pb_begin(&e->pkt, F_TP_DEFAULTS);
+		pb_begin(&e->pkt, F_TPD_TRACK_EVENT);
+		pb_varint(&e->pkt, F_TED_TRACK_UUID,
+			  UUID_THREAD + (uint32_t)t->tid);
+		pb_end(&e->pkt);
+		pb_end(&e->pkt);
 		pb_begin(&e->pkt, F_TP_INTERNED);
 		for (i = 0; i < N_N; i++) {
 			pb_begin(&e->pkt, F_ID_EVENT_NAMES);
@@ -243,12 +267,17 @@ static void event_begin(struct exp *e, struct thr *t, int64_t ts, int type,
 			pb_string(&e->pkt, F_EN_NAME, names[i]);
 			pb_end(&e->pkt);
 		}
+		for (i = 0; i < A_N; i++) {
+			pb_begin(&e->pkt, F_ID_ANNOTATION_NAMES);
+			pb_varint(&e->pkt, F_DAN_IID, (uint64_t)i + 1);
+			pb_string(&e->pkt, F_DAN_NAME, args[i]);
+			pb_end(&e->pkt);
+		}
 		pb_end(&e->pkt);
 		t->inited = 1;
 	}
 	pb_begin(&e->pkt, F_TP_TRACK_EVENT);
 	pb_varint(&e->pkt, F_TE_TYPE, (uint64_t)type);
-	pb_varint(&e->pkt, F_TE_TRACK_UUID, UUID_THREAD + (uint32_t)t->tid);
 	if (type != TYPE_SLICE_END)
 		pb_varint(&e->pkt, F_TE_NAME_IID, (uint64_t)n + 1);
 	if (type == TYPE_SLICE_BEGIN)
@@ -257,22 +286,20 @@ static void event_begin(struct exp *e, struct thr *t, int64_t ts, int type,
 		e->st->instants++;
 }
 
-static void annotate(struct exp *e, const char *name, int64_t v)
+static void annotate(struct exp *e, enum arg a, int64_t v)
 {
 	pb_begin(&e->pkt, F_TE_DEBUG);
-	pb_string(&e->pkt, F_DA_NAME, name);
+	pb_varint(&e->pkt, F_DA_NAME_IID, (uint64_t)a + 1);
 	pb_int64(&e->pkt, F_DA_INT, v);
 	pb_end(&e->pkt);
 }
 
-static void annotate_hex(struct exp *e, const char *name, uint64_t v)
+/* An address: a pointer value, which Perfetto shows in hex. */
+static void annotate_addr(struct exp *e, enum arg a, uint64_t v)
 {
-	char buf[24];
-
-	snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)v);
 	pb_begin(&e->pkt, F_TE_DEBUG);
-	pb_string(&e->pkt, F_DA_NAME, name);
-	pb_string(&e->pkt, F_DA_STRING, buf);
+	pb_varint(&e->pkt, F_DA_NAME_IID, (uint64_t)a + 1);
+	pb_varint(&e->pkt, F_DA_POINTER, v);
 	pb_end(&e->pkt);
 }
 
@@ -357,16 +384,17 @@ static void on_row(struct exp *e, enum kind k, sqlite3_stmt *r)
 		/* The wait ended at the event; it began wait_ns earlier,
 		 * inside the NPF exit it delayed (clamped to it). */
 		event_begin(e, t, ts - a, TYPE_SLICE_BEGIN, N_LOCK_WAIT);
-		annotate(e, "wait_ns", a);
-		annotate_hex(e, "gfn", (uint64_t)b);
+		annotate(e, A_WAIT_NS, a);
+		annotate_addr(e, A_GFN, (uint64_t)b);
 		event_end(e);
 		slice_end(e, t, ts);
 		break;
 	case K_NOTIFIER:
 		if (!e->patched_windows) {
 			event_begin(e, t, ts, TYPE_INSTANT, N_INVALIDATION);
-			annotate_hex(e, "hva_start", (uint64_t)b);
-			annotate_hex(e, "hva_end", (uint64_t)c);
+			annotate_addr(e, A_HVA, (uint64_t)b);
+			annotate(e, A_PAGES, (int64_t)(((uint64_t)c -
+							(uint64_t)b) >> 12));
 			event_end(e);
 		} else if (a == MEV_PHASE_START && !t->win_open) {
 			t->win_open = 1;
@@ -374,13 +402,14 @@ static void on_row(struct exp *e, enum kind k, sqlite3_stmt *r)
 			t->win_hs = (uint64_t)b;
 			t->win_he = (uint64_t)c;
 			event_begin(e, t, ts, TYPE_SLICE_BEGIN, N_INVALIDATION);
-			annotate_hex(e, "hva_start", t->win_hs);
-			annotate_hex(e, "hva_end", t->win_he);
+			annotate_addr(e, A_HVA, t->win_hs);
+			annotate(e, A_PAGES,
+				 (int64_t)((t->win_he - t->win_hs) >> 12));
 			event_end(e);
 		} else if (a == MEV_PHASE_END && t->win_open) {
 			t->win_open = 0;
 			event_begin(e, t, ts, TYPE_SLICE_END, N_INVALIDATION);
-			annotate(e, "leaf_zaps",
+			annotate(e, A_LEAF_ZAPS,
 				 window_zaps(e, tid, t->win_seq, seq));
 			event_end(e);
 		}
@@ -389,8 +418,8 @@ static void on_row(struct exp *e, enum kind k, sqlite3_stmt *r)
 		if (a == MEV_NX_BEGIN && !t->nx_open) {
 			t->nx_open = 1;
 			event_begin(e, t, ts, TYPE_SLICE_BEGIN, N_NX_BATCH);
-			annotate(e, "pages", b);
-			annotate(e, "to_zap", c);
+			annotate(e, A_PAGES, b);
+			annotate(e, A_TO_ZAP, c);
 			event_end(e);
 		} else if (a == MEV_NX_END && t->nx_open) {
 			t->nx_open = 0;
@@ -400,8 +429,8 @@ static void on_row(struct exp *e, enum kind k, sqlite3_stmt *r)
 	case K_PROBE:
 		/* The sample's interval ended at the event. */
 		event_begin(e, t, ts - a, TYPE_SLICE_BEGIN, N_SPIKE);
-		annotate(e, "latency_ns", a);
-		annotate(e, "probe", b);
+		annotate(e, A_LATENCY_NS, a);
+		annotate(e, A_PROBE, b);
 		event_end(e);
 		slice_end(e, t, ts);
 		break;
@@ -453,6 +482,7 @@ static int64_t spike_threshold(struct exp *e)
 static int stream(struct exp *e, int64_t npf_reason)
 {
 	sqlite3_stmt *st[K_N] = { 0 };
+	int64_t cur[K_N];       /* each live cursor's seq */
 	int live[K_N], k, best, rc = -1;
 
 	for (k = 0; k < K_N; k++) {
@@ -464,18 +494,19 @@ static int stream(struct exp *e, int64_t npf_reason)
 		if (k == K_PROBE)
 			sqlite3_bind_int64(st[k], 1, spike_threshold(e));
 		live[k] = sqlite3_step(st[k]) == SQLITE_ROW;
+		cur[k] = live[k] ? sqlite3_column_int64(st[k], 0) : 0;
 	}
 	while (!e->err) {
 		best = -1;
 		for (k = 0; k < K_N; k++)
-			if (live[k] && (best < 0 ||
-					sqlite3_column_int64(st[k], 0) <
-					sqlite3_column_int64(st[best], 0)))
+			if (live[k] && (best < 0 || cur[k] < cur[best]))
 				best = k;
 		if (best < 0)
 			break;
 		on_row(e, (enum kind)best, st[best]);
 		live[best] = sqlite3_step(st[best]) == SQLITE_ROW;
+		if (live[best])
+			cur[best] = sqlite3_column_int64(st[best], 0);
 	}
 	ptrmap_each(&e->threads, close_open, e);
 	rc = 0;
