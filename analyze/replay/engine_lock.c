@@ -25,8 +25,12 @@ static int64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
 	return hi > lo ? hi - lo : 0;
 }
 
-/* Time [from, to) spends inside the current and the last recovery batch;
- * run_only: only batches the policy's worker runs. */
+/*
+ * Time [from, to) spends inside the current and the last recovery batch
+ * that held mmu_lock for write; run_only: only batches the policy's
+ * worker runs.  A batch traced as read-locked (the patched begin event's
+ * lock mode) makes no vCPU wait: faults take the lock for read too.
+ */
 static int64_t recovery_overlap(struct engine *e, int64_t from, int64_t to,
 				int run_only)
 {
@@ -35,7 +39,8 @@ static int64_t recovery_overlap(struct engine *e, int64_t from, int64_t to,
 	int i;
 
 	for (i = 0; i < 2; i++)
-		if (b[i]->batch_active && !(run_only && b[i]->batch_skipped))
+		if (b[i]->batch_active && !b[i]->batch_read_lock &&
+		    !(run_only && b[i]->batch_skipped))
 			o += overlap(from, to, b[i]->batch_start_ts,
 				     b[i]->batch_last_ts);
 	return o;
