@@ -17,7 +17,14 @@ Checks:
    marked;
 4. "in B" and the error in B ranges follow B's min-max: with one B run
    that range is a point, so a prediction is inside only when equal to
-   it, and the error in ranges is infinite otherwise.
+   it, and the error in ranges is infinite otherwise;
+5. the latency and count table: one row per figure, the what-if's
+   values and kind those of the replay's nx-readlock policy from A, B's
+   values its trace's (`mmureplay summary`, the DB's probe samples and
+   lock waits); "in B" is yes only on B's point, a not-modelled figure
+   says so instead, with no probe on either side the probe rows say "no
+   probe", and the figures where `mmureplay replay` on B restates its
+   recorded policy otherwise than the trace are listed and warned of.
 It cannot catch: a wrong median over several runs (one run per side).
 """
 import json
@@ -119,6 +126,79 @@ for m, x in rows.items():
     if not inside:
         check(x["err_in_B_ranges"] is None, "%s: error in B ranges %s on a "
               "point range" % (m, x["err_in_B_ranges"]))
+
+# 5. The latency and count table against the replay from A and the
+# trace of B.
+rep_b = json.loads(run([mmr, "replay", os.path.join(work, "B-1", "capture.db"),
+                        "--policy", "nx-readlock", "--json"]).stdout)
+pol_b = rep_b["policies"]["nx-readlock"]
+check(set(pol_b["figure_kind"].values()) == {"restated"},
+      "B's recorded-policy figures not restated: %s" % pol_b["figure_kind"])
+sum_b = json.loads(run([mmr, "summary", os.path.join(work, "B-1",
+                                                     "capture.db"),
+                        "--json"]).stdout)
+con = sqlite3.connect(os.path.join(work, "B-1", "capture.db"))
+samples = [x[0] for x in con.execute("SELECT ns FROM latency_sample")]
+waits = con.execute("SELECT count(*), coalesce(sum(wait_ns), 0) "
+                    "FROM lock_wait").fetchone()
+con.close()
+npf = sum_b["latency"]["npf_service"]
+trace_b = {"npf_service_p50_ns": npf["p50_ns"],
+           "npf_service_p99_ns": npf["p99_ns"],
+           "npf_service_p99.9_ns": npf["p99.9_ns"],
+           "npf_service_max_ns": npf["max_ns"],
+           "faults": sum_b["totals"]["npf_faults"],
+           "leaf_zaps": sum_b["totals"]["leaf_zaps"],
+           "tlb_flushes": sum_b["canonical_counts"]["tlb_flush"],
+           "lock_waits": waits[0], "lock_wait_ms": waits[1] / 1e6}
+check(not samples, "the fixture has probe samples now: check them too")
+trace_b.update({k: 0 for k in ("probe_p50_ns", "probe_p99_ns",
+                               "probe_p99.9_ns", "probe_max_ns",
+                               "probe_ge_1ms", "probe_ge_3ms")})
+FIGS = {"npf_service_p50_ns": "npf_service", "npf_service_p99_ns":
+        "npf_service", "npf_service_p99.9_ns": "npf_service",
+        "npf_service_max_ns": "npf_service", "probe_p50_ns": "probe",
+        "probe_p99_ns": "probe", "probe_p99.9_ns": "probe",
+        "probe_max_ns": "probe", "probe_ge_1ms": "probe",
+        "probe_ge_3ms": "probe", "faults": "faults",
+        "leaf_zaps": "leaf_zaps", "tlb_flushes": "tlb_flushes",
+        "lock_waits": "lock_wait_ms", "lock_wait_ms": "lock_wait_ms"}
+figs = {x["figure"]: x for x in summary.get("figures_table", [])}
+check(set(figs) == set(FIGS), "figure rows %s" % sorted(figs))
+check(runs["B-1"].get("figures_from") == "summary",
+      "B's figures from %s" % runs["B-1"].get("figures_from"))
+no_probe = pol["probe_samples"] == 0 and pol_b["probe_samples"] == 0
+for k, kk in FIGS.items():
+    x = figs.get(k)
+    if not x:
+        continue
+    check(x["whatif_values"] == [pol[k]], "%s: what-if %s, replay %s"
+          % (k, x["whatif_values"], pol[k]))
+    check(x["kind"] == pol["figure_kind"][kk], "%s: kind %s, replay %s"
+          % (k, x["kind"], pol["figure_kind"][kk]))
+    check(len(x["B_values"]) == 1 and
+          abs(x["B_values"][0] - trace_b[k]) < 1e-9,
+          "%s: B %s, its trace %s" % (k, x["B_values"], trace_b[k]))
+    if kk == "probe" and no_probe:
+        want = "no probe"
+    elif x["kind"] == "not_modelled":
+        want = "not modelled"
+    else:
+        want = ("yes 1/1" if pol[k] == trace_b[k] else "no 0/1")
+    check(x["verdict"] == want, "%s: in B %r, expected %r"
+          % (k, x["verdict"], want))
+    check(any(ln.startswith(x["label"]) and ln.rstrip().endswith(want)
+              for ln in text.splitlines()),
+          "%s: no row %r ... %r in summary.txt" % (k, x["label"], want))
+# Replay's restatement of B's recorded policy against B's trace: every
+# figure where they differ is listed, and said in the text.
+differs = sorted(k for k in FIGS
+                 if abs(pol_b[k] - trace_b[k]) > 1e-6 * max(1, trace_b[k]))
+check(sorted(runs["B-1"].get("restated_differs", {})) == differs,
+      "restated_differs %s, expected %s"
+      % (sorted(runs["B-1"].get("restated_differs", {})), differs))
+check(("Restated otherwise than traced" in text) == bool(differs),
+      "the restatement warning does not follow %s" % differs)
 
 shutil.rmtree(work, ignore_errors=True)
 finish()

@@ -21,6 +21,19 @@
 # only when that A run's self-check passed (otherwise the analyzer
 # withholds them).
 #
+# Latency and counts against B: every latency figure the what-if gives
+# (NPF service time p50 / p99 / p99.9 / max, the latency probe's p50 /
+# p99 / p99.9 / max and its samples >= 1 ms and >= 3 ms) and every count
+# (faults, leaf zaps, TLB flushes, lock waits and their time), each
+# with the replay's figure kind (predicted, one_sided, restated,
+# not_modelled): the what-if's min-median-max over the A runs against
+# the B runs' own figures, min-median-max (from the trace:
+# `mmureplay summary`'s db-summary.json, the DB's probe samples and
+# traced lock waits; a run's recorded-policy figures in its
+# replay.json, restated, must equal them and a warning says where they
+# do not), and whether the what-if lies inside B's range.  A
+# not-modelled figure is no prediction, and says so instead.
+#
 # A prediction marked "=" equals the A run's own figure by construction:
 # the policy's replay leaves that quantity alone (BY_CONSTRUCTION below),
 # so its place against B says how far A is from B, not how good the model
@@ -29,6 +42,7 @@
 
 import glob
 import json
+import math
 import os
 import re
 import sqlite3
@@ -61,6 +75,29 @@ PRED_ORDER = ["faults", "leaf_zaps", "flush_contexts", "tlb_flushes",
               "lock_ms"]
 HEAD = {k: h for k, h, _ in RUN_COLS}
 DEC = {k: d for k, _, d in RUN_COLS}
+
+# The what-if's latency figures and counts held against B's measured
+# ones: replay JSON key, row label, its figure_kind key, unit ("us": ns
+# shown in microseconds; "ms": milliseconds; "n": a count).
+FIGURES = [
+    ("npf_service_p50_ns", "npf p50", "npf_service", "us"),
+    ("npf_service_p99_ns", "npf p99", "npf_service", "us"),
+    ("npf_service_p99.9_ns", "npf p99.9", "npf_service", "us"),
+    ("npf_service_max_ns", "npf max", "npf_service", "us"),
+    ("probe_p50_ns", "prb p50", "probe", "us"),
+    ("probe_p99_ns", "prb p99", "probe", "us"),
+    ("probe_p99.9_ns", "prb p99.9", "probe", "us"),
+    ("probe_max_ns", "prb max", "probe", "us"),
+    ("probe_ge_1ms", "prb >=1ms", "probe", "n"),
+    ("probe_ge_3ms", "prb >=3ms", "probe", "n"),
+    ("faults", "faults", "faults", "n"),
+    ("leaf_zaps", "leaf zaps", "leaf_zaps", "n"),
+    ("tlb_flushes", "tlb flush", "tlb_flushes", "n"),
+    ("lock_waits", "lock waits", "lock_wait_ms", "n"),
+    ("lock_wait_ms", "lock ms", "lock_wait_ms", "ms"),
+]
+FIG_KEYS = [f[0] for f in FIGURES] + ["probe_samples"]
+NBSP = "\u00a0"   # keeps a figure's label on one line when wrapped
 
 
 def read(path, default=None):
@@ -116,6 +153,68 @@ def run_dirs(out):
     return dirs + sorted(glob.glob(os.path.join(out, "fixture-[AB]")))
 
 
+def probe_figures(con):
+    """The latency probe's FIGURES from the DB's samples, every probe
+    together, as replay gives them under the recorded policy (nearest
+    rank: analyze/util/valcount.c valcount_rank())."""
+    v = sorted(row[0] for row in con.execute(
+        "SELECT ns FROM latency_sample"))
+    n = len(v)
+
+    def nearest(p):
+        return v[max(1, math.ceil(p * n - 1e-9)) - 1] if n else 0
+    return {"probe_samples": n, "probe_p50_ns": nearest(0.5),
+            "probe_p99_ns": nearest(0.99), "probe_p99.9_ns": nearest(0.999),
+            "probe_max_ns": v[-1] if n else 0,
+            "probe_ge_1ms": sum(1 for x in v if x >= 1000000),
+            "probe_ge_3ms": sum(1 for x in v if x >= 3000000)}
+
+
+def summary_figures(s):
+    """The NPF service time and counts a run measured, from `mmureplay
+    summary --json`: the recorded policy's own (what replay restates),
+    without the self-check."""
+    lat = s.get("latency", {})
+    npf = lat.get("npf_service", {})
+    fig = {"npf_service_p50_ns": npf.get("p50_ns"),
+           "npf_service_p99_ns": npf.get("p99_ns"),
+           "npf_service_p99.9_ns": npf.get("p99.9_ns"),
+           "npf_service_max_ns": npf.get("max_ns"),
+           "faults": s.get("totals", {}).get("npf_faults"),
+           "leaf_zaps": s.get("totals", {}).get("leaf_zaps"),
+           "tlb_flushes": s.get("canonical_counts", {}).get("tlb_flush"),
+           "lock_waits": s.get("canonical_counts", {}).get("lock_wait")}
+    return {k: v for k, v in fig.items() if v is not None}
+
+
+def measured_figures(d, r, rep):
+    """The run's own FIGURES, from its trace: `mmureplay summary`'s
+    (db-summary.json) with the DB's probe samples and traced lock
+    waits; without it, its recorded policy's in replay.json (restated,
+    once the self-check held).  r["restated_differs"]: the figures
+    where replay's restatement is not the trace's."""
+    pol = (rep or {}).get("policies", {}).get(r.get("fidelity_policy"))
+    if not (pol and pol.get("verified") is True and "faults" in pol):
+        pol = None
+    s = load_json(os.path.join(d, "db-summary.json"))
+    if s:
+        r["figures_from"] = "summary"
+        fig = summary_figures(s)
+        fig.update(r.get("probe_db") or {})
+        if r.get("lock_ms") is not None:     # the traced waits
+            fig["lock_wait_ms"] = r["lock_ms"]
+        r["restated_differs"] = {
+            k: [fig[k], pol[k]] for k in FIG_KEYS
+            if pol and k in pol and k in fig
+            and abs(fig[k] - pol[k]) > 1e-6 * max(1, abs(fig[k]))}
+        return fig
+    if pol:
+        r["figures_from"] = "replay"
+        return {k: pol[k] for k in FIG_KEYS if k in pol}
+    r["figures_from"] = None
+    return {}
+
+
 def load_run(d, policy):
     name = os.path.basename(d)
     fixture = name.startswith("fixture-")
@@ -157,6 +256,7 @@ def load_run(d, policy):
         r["tlb_flushes"] = q(con, "SELECT count(*) FROM tlb_flush")
         r["lock_ms"] = q(con, "SELECT coalesce(sum(wait_ns), 0) "
                          "FROM lock_wait") / 1e6
+        r["probe_db"] = probe_figures(con)
         # Dirty logging on/off: memslot flag changes (change = 3).
         lo = q(con, "SELECT min(seq) FROM memslot WHERE change = 3")
         hi = q(con, "SELECT max(seq) FROM memslot WHERE change = 3")
@@ -170,15 +270,18 @@ def load_run(d, policy):
                 con, "SELECT count(*) FROM fault WHERE seq > %d" % hi)
         con.close()
     r["pred"] = None
+    rep = load_json(os.path.join(d, "replay.json"))
+    r["replay_rc"] = read(os.path.join(d, "replay-rc.txt"))
+    r["figures"] = measured_figures(d, r, rep)
     if side == "A":
-        rep = load_json(os.path.join(d, "replay.json"))
-        r["replay_rc"] = read(os.path.join(d, "replay-rc.txt"))
         p = (rep or {}).get("policies", {}).get(policy)
         if p and p.get("verified") is True:
             r["pred"] = {k: p[j] for k, j in PRED_KEYS.items() if j in p}
             r["pred"]["faults_avoided"] = p.get("faults_avoided")
             r["pred"]["faults_added"] = p.get("faults_added")
             r["not_modelled"] = p.get("not_modelled")
+            r["whatif"] = {k: p[k] for k in FIG_KEYS if k in p}
+            r["whatif_kind"] = p.get("figure_kind", {})
     r["measured_ok"] = (not fixture and r["workload_rc"] == 0
                         and r.get("fidelity_policy") == r["expected_policy"]
                         and "faults" in r)
@@ -359,6 +462,140 @@ def per_run_predictions(lines, runs):
     lines.append("")
 
 
+def fig_fmt(v, unit):
+    """A FIGURES value: ns as microseconds (one decimal below 1 ms), or
+    a count."""
+    if v is None:
+        return "-"
+    if unit == "us":
+        us = v / 1000.0
+        return "%.1f" % us if us < 1000 else "%d" % round(us)
+    if unit == "ms":
+        return "%.1f" % v
+    return fmt(v)
+
+
+def fig_range(st, unit):
+    if not st:
+        return "-"
+    return "-".join(fig_fmt(st[k], unit) for k in ("min", "median", "max"))
+
+
+def figures_table(lines, runs, summary, policy):
+    """Each latency figure and count of the what-if against B's own."""
+    preds = [r for r in runs if r["predicts"] and r.get("whatif")]
+    bs = [r for r in runs if r["side"] == "B" and r["measured_ok"]
+          and r.get("figures")]
+    if not preds and not bs:
+        return
+    # No probe on either side: its figures are all 0, nothing to judge.
+    no_probe = all(r["whatif"].get("probe_samples", 0) == 0 for r in preds) \
+        and all(r["figures"].get("probe_samples", 0) == 0 for r in bs)
+    lines.extend(wrap("Latency and counts: the what-if of %s from each A "
+                      "run against B measured" % policy))
+    lines.append(("%-11s%-13s%17s %17s %-12s" % (
+        "figure", "kind", "what-if", "B measured", "in B")).rstrip())
+    lines.append("%-24s%17s %17s" % ("", "min-med-max", "min-med-max"))
+    rows, outside, bounds, mixed = [], [], [], {}
+    for key, label, kkey, unit in FIGURES:
+        vals = [r["whatif"][key] for r in preds if key in r["whatif"]]
+        bvals = [r["figures"][key] for r in bs if key in r["figures"]]
+        kinds = sorted(set(r["whatif_kind"].get(kkey, "?") for r in preds
+                           if key in r["whatif"]))
+        kind = kinds[0] if len(kinds) == 1 else ("mixed" if kinds else "-")
+        if len(kinds) > 1:
+            how = ", ".join("%s%sin%s%d" % (k, NBSP, NBSP, sum(
+                1 for r in preds if key in r["whatif"]
+                and r["whatif_kind"].get(kkey, "?") == k)) for k in kinds)
+            mixed.setdefault(how, []).append(label.replace(" ", NBSP))
+        w, b = stats(vals), stats(bvals)
+        inside = sum(1 for v in vals if b and in_range(v, b["min"], b["max"]))
+        rec = {"figure": key, "label": label, "unit": unit, "kind": kind,
+               "kinds": kinds, "whatif": w, "whatif_values": vals,
+               "B": b, "B_values": bvals, "inside_B": inside,
+               "n_whatif": len(vals), "median_inside_B": None}
+        if kkey == "probe" and no_probe:
+            verdict = "no probe"
+        elif "not_modelled" in kinds:
+            verdict = "not modelled"
+        elif not w or not b:
+            verdict = "-"
+        else:
+            rec["median_inside_B"] = in_range(w["median"], b["min"],
+                                              b["max"])
+            verdict = "%s %d/%d" % ("yes" if rec["median_inside_B"]
+                                    else "no", inside, len(vals))
+            if not rec["median_inside_B"]:
+                outside.append("%s (%s)" % (label.replace(" ", NBSP), kind))
+            if kind == "one_sided":
+                rec["bound_holds"] = b["median"] <= w["median"]
+                bounds.append("%s %s" % (
+                    label.replace(" ", NBSP),
+                    "holds" if rec["bound_holds"] else "broken"))
+        rec["verdict"] = verdict
+        rows.append(rec)
+        wr, br = fig_range(w, unit), fig_range(b, unit)
+        if verdict == "no probe":
+            wr = br = "-"
+        row = "%-11s%-13s%17s %17s %-12s" % (label, kind, wr, br, verdict)
+        if len(row.rstrip()) > WIDTH:
+            lines.append("%-11s%-13s%s" % (label, kind, wr))
+            row = "%-24s%17s %17s %-12s" % ("", "", br, verdict)
+        lines.append(row.rstrip())
+    summary["figures_table"] = rows
+    lines.append("")
+    src = sorted(set(r.get("figures_from") or "none" for r in bs))
+    lines.extend(wrap(
+        "what-if = mmureplay replay --policy %s from each A run whose "
+        "self-check passed (%d); B measured = the B runs' own figures "
+        "(%d; from %s); in B = whether the what-if's median lies inside "
+        "B's min-max, and how many single what-ifs do.  npf and prb "
+        "times in microseconds, lock ms in milliseconds: npf = NPF "
+        "service time (exit to the thread's next entry), prb = the "
+        "latency probe's samples (>=1ms, >=3ms: how many).  kind = "
+        "replay's figure_kind: predicted; one_sided = predicted as a "
+        "bound, at most; restated = A's own figure; "
+        "not_modelled = the replay misses part of what the policy does "
+        "to it, so no prediction.  lock waits (vCPU waits for mmu_lock) "
+        "take the kind of lock ms (their time)."
+        % (policy, len(preds), len(bs), " and ".join(
+            {"summary": "the trace: mmureplay summary, the probe's "
+                        "samples and the traced lock waits",
+             "replay": "replay's recorded-policy figures, restated, "
+                       "where no summary was found",
+             "none": "none found"}[s] for s in src))))
+    if no_probe:
+        lines.extend(wrap("no probe: these runs have no latency probe "
+                          "(probe_samples 0 on both sides)."))
+    # Replay's recorded-policy figures are the trace's by construction
+    # (figure kind restated): say where they are not.
+    diff = {}
+    for r in runs:
+        for k in r.get("restated_differs") or {}:
+            diff.setdefault(k, []).append(r["label"])
+    if diff:
+        lab = {f[0]: f[1] for f in FIGURES}
+        lab["probe_samples"] = "prb samples"
+        summary["restated_differs"] = diff
+        lines.extend(ln.replace(NBSP, " ") for ln in wrap(
+            "Restated otherwise than traced (replay's recorded-policy "
+            "figures, kind restated, against the trace): %s." % "; ".join(
+                "%s in %s" % (lab[k].replace(" ", NBSP), ", ".join(v))
+                for k, v in diff.items())))
+    if mixed:
+        lines.extend(ln.replace(NBSP, " ") for ln in wrap(
+            "mixed: the kind differs between A runs: %s." % "; ".join(
+                "%s: %s" % (", ".join(v), k)
+                for k, v in mixed.items())))
+    if bounds:
+        lines.extend(ln.replace(NBSP, " ") for ln in wrap(
+            "one_sided bounds against B's median: %s." % ", ".join(bounds)))
+    lines.extend(ln.replace(NBSP, " ") for ln in wrap(
+        "What-if outside B's range: %s."
+        % (", ".join(outside) if outside else "none")))
+    lines.append("")
+
+
 def dirty_phase(lines, runs, summary):
     sa, sb = summary["stats"]["A"], summary["stats"]["B"]
     good = [r for r in runs if r["predicts"]]
@@ -403,6 +640,7 @@ def main():
     prediction_table(lines, runs, summary, policy)
     per_run_predictions(lines, runs)
     dirty_phase(lines, runs, summary)
+    figures_table(lines, runs, summary, policy)
     text = ("Measured columns: faults, zaps, fl_ctx = mmureplay fidelity "
             "\"observed\"; flushes = TLB flush events (tlb_flush rows); "
             "lock_ms = traced mmu_lock waits of faults")
