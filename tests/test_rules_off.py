@@ -32,6 +32,11 @@ reports), as measured on the lab captures:
                       linked a new table where the collapse of dirty
                       logging was removing one; the old table's entries
                       traced after it (zap_count at the VM's zap)
+  removed_table       also a 6.12 patched read-locked recovery (recorded
+                      after the rule): a vCPU linked a new table and
+                      mapped the same gfn in it before the removed
+                      table's free was traced; off, the removed leaf is
+                      lost (zap_count)
   frozen_entry        6.12 patched nxrecovery-skip-dirty-off: 1,168 of
                       1,459 faults taken on entries the collapse froze,
                       traced before its zap, are exempt for other races,
@@ -179,6 +184,7 @@ MEMCG = "lttng-kernel-6.1.192-stock-basic-memcg-limit"
 MEMCGP = "lttng-kernel-6.1.192-patched-basic-memcg-limit"
 MS61 = "lttng-kernel-6.1.192-stock-selftest-memslot-modification-stress"
 MS612 = "lttng-kernel-6.12.117-stock-selftest-memslot-modification-stress"
+RL612R = "lttng-kernel-6.12.118-patched-nxrecovery-readlock-on-relinked"
 SEEN = [("late_change", RO, "fault_not_required"),
         ("window_install", PU, "zap_count"),
         ("double_start", PU, "zap_count"),
@@ -208,10 +214,12 @@ SEEN = [("late_change", RO, "fault_not_required"),
         ("aging_flush", MEMCGP, "flush_context"),
         ("roots", MS61, "zap_count"),
         ("roots", MS612, "zap_count"),
-        ("late_link", MS612, "zap_count")]
+        ("late_link", MS612, "zap_count"),
+        ("removed_table", RL612R, "zap_count")]
 
 for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612, RL612,
-             KPT2, KPT2_612, NXL612, MV612, MEMCG, MEMCGP, MS61, MS612):
+             KPT2, KPT2_612, NXL612, MV612, MEMCG, MEMCGP, MS61, MS612,
+             RL612R):
     rc, f = fidelity(name)
     check(rc == 0 and f["ok"], "%s passes with every rule on" % name)
 for rules, name, kind in SEEN:

@@ -317,6 +317,9 @@ struct replaced_table {
 	int32_t tid;
 	int active;
 	int64_t leaves;
+	/* A new table was linked at the entry (overlay_table_linked()):
+	 * the leaves the model holds below it since are the new table's. */
+	int relinked;
 };
 
 #define REPLACED_TABLES 8

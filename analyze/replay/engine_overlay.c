@@ -407,8 +407,7 @@ static void overlay_table_linked(struct engine *e, int as_id, int level,
 
 	tdp_for_each_leaf(&e->tdp_obs, as_id, gfn,
 			  gfn + tdp_level_pages(level), stale_leaf_add, &w);
-	if (w.sw_present)
-		teardown_replaced(e, as_id, level, gfn, w.sw_present);
+	teardown_replaced(e, as_id, level, gfn, w.sw_present);
 	for (i = 0; i < w.sw_n; i++)
 		tdp_clear(&e->tdp_obs, as_id, w.sw_leaf[i].level,
 			  w.sw_leaf[i].gfn);

@@ -35,7 +35,7 @@
 #include "replay/engine_int.h"
 
 static int64_t replaced_take(struct engine *e, int32_t tid, int as_id,
-			     int level, uint64_t gfn);
+			     int level, uint64_t gfn, int *relinked);
 
 /*
  * Whether a 4K table thread t frees at gfn is the collapse of dirty
@@ -88,7 +88,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	uint64_t gfn = ev->u.sp.gfn;
 	enum ctx_kind kind;
 	int64_t leaves;
-	int as, replaced, root;
+	int as, replaced = 0, relinked, root;
 	unsigned fl;
 
 	if (level < 1 || level > SP_MAX_LEVEL)
@@ -154,9 +154,20 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		if (fl & NX_TABLE_TRACED)
 			nx_split_drop(e, &e->nx_traced, gfn);
 	}
+	/* A new table took its place before this free was traced: the
+	 * free zaps the removed one's leaves, which the model set aside
+	 * when the new one was linked. */
+	leaves = replaced_take(e, ev->tid, root, level + 1,
+			       tdp_align(gfn, level + 1), &relinked);
 	/* A teardown zaps every leaf below the table (nested tables with
-	 * it, above); a recovery the leaves of its one table. */
-	t->ctx_predicted =
+	 * it, above); a recovery the leaves of its one table.  Where the
+	 * new table's link was traced, the leaves the model holds there
+	 * are the new table's (a vCPU may have mapped the same gfn in it
+	 * before this free was traced): none of them goes. */
+	if (replaced && relinked)
+		t->ctx_predicted = 0;
+	else
+		t->ctx_predicted =
 		overlay_context_range(e, t, root, gfn,
 				      gfn + tdp_level_pages(level + 1),
 				      kind == CTX_RECOVERY ||
@@ -165,11 +176,6 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 				      kind == CTX_RECOVERY ? ZAP_NX_RECOVERY :
 				      t->ctx_collapse ? ZAP_DIRTY_LOG_COLLAPSE :
 				      ZAP_TEARDOWN);
-	/* A new table took its place before this free was traced: the
-	 * model holds the new one's entries there, the free zaps the
-	 * removed one's. */
-	leaves = replaced_take(e, ev->tid, root, level + 1,
-			       tdp_align(gfn, level + 1));
 	if (!t->ctx_keep)
 		t->ctx_predicted += leaves;
 	/* A piece of a teardown begun before a mid-run capture (its
@@ -211,21 +217,27 @@ void teardown_replaced(struct engine *e, int as_id, int level, uint64_t gfn,
 {
 	struct replaced_table *r = replaced_find(e, as_id, level, gfn, 0, 1);
 
-	if (r)
+	if (r) {
 		r->leaves += leaves;
+		r->relinked = 1;
+	}
 }
 
 /* The leaves of the table thread tid unlinked at the entry (as_id,
  * level, gfn) that a new table hid from the model; its record ends. */
 static int64_t replaced_take(struct engine *e, int32_t tid, int as_id,
-			     int level, uint64_t gfn)
+			     int level, uint64_t gfn, int *relinked)
 {
 	struct replaced_table *r = replaced_find(e, as_id, level, gfn, tid, 0);
 
+	*relinked = 0;
 	if (!r)
 		return 0;
 	r->active = 0;
-	return engine_rule(e, RULE_REMOVED_TABLE) ? r->leaves : 0;
+	if (!engine_rule(e, RULE_REMOVED_TABLE))
+		return 0;
+	*relinked = r->relinked;
+	return r->leaves;
 }
 
 /* Physical address bits of an SPTE (which table or page it points to). */
