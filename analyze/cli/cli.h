@@ -160,6 +160,8 @@ int cli_output(const char *path, int as_json, char *json,
  * (metrics/summary.h): CLI_EXIT_OK, CLI_EXIT_INTERNAL or
  * CLI_EXIT_INPUT. */
 int cli_exit_summary(int summary_status);
+/* Returns the exit code for ingest_run()'s status (ingest/ingest.h). */
+int cli_exit_ingest(int ingest_status);
 
 extern const struct cli_command cli_cmd_ingest;
 extern const struct cli_command cli_cmd_summary;

@@ -300,22 +300,6 @@ static void kinds_fill(const struct cli_replay *r, const char *recorded,
 	}
 }
 
-static int exit_of_ingest(enum ingest_status st)
-{
-	switch (st) {
-	case INGEST_OK:
-		return CLI_EXIT_OK;
-	case INGEST_PARTIAL:
-		return CLI_EXIT_PARTIAL;
-	case INGEST_ERR_INPUT:
-		return CLI_EXIT_INPUT;
-	case INGEST_ERR_OUTPUT:
-		return CLI_EXIT_OUTPUT;
-	default:
-		return CLI_EXIT_INTERNAL;
-	}
-}
-
 /* The analysis proper, with stderr captured: fills in and, when the DB
  * could be opened, leaves it open in in->db.  Returns the exit code. */
 static int analyze(struct cli_args *a, char *db_path,
@@ -335,7 +319,7 @@ static int analyze(struct cli_args *a, char *db_path,
 	opts.watchdog_exit = CLI_EXIT_INPUT;
 	in->stage = "ingest";
 	in->status = FLEET_FAILED;
-	rc = exit_of_ingest(ingest_run(&opts, &ires));
+	rc = cli_exit_ingest(ingest_run(&opts, &ires));
 	if (rc != CLI_EXIT_OK && rc != CLI_EXIT_PARTIAL)
 		return rc;
 	truncated = rc == CLI_EXIT_PARTIAL;

@@ -74,6 +74,7 @@ static int run(struct cli_args *a)
 {
 	struct ingest_opts opts;
 	struct ingest_result res;
+	int rc;
 
 	if (a->npos == 0 || !a->str[OPT_OUTPUT]) {
 		fprintf(stderr, "mmureplay ingest: need TRACE... and -o DB "
@@ -86,23 +87,13 @@ static int run(struct cli_args *a)
 	opts.watchdog_s = a->str[OPT_WATCHDOG] ?
 		(unsigned)a->num[OPT_WATCHDOG] : 60;
 	opts.watchdog_exit = CLI_EXIT_INPUT;
-	switch (ingest_run(&opts, &res)) {
-	case INGEST_OK:
-		if (!a->str[OPT_QUIET])
-			fprintf(stderr, "mmureplay: %s: %llu events from %d "
-				"trace(s), %llu lost\n", opts.output,
-				(unsigned long long)res.events, res.ntraces,
-				(unsigned long long)res.lost_events);
-		if (a->str[OPT_STATS])
-			stats_print(&opts, &res);
-		return CLI_EXIT_OK;
-	case INGEST_PARTIAL:
-		return CLI_EXIT_PARTIAL;
-	case INGEST_ERR_INPUT:
-		return CLI_EXIT_INPUT;
-	case INGEST_ERR_OUTPUT:
-		return CLI_EXIT_OUTPUT;
-	default:
-		return CLI_EXIT_INTERNAL;
-	}
+	rc = cli_exit_ingest(ingest_run(&opts, &res));
+	if (rc == CLI_EXIT_OK && !a->str[OPT_QUIET])
+		fprintf(stderr, "mmureplay: %s: %llu events from %d trace(s), "
+			"%llu lost\n", opts.output,
+			(unsigned long long)res.events, res.ntraces,
+			(unsigned long long)res.lost_events);
+	if (rc == CLI_EXIT_OK && a->str[OPT_STATS])
+		stats_print(&opts, &res);
+	return rc;
 }

@@ -7,6 +7,7 @@
  */
 #include "cli/cli.h"
 
+#include "ingest/ingest.h"
 #include "metrics/summary.h"
 #include "util/log.h"
 #include "util/outfile.h"
@@ -49,5 +50,21 @@ int cli_exit_summary(int summary_status)
 		return CLI_EXIT_INTERNAL;
 	default:
 		return CLI_EXIT_INPUT;
+	}
+}
+
+int cli_exit_ingest(int ingest_status)
+{
+	switch (ingest_status) {
+	case INGEST_OK:
+		return CLI_EXIT_OK;
+	case INGEST_PARTIAL:
+		return CLI_EXIT_PARTIAL;
+	case INGEST_ERR_INPUT:
+		return CLI_EXIT_INPUT;
+	case INGEST_ERR_OUTPUT:
+		return CLI_EXIT_OUTPUT;
+	default:
+		return CLI_EXIT_INTERNAL;
 	}
 }
