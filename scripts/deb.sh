@@ -25,6 +25,7 @@ done
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+[ -n "${DEB_KEEP:-}" ] && trap - EXIT && echo "deb.sh: work in $WORK" >&2
 git clone -q "$TOP" "$WORK/mmureplay"
 (cd "$WORK/mmureplay" && dpkg-buildpackage -us -uc -b >"$WORK/build.log" 2>&1) ||
 	{ tail -30 "$WORK/build.log" >&2; echo "deb.sh: build failed" >&2; exit 1; }
@@ -44,10 +45,11 @@ R="$WORK/root"
 debootstrap --variant=minbase bookworm "$R" >"$WORK/debootstrap.log" 2>&1 ||
 	{ tail -5 "$WORK/debootstrap.log" >&2; exit 1; }
 cp "$DEB" "$R/tmp/"
-chroot "$R" sh -c "apt-get update -qq && apt-get install -y -qq man-db \
+chroot "$R" sh -c "apt-get update -qq && apt-get install -y -qq man-db xz-utils \
 	/tmp/$(basename "$DEB") >/dev/null" || exit 1
-chroot "$R" mmureplay --help >/dev/null
-chroot "$R" sh -c 'MANWIDTH=80 man mmureplay | head -3'
+chroot "$R" mmureplay --help >/dev/null ||
+	{ echo "deb.sh: mmureplay --help fails in the root" >&2; exit 1; }
+chroot "$R" sh -c 'MANWIDTH=80 man mmureplay 2>&1 | head -3'
 chroot "$R" sh -c 'cd /tmp && mkdir ex && tar xJf \
 	/usr/share/doc/mmureplay/examples/trace.tar.xz -C ex &&
 	mmureplay ingest ex -o c.db && mmureplay report c.db -o r.html &&

@@ -132,14 +132,14 @@ static void window_close(struct scan_pass *p, struct scan_thread *t)
  * what it does is.  Turning logging on, kvm_mmu_slot_apply_flags()
  * write-protects the slot's leaves (same pfn, writable -> not) and, with
  * eager_page_split, splits its huge leaves into tables in one change
- * each, in the ioctl's thread: outside any fault and any invalidation.
+ * each, in the ioctl's thread: outside any fault.
  * No other path changes a present leaf that way there (a fault's split
  * is inside the fault; mprotect, KSM and reclaim come through the
- * notifier; reading the log write-protects again while it is on).
- * Turning it off, kvm_mmu_zap_collapsible_sptes() zaps, in the same
- * kind of ioctl, the tables that could map huge: a present table entry
- * cleared outside a fault and a window by the thread that turned it
- * on (the NX recovery worker clears such entries too, but in a thread of
+ * notifier, which zaps leaves; reading the log write-protects again
+ * while it is on).  Turning it off, kvm_mmu_zap_collapsible_sptes()
+ * zaps, in the same kind of ioctl, the tables that could map huge: a
+ * present table entry cleared outside a fault by the thread that turned
+ * it on (the NX recovery worker clears such entries too, but in a thread of
  * its own; a memslot's deletion or the VM's teardown, by that thread,
  * end the logging as well).  Global, as the stock inference is: which
  * slot is not told.  Rule dirty_sweep.
@@ -151,8 +151,10 @@ static int dirty_sweep_note(struct scan_pass *p, const struct scan_thread *t,
 	uint64_t old = e->u.spte.old_spte, new = e->u.spte.new_spte;
 	int level = e->u.spte.level;
 
-	if (!p->sweep_rule || t->in_fault || t->in_window ||
-	    !spte_present(f, old))
+	/* An invalidation's window does not matter: it zaps leaves (a
+	 * stock window has no end event, so a VMM thread that once
+	 * invalidated would otherwise never count again). */
+	if (!p->sweep_rule || t->in_fault || !spte_present(f, old))
 		return 0;
 	if (!p->sweep_on) {
 		if (!spte_present(f, new) ||
