@@ -550,9 +550,10 @@ static void text_pol(FILE *out, const struct pol *p)
 	for (k = 0; k < p->ntop; k++) {
 		fprintf(out, "    %s, ", p->top[k].host);
 		if (p->top[k].vm)
-			fprintf(out, "VM %lld", (long long)p->top[k].vm);
+			fprintf(out, "VM %lld of %s", (long long)p->top[k].vm,
+				p->top[k].capture);
 		else
-			fprintf(out, "capture");
+			fprintf(out, "%s", p->top[k].capture);
 		if (p->top[k].label[0])
 			fprintf(out, " (%s)", p->top[k].label);
 		fprintf(out, ": %s/s\n",
