@@ -318,8 +318,11 @@ struct replaced_table {
 	int active;
 	int64_t leaves;
 	/* A new table was linked at the entry (overlay_table_linked()):
-	 * the leaves the model holds below it since are the new table's. */
+	 * the leaves the model holds below it since are the new table's,
+	 * and known holds which of the removed table's entries the model
+	 * knew then (tdp_table_known()). */
 	int relinked;
+	uint64_t known[TDP_TABLE_ENTRIES / 64];
 };
 
 #define REPLACED_TABLES 8
@@ -566,7 +569,8 @@ void teardown_ctx_close(struct engine *e, struct thread_ctx *t);
 void teardown_unlinked(struct engine *e, int32_t tid, int as_id, int level,
 		       uint64_t gfn);
 void teardown_replaced(struct engine *e, int as_id, int level, uint64_t gfn,
-		       int64_t leaves);
+		       int64_t leaves,
+		       const uint64_t known[TDP_TABLE_ENTRIES / 64]);
 int teardown_entry_replaced(struct engine *e, const struct thread_ctx *t,
 			    int as, int level, uint64_t gfn, uint64_t old);
 int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,

@@ -400,14 +400,16 @@ static void overlay_table_linked(struct engine *e, int as_id, int level,
 				 uint64_t gfn)
 {
 	struct stale_walk w = { .sw_engine = e, .sw_level = level };
+	uint64_t known[TDP_TABLE_ENTRIES / 64];
 	size_t i;
 
 	if (late_link_take(e, as_id, level, gfn))
 		return;
-
+	/* What the model knew of the removed table, before its leaves go. */
+	tdp_table_known(&e->tdp_obs, as_id, level - 1, gfn, 1, known);
 	tdp_for_each_leaf(&e->tdp_obs, as_id, gfn,
 			  gfn + tdp_level_pages(level), stale_leaf_add, &w);
-	teardown_replaced(e, as_id, level, gfn, w.sw_present);
+	teardown_replaced(e, as_id, level, gfn, w.sw_present, known);
 	for (i = 0; i < w.sw_n; i++)
 		tdp_clear(&e->tdp_obs, as_id, w.sw_leaf[i].level,
 			  w.sw_leaf[i].gfn);

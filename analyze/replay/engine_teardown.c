@@ -34,8 +34,11 @@
  */
 #include "replay/engine_int.h"
 
+#include <string.h>
+
 static int64_t replaced_take(struct engine *e, int32_t tid, int as_id,
-			     int level, uint64_t gfn, int *relinked);
+			     int level, uint64_t gfn, int *relinked,
+			     uint64_t known[TDP_TABLE_ENTRIES / 64]);
 
 /*
  * Whether a 4K table thread t frees at gfn is the collapse of dirty
@@ -158,7 +161,8 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	 * free zaps the removed one's leaves, which the model set aside
 	 * when the new one was linked. */
 	leaves = replaced_take(e, ev->tid, root, level + 1,
-			       tdp_align(gfn, level + 1), &relinked);
+			       tdp_align(gfn, level + 1), &relinked,
+			       t->sp_known);
 	/* A teardown zaps every leaf below the table (nested tables with
 	 * it, above); a recovery the leaves of its one table.  Where the
 	 * new table's link was traced, the leaves the model holds there
@@ -213,20 +217,23 @@ static struct replaced_table *replaced_find(struct engine *e, int as_id,
 }
 
 void teardown_replaced(struct engine *e, int as_id, int level, uint64_t gfn,
-		       int64_t leaves)
+		       int64_t leaves,
+		       const uint64_t known[TDP_TABLE_ENTRIES / 64])
 {
 	struct replaced_table *r = replaced_find(e, as_id, level, gfn, 0, 1);
 
 	if (r) {
 		r->leaves += leaves;
 		r->relinked = 1;
+		memcpy(r->known, known, sizeof(r->known));
 	}
 }
 
 /* The leaves of the table thread tid unlinked at the entry (as_id,
  * level, gfn) that a new table hid from the model; its record ends. */
 static int64_t replaced_take(struct engine *e, int32_t tid, int as_id,
-			     int level, uint64_t gfn, int *relinked)
+			     int level, uint64_t gfn, int *relinked,
+			     uint64_t known[TDP_TABLE_ENTRIES / 64])
 {
 	struct replaced_table *r = replaced_find(e, as_id, level, gfn, tid, 0);
 
@@ -237,6 +244,8 @@ static int64_t replaced_take(struct engine *e, int32_t tid, int as_id,
 	if (!engine_rule(e, RULE_REMOVED_TABLE))
 		return 0;
 	*relinked = r->relinked;
+	if (r->relinked)
+		memcpy(known, r->known, sizeof(r->known));
 	return r->leaves;
 }
 
