@@ -395,7 +395,7 @@ static void section_whatif(FILE *o, const struct stored_run *r, int n)
 	size_t c;
 	int i;
 
-	fprintf(o, "<h2>What-if</h2>\n<table><tr><th>policy</th>");
+	fprintf(o, "<h2 id=\"whatif\">What-if</h2>\n<table><tr><th>policy</th>");
 	for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++)
 		fprintf(o, "<th>%s</th>", cols[c].h);
 	fprintf(o, "</tr>\n");
