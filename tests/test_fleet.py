@@ -14,8 +14,9 @@ a capture of two VMs) and one that is not a trace.  Checked:
     bytes;
   - merge: order-independent and idempotent (shards one at a time in
     reverse, and everything merged twice, give the same file, byte for
-    byte, as one merge); a truncated shard.json is refused with its name
-    and the rest merged (exit 2);
+    byte, as one merge); a truncated shard.json, and one whose series
+    rows are malformed, are refused with their names and the rest merged
+    (exit 2);
   - fleet-report: every capture counted, the failed one listed with its
     reason; its JSON and the shards validate against their schemas;
   - Dask: the worker running a task is killed with SIGKILL mid-task (its
@@ -215,6 +216,20 @@ def main():
                         "SELECT count(*) FROM capture"],
                        capture_output=True, text=True).stdout.strip()
     check(n == str(len(caps) - 1), "the others merged: %s rows" % n)
+    # A shard that parses but whose series rows are malformed: refused
+    # the same way, never read blindly.
+    bad = os.path.join(work, "bad")
+    shutil.copytree(os.path.join(loop, "shards"), bad)
+    victim = [d for d in shards_of(bad) if "unreadable" not in d][0]
+    with open(os.path.join(victim, "shard.json")) as f:
+        doc = json.load(f)
+    doc["policies"][0]["series"] = [[1, 2]]
+    with open(os.path.join(victim, "shard.json"), "w") as f:
+        json.dump(doc, f)
+    m = run([mmr, "merge", bad, "-o", os.path.join(work, "bad.db")])
+    check(m.returncode == 2 and os.path.join(victim, "shard.json") in
+          m.stderr and "malformed" in m.stderr,
+          "a malformed shard is refused by name: %s" % m.stderr)
 
     # fleet-report: every capture counted, the failure with its reason.
     r = run([mmr, "fleet-report", ref])

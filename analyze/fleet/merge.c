@@ -78,6 +78,31 @@ static char *slurp(const char *path)
 	return buf;
 }
 
+/* Whether every policy run has a name and every series row five
+ * numbers: what doc_put() reads without looking. */
+static int doc_shape_ok(const cJSON *root)
+{
+	const cJSON *p, *row, *v;
+	int n;
+
+	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(root,
+							       "policies")) {
+		if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(p, "name")))
+			return 0;
+		cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(
+					   p, "series")) {
+			n = 0;
+			cJSON_ArrayForEach(v, row)
+				if (cJSON_IsNumber(v))
+					n++;
+			if (!cJSON_IsArray(row) || n != 5 ||
+			    cJSON_GetArraySize(row) != 5)
+				return 0;
+		}
+	}
+	return 1;
+}
+
 /*
  * Checks one shard document; returns its status rank and sets *id, or
  * returns -1 after saying what is wrong with it (name: its file).
@@ -112,6 +137,9 @@ static int doc_check(const char *name, const char *text, char **id)
 		   fleet_status_find(status->valuestring) < 0) {
 		log_error("%s: a shard without a valid id or status, not "
 			  "merged", name);
+	} else if (!doc_shape_ok(root)) {
+		log_error("%s: a shard whose policies or series are malformed, "
+			  "not merged", name);
 	} else {
 		rank = fleet_status_find(status->valuestring);
 		*id = strdup(jid->valuestring);
