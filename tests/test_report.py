@@ -41,7 +41,7 @@ def report(db):
 
 def whatif_rows(page):
     """{policy: [cells]} of the what-if table."""
-    sec = page.split("<h2>What-if</h2>", 1)
+    sec = re.split(r"<h2[^>]*>What-if</h2>", page, maxsplit=1)
     if len(sec) < 2:
         return {}
     table = sec[1].split("</table>", 1)[0]
