@@ -72,7 +72,6 @@ def check_packets(name, packets):
     last = {}
     depth = collections.Counter()
     npf = 0
-    names = {}
     threads = 0
     for p in packets:
         seq = p.get("trusted_packet_sequence_id")
@@ -83,9 +82,6 @@ def check_packets(name, packets):
                       % (name, seq, ts))
                 return 0
             last[seq] = ts
-        for k, v in p.items():
-            if k.startswith("interned_data.event_names.name"):
-                pass
         if "track_descriptor.thread.tid" in p:
             threads += 1
         t = p.get("track_event.type")
@@ -103,7 +99,6 @@ def check_packets(name, packets):
     check(all(v == 0 for v in depth.values()),
           "%s: slices left open: %s" % (name, {k: v for k, v in
                                               depth.items() if v}))
-    del names
     return npf, threads
 
 

@@ -212,7 +212,7 @@ static void reap_stale(const char *dir)
 
 /* The policies to replay by default, comma-joined into buf: every
  * registered one, and the sweeps at each factor of the recorded ratio
- * and period.  Returns buf; -1 in *bad after saying why. */
+ * and period.  Returns buf. */
 static const char *default_policies(char *buf, size_t len,
 				    const char *sweeps,
 				    const struct capture_info *ci)

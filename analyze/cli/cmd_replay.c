@@ -3,19 +3,11 @@
  */
 #include "cli/cli.h"
 
-#include "db/db.h"
-#include "metrics/fidelity.h"
-#include "metrics/replay_metrics.h"
 #include "replay/capture_info.h"
-#include "replay/engine.h"
-#include "replay/source.h"
 #include "report/report.h"
-#include "util/log.h"
 
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 enum { OPT_POLICY, OPT_JSON, OPT_OUTPUT, OPT_RATIO, OPT_PERIOD, OPT_VM,
        OPT_FORCE, OPT_N };

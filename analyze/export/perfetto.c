@@ -108,7 +108,6 @@ struct thr {
 	int inited;
 	int npf_open, win_open, nx_open;
 	int64_t win_seq;
-	uint64_t win_hs, win_he;
 };
 
 struct exp {
@@ -399,12 +398,10 @@ static void on_row(struct exp *e, enum kind k, sqlite3_stmt *r)
 		} else if (a == MEV_PHASE_START && !t->win_open) {
 			t->win_open = 1;
 			t->win_seq = seq;
-			t->win_hs = (uint64_t)b;
-			t->win_he = (uint64_t)c;
 			event_begin(e, t, ts, TYPE_SLICE_BEGIN, N_INVALIDATION);
-			annotate_addr(e, A_HVA, t->win_hs);
-			annotate(e, A_PAGES,
-				 (int64_t)((t->win_he - t->win_hs) >> 12));
+			annotate_addr(e, A_HVA, (uint64_t)b);
+			annotate(e, A_PAGES, (int64_t)(((uint64_t)c -
+							(uint64_t)b) >> 12));
 			event_end(e);
 		} else if (a == MEV_PHASE_END && t->win_open) {
 			t->win_open = 0;

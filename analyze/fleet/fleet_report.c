@@ -745,19 +745,6 @@ char *fleet_report_json(const struct fleet_report *r)
 
 extern const char reports_report_css[];
 
-static void esc(FILE *o, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", o); break;
-		case '>': fputs("&gt;", o); break;
-		case '&': fputs("&amp;", o); break;
-		case '"': fputs("&quot;", o); break;
-		default: fputc(*s, o);
-		}
-	}
-}
-
 static void td_num(FILE *o, double v, int decimals)
 {
 	char a[32];
@@ -776,7 +763,7 @@ void fleet_report_html(FILE *o, const struct fleet_report *r)
 		"charset=\"utf-8\"><title>mmureplay fleet report</title>"
 		"<style>%s</style></head><body>\n<h1>Fleet report of ",
 		reports_report_css);
-	esc(o, r->path);
+	report_html_esc(o, r->path);
 	fprintf(o, "</h1>\n<p>%lld captures (", (long long)s->captures);
 	for (k = 0; k < FLEET_STATUSES; k++)
 		fprintf(o, "%s%s %lld", k ? ", " : "", fleet_status_names[k],
@@ -787,7 +774,7 @@ void fleet_report_html(FILE *o, const struct fleet_report *r)
 		const struct pol *p = &s->pol[i];
 
 		fprintf(o, "<h2>");
-		esc(o, p->name);
+		report_html_esc(o, p->name);
 		fprintf(o, ": avoided per second</h2>\n<p>Over %d VMs on %d "
 			"hosts (not applicable: %d).</p>\n<table><tr><th>"
 			"figure</th><th>median</th><th>p90</th><th>p99</th>"
@@ -806,9 +793,9 @@ void fleet_report_html(FILE *o, const struct fleet_report *r)
 			fprintf(o, "<p>Most faults avoided:</p><ul>\n");
 		for (k = 0; k < p->ntop; k++) {
 			fprintf(o, "<li>");
-			esc(o, p->top[k].host);
+			report_html_esc(o, p->top[k].host);
 			fprintf(o, ", VM %lld ", (long long)p->top[k].vm);
-			esc(o, p->top[k].label);
+			report_html_esc(o, p->top[k].label);
 			fprintf(o, ": %.1f faults/s</li>\n",
 				p->top[k].faults);
 		}
@@ -840,11 +827,11 @@ void fleet_report_html(FILE *o, const struct fleet_report *r)
 		r->nfailing);
 	for (i = 0; i < r->nfailing; i++) {
 		fprintf(o, "<tr><td>");
-		esc(o, r->failing[i].id);
+		report_html_esc(o, r->failing[i].id);
 		fprintf(o, "</td><td>");
-		esc(o, r->failing[i].status);
+		report_html_esc(o, r->failing[i].status);
 		fprintf(o, "</td><td>");
-		esc(o, r->failing[i].reason);
+		report_html_esc(o, r->failing[i].reason);
 		fprintf(o, "</td></tr>\n");
 	}
 	fprintf(o, "</table>\n</body></html>\n");

@@ -78,8 +78,8 @@ static char *slurp(const char *path)
 	return buf;
 }
 
-/* Whether every policy run has a name and every series row five
- * numbers: what doc_put() reads without looking. */
+/* Whether every policy run has a name, each of its VMs a number and
+ * every series row five numbers: what doc_put() reads without looking. */
 static int doc_shape_ok(const cJSON *root)
 {
 	const cJSON *p, *row, *v;
@@ -89,6 +89,10 @@ static int doc_shape_ok(const cJSON *root)
 							       "policies")) {
 		if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(p, "name")))
 			return 0;
+		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(p, "vms"))
+			if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(
+						    v, "vm")))
+				return 0;
 		cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(
 					   p, "series")) {
 			n = 0;
@@ -400,17 +404,24 @@ static const cJSON *get(const cJSON *o, const char *k)
 	return cJSON_GetObjectItemCaseSensitive(o, k);
 }
 
-/* Runs st with the n JSON values given, then resets it.  0 or -1. */
-static int put(sqlite3_stmt *st, int n, const cJSON *const *v)
+/* Runs st with the parameters bound, then resets it.  0 or -1. */
+static int step(sqlite3_stmt *st)
 {
-	int i, rc;
+	int rc = sqlite3_step(st);
 
-	for (i = 0; i < n; i++)
-		bind_json(st, i + 1, v[i]);
-	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Runs st with the n JSON values given.  0 or -1. */
+static int put(sqlite3_stmt *st, int n, const cJSON *const *v)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		bind_json(st, i + 1, v[i]);
+	return step(st);
 }
 
 enum {
@@ -434,38 +445,53 @@ static const char *const st_sql[ST_N] = {
 };
 
 /* Each figure of the object figs as rows (capture, vm, policy). */
-static int figures_put(sqlite3_stmt *st, const cJSON *id, const cJSON *vm,
-		       const cJSON *policy, const cJSON *figs)
+static int figures_put(sqlite3_stmt *st, const cJSON *id, int64_t vm,
+		       const char *policy, const cJSON *figs)
 {
-	const cJSON *f, *v[5];
+	const cJSON *f;
 
 	cJSON_ArrayForEach(f, figs) {
-		cJSON *name = cJSON_CreateString(f->string);
-
-		v[0] = id;
-		v[1] = vm;
-		v[2] = policy;
-		v[3] = name;
-		v[4] = f;
-		if (!name || put(st, 5, v) < 0) {
-			cJSON_Delete(name);
+		bind_json(st, 1, id);
+		sqlite3_bind_int64(st, 2, vm);
+		sqlite3_bind_text(st, 3, policy, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, f->string, -1, SQLITE_STATIC);
+		bind_json(st, 5, f);
+		if (step(st) < 0)
 			return -1;
-		}
-		cJSON_Delete(name);
 	}
 	return 0;
 }
 
-/* The rows of one policy run of capture id (start: its UTC second). */
+/* The run's per-second series under the name policy, by UTC second
+ * (start: the capture's first). */
+static int series_put(sqlite3_stmt *st, const char *policy,
+		      const cJSON *series, const cJSON *start)
+{
+	const cJSON *row;
+	int64_t s0 = cJSON_IsNumber(start) ? (int64_t)start->valuedouble : 0;
+	int i;
+
+	cJSON_ArrayForEach(row, series) {
+		sqlite3_bind_text(st, 1, policy, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, s0 + (int64_t)
+				   cJSON_GetArrayItem(row, 0)->valuedouble);
+		for (i = 1; i < 5; i++)
+			bind_json(st, i + 2, cJSON_GetArrayItem(row, i));
+		if (step(st) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The rows of one policy run of capture id (start: its UTC second);
+ * doc_shape_ok() held its name and series rows. */
 static int run_put(sqlite3_stmt **st, const cJSON *id, const cJSON *p,
 		   const cJSON *start)
 {
-	const cJSON *sweep = get(p, "sweep"), *vm, *row, *v[12];
-	cJSON *zero = cJSON_CreateNumber(0), *pol = NULL, *sec = NULL;
-	int verified = cJSON_IsTrue(get(p, "verified")), rc = -1, k;
+	const cJSON *sweep = get(p, "sweep"), *vm, *v[12];
+	const char *name = get(p, "name")->valuestring;
+	int recorded = cJSON_IsTrue(get(p, "recorded")), k;
 
-	if (!zero)
-		return -1;
 	v[0] = id;
 	v[1] = get(p, "name");
 	v[2] = get(p, "recorded");
@@ -477,53 +503,27 @@ static int run_put(sqlite3_stmt **st, const cJSON *id, const cJSON *p,
 	for (k = 0; k < FLEET_FIGURES; k++)
 		v[8 + k] = get(get(p, "kinds"), fleet_figure_names[k]);
 	if (put(st[ST_RUN], 12, v) < 0 ||
-	    figures_put(st[ST_FIGURE], id, zero, v[1], get(p, "figures")) < 0)
-		goto end;
+	    figures_put(st[ST_FIGURE], id, 0, name, get(p, "figures")) < 0)
+		return -1;
 	cJSON_ArrayForEach(vm, get(p, "vms")) {
-		if (figures_put(st[ST_FIGURE], id, get(vm, "vm"), v[1],
-				get(vm, "figures")) < 0)
-			goto end;
-		if (cJSON_IsTrue(get(p, "recorded"))) {
-			const cJSON *c[3] = { get(vm, "self_check_ok"), id,
-					      get(vm, "vm") };
+		const cJSON *c[3] = { get(vm, "self_check_ok"), id,
+				      get(vm, "vm") };
 
-			if (put(st[ST_VM_CHECK], 3, c) < 0)
-				goto end;
-		}
+		if (figures_put(st[ST_FIGURE], id,
+				(int64_t)cJSON_GetNumberValue(get(vm, "vm")),
+				name, get(vm, "figures")) < 0 ||
+		    (recorded && put(st[ST_VM_CHECK], 3, c) < 0))
+			return -1;
 	}
 	/* The series: under the policy's name when verified, and under
 	 * 'recorded' for the recorded policy (fleet.sql). */
-	for (k = 0; k < 2; k++) {
-		if (k == 0 && !verified)
-			continue;
-		if (k == 1 && !cJSON_IsTrue(get(p, "recorded")))
-			continue;
-		cJSON_Delete(pol);
-		pol = cJSON_CreateString(k ? "recorded" :
-					 get(p, "name")->valuestring);
-		cJSON_ArrayForEach(row, get(p, "series")) {
-			const cJSON *s[6];
-			int i;
-
-			cJSON_Delete(sec);
-			sec = cJSON_CreateNumber(
-				cJSON_GetArrayItem(row, 0)->valuedouble +
-				(cJSON_IsNumber(start) ? start->valuedouble :
-				 0));
-			s[0] = pol;
-			s[1] = sec;
-			for (i = 1; i < 5; i++)
-				s[i + 1] = cJSON_GetArrayItem(row, i);
-			if (!pol || !sec || put(st[ST_SERIES], 6, s) < 0)
-				goto end;
-		}
-	}
-	rc = 0;
-end:
-	cJSON_Delete(zero);
-	cJSON_Delete(pol);
-	cJSON_Delete(sec);
-	return rc;
+	if (cJSON_IsTrue(get(p, "verified")) &&
+	    series_put(st[ST_SERIES], name, get(p, "series"), start) < 0)
+		return -1;
+	if (recorded &&
+	    series_put(st[ST_SERIES], "recorded", get(p, "series"), start) < 0)
+		return -1;
+	return 0;
 }
 
 /* The sources as one text, a path a line. */

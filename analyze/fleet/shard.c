@@ -12,6 +12,7 @@
 #include "fleet/fleet.h"
 
 #include "db/db.h"
+#include "util/fnv.h"
 #include "util/log.h"
 
 #include <cjson/cJSON.h>
@@ -39,17 +40,12 @@ int fleet_status_find(const char *s)
 	return -1;
 }
 
-/* FNV-1a, 64 bits: a name, not a defence (IDs are not secrets). */
+/* Adds a string to the ID's digest, its end marked (IDs are names,
+ * not secrets). */
 static uint64_t fnv(uint64_t h, const char *s)
 {
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h ^ 0xff;
+	return fnv_add(h, s, strlen(s)) ^ 0xff;
 }
-
-#define FNV_BASIS 0xcbf29ce484222325ULL
 
 /* Copies s into dst keeping [A-Za-z0-9.-], '_' for the rest. */
 static void id_part(char *dst, size_t len, const char *s)

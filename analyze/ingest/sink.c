@@ -14,6 +14,7 @@
 #include "util/log.h"
 #include "util/watchdog.h"
 #include "util/ptrmap.h"
+#include "util/fnv.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -320,17 +321,6 @@ static int64_t field_int(const bt_field *st, uint64_t member,
 	}
 }
 
-/* FNV-1a over n bytes, continuing from h. */
-static uint64_t digest_add(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-
 /*
  * A perf sample's digest: its class, stream, time and every top-level
  * payload field.  perf.data can hold a record twice (same time, same
@@ -341,12 +331,12 @@ static uint64_t sample_digest(const bt_event *ev, const bt_event_class *ec,
 			      const bt_stream *st, int64_t ns)
 {
 	const bt_field *pl = bt_event_borrow_payload_field_const(ev), *f;
-	uint64_t h = 0xcbf29ce484222325ull, i, n, v;
+	uint64_t h = FNV_BASIS, i, n, v;
 	uintptr_t id[2] = { (uintptr_t)ec, (uintptr_t)st };
 	const char *str;
 
-	h = digest_add(h, id, sizeof(id));
-	h = digest_add(h, &ns, sizeof(ns));
+	h = fnv_add(h, id, sizeof(id));
+	h = fnv_add(h, &ns, sizeof(ns));
 	n = pl ? bt_field_class_structure_get_member_count(
 		bt_field_borrow_class_const(pl)) : 0;
 	for (i = 0; i < n; i++) {
@@ -354,15 +344,15 @@ static uint64_t sample_digest(const bt_event *ev, const bt_event_class *ec,
 		if (bt_field_class_type_is(bt_field_get_class_type(f),
 					   BT_FIELD_CLASS_TYPE_SIGNED_INTEGER)) {
 			v = (uint64_t)bt_field_integer_signed_get_value(f);
-			h = digest_add(h, &v, sizeof(v));
+			h = fnv_add(h, &v, sizeof(v));
 		} else if (bt_field_class_type_is(bt_field_get_class_type(f),
 					BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER)) {
 			v = bt_field_integer_unsigned_get_value(f);
-			h = digest_add(h, &v, sizeof(v));
+			h = fnv_add(h, &v, sizeof(v));
 		} else if (bt_field_get_class_type(f) ==
 			   BT_FIELD_CLASS_TYPE_STRING) {
 			str = bt_field_string_get_value(f);
-			h = digest_add(h, str, strlen(str) + 1);
+			h = fnv_add(h, str, strlen(str) + 1);
 		}
 	}
 	return h;

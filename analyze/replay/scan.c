@@ -73,6 +73,17 @@ struct scan_pass {
 };
 
 
+/* Appends [from, to) to the intervals v[0..*n).  0, or -1: no memory. */
+static int interval_add(struct scan_interval **v, size_t *n, size_t *cap,
+			uint64_t from, uint64_t to)
+{
+	if (ALLOC_GROW(*v, *n + 1, *cap))
+		return -1;
+	(*v)[*n].from_seq = from;
+	(*v)[(*n)++].to_seq = to;
+	return 0;
+}
+
 static struct scan_thread *thread_get(struct scan_pass *p, int32_t tid)
 {
 	struct scan_thread *t;
@@ -173,12 +184,9 @@ static int dirty_sweep_note(struct scan_pass *p, const struct scan_thread *t,
 	if (e->tid != p->sweep_tid || level == TDP_LEVEL_4K ||
 	    spte_leaf(f, old, level) || spte_present(f, new))
 		return 0;
-	if (ALLOC_GROW(p->swept, p->nswept + 1, p->capswept))
-		return -1;
-	p->swept[p->nswept].from_seq = p->sweep_from;
-	p->swept[p->nswept++].to_seq = e->seq;
 	p->sweep_on = 0;
-	return 0;
+	return interval_add(&p->swept, &p->nswept, &p->capswept,
+			    p->sweep_from, e->seq);
 }
 
 static int on_spte(struct scan_pass *p, struct scan_thread *t,
@@ -373,10 +381,9 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 	} else if (p->dirty_on) {
 		struct scan *sc = p->out;
 
-		if (!ALLOC_GROW(sc->dirty, sc->ndirty + 1, sc->capdirty)) {
-			sc->dirty[sc->ndirty].from_seq = p->dirty_from;
-			sc->dirty[sc->ndirty++].to_seq = t->setregion_seq;
-		}
+		/* Out of memory, the interval is lost, not the pass. */
+		(void)interval_add(&sc->dirty, &sc->ndirty, &sc->capdirty,
+				   p->dirty_from, t->setregion_seq);
 		p->dirty_on = 0;
 	}
 }
@@ -459,18 +466,13 @@ static int finish(struct scan_pass *p, uint64_t last_seq)
 	size_t i;
 	int measured = 0;
 
-	if (p->dirty_on) {
-		if (ALLOC_GROW(sc->dirty, sc->ndirty + 1, sc->capdirty))
-			return -1;
-		sc->dirty[sc->ndirty].from_seq = p->dirty_from;
-		sc->dirty[sc->ndirty++].to_seq = last_seq + 1;
-	}
-	if (p->sweep_on) {
-		if (ALLOC_GROW(p->swept, p->nswept + 1, p->capswept))
-			return -1;
-		p->swept[p->nswept].from_seq = p->sweep_from;
-		p->swept[p->nswept++].to_seq = last_seq + 1;
-	}
+	if (p->dirty_on && interval_add(&sc->dirty, &sc->ndirty,
+					&sc->capdirty, p->dirty_from,
+					last_seq + 1) < 0)
+		return -1;
+	if (p->sweep_on && interval_add(&p->swept, &p->nswept, &p->capswept,
+					p->sweep_from, last_seq + 1) < 0)
+		return -1;
 	/* No syscall recorded: the MMU events' own inference stands in
 	 * for the ioctls' (dirty_sweep_note()). */
 	if (!sc->seen[MEV_SYSCALL] && !sc->slots.measured && !sc->ndirty &&

@@ -18,7 +18,7 @@ static const char *const colors[] = {
 	"#1f5fa8", "#c2410c", "#15803d", "#7e22ce", "#a16207", "#0e7490",
 };
 
-static void esc(FILE *o, const char *s)
+void report_html_esc(FILE *o, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
@@ -46,7 +46,7 @@ static void latency_row(void *arg, const char *name,
 	int k;
 
 	fprintf(o, "<tr><td>");
-	esc(o, name);
+	report_html_esc(o, name);
 	fprintf(o, "</td>");
 	td_count(o, (double)d->n);
 	for (k = 0; k < LAT_PCTS; k++)
@@ -152,7 +152,7 @@ static void chart_tail(FILE *o, const struct latency *l)
 	for (i = 0; i < t.n; i++) {
 		fprintf(o, "<span><i style=\"background:%s\"></i>",
 			colors[i % 6]);
-		esc(o, t.name[i]);
+		report_html_esc(o, t.name[i]);
 		fprintf(o, "</span>");
 		free((void *)t.name[i]);
 	}
@@ -227,17 +227,17 @@ static void section_capture(FILE *o, const struct summary *s)
 		const struct summary_trace *t = &s->traces[i];
 
 		fprintf(o, "<tr><td>");
-		esc(o, t->path);
+		report_html_esc(o, t->path);
 		fprintf(o, "</td><td>");
-		esc(o, t->domain);
+		report_html_esc(o, t->domain);
 		fprintf(o, "</td><td>");
-		esc(o, t->hostname);
+		report_html_esc(o, t->hostname);
 		fprintf(o, "</td><td>");
-		esc(o, t->kernel_release);
+		report_html_esc(o, t->kernel_release);
 		fprintf(o, "</td><td>");
-		esc(o, t->tracer_name);
+		report_html_esc(o, t->tracer_name);
 		fputc(' ', o);
-		esc(o, t->tracer_version);
+		report_html_esc(o, t->tracer_version);
 		fprintf(o, "</td></tr>\n");
 	}
 	fprintf(o, "</table>\n<table>\n<tr><th>metric</th><th>count</th>"
@@ -265,12 +265,12 @@ static void section_capture(FILE *o, const struct summary *s)
 			continue;
 		fprintf(o, "<p class=\"note\">Unknown %s: ",
 			coverage_figure_keys[i]);
-		esc(o, gap);
+		report_html_esc(o, gap);
 		fprintf(o, ".</p>\n");
 	}
 	if (s->truncated) {
 		fprintf(o, "<p class=\"bad\">Truncated trace: ");
-		esc(o, s->truncated_reason);
+		report_html_esc(o, s->truncated_reason);
 		fprintf(o, "</p>\n");
 	}
 	section_latency(o, &s->latency);
@@ -280,11 +280,12 @@ static void section_capture(FILE *o, const struct summary *s)
 		s->nraw);
 	for (i = 0; i < s->nraw; i++) {
 		fprintf(o, "<tr><td>");
-		esc(o, s->raw[i].name);
+		report_html_esc(o, s->raw[i].name);
 		fprintf(o, "</td>");
 		td_count(o, (double)s->raw[i].count);
 		fprintf(o, "<td>");
-		esc(o, s->raw[i].canonical ? s->raw[i].canonical : "-");
+		report_html_esc(o, s->raw[i].canonical ?
+				s->raw[i].canonical : "-");
 		fprintf(o, "</td></tr>\n");
 	}
 	fprintf(o, "</table></details>\n");
@@ -318,7 +319,7 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 	/* The policy and knowledge names come from the DB: escaped, as
 	 * every string a trace or a DB hands the page. */
 	fprintf(o, "<h2 id=\"selfcheck\">Self-check: replay under ");
-	esc(o, b->policy);
+	report_html_esc(o, b->policy);
 	fprintf(o, "</h2>\n<p class=\"%s\">"
 		"%s</p>\n", b->self_check_ok ? "ok" : "bad",
 		b->self_check_ok ?
@@ -366,13 +367,13 @@ static void section_fidelity(FILE *o, const struct stored_run *b)
 		100.0 * FIDELITY_MAX_EXEMPT_SHARE,
 		b->m.v[RM_MISMATCHES]);
 	fprintf(o, "<p class=\"note\">Memslots ");
-	esc(o, b->knowledge[0]);
+	report_html_esc(o, b->knowledge[0]);
 	fprintf(o, "; permission upgrades ");
-	esc(o, b->knowledge[1]);
+	report_html_esc(o, b->knowledge[1]);
 	fprintf(o, "; dirty logging ");
-	esc(o, b->knowledge[2]);
+	report_html_esc(o, b->knowledge[2]);
 	fprintf(o, "; lock waits ");
-	esc(o, b->knowledge[3]);
+	report_html_esc(o, b->knowledge[3]);
 	fprintf(o, ".  Inferred facts come from stock events (see the "
 		"README).</p>\n");
 }
@@ -401,7 +402,7 @@ static void section_whatif(FILE *o, const struct stored_run *r, int n)
 	fprintf(o, "</tr>\n");
 	for (i = 0; i < n; i++) {
 		fprintf(o, "<tr><td>");
-		esc(o, r[i].policy);
+		report_html_esc(o, r[i].policy);
 		fprintf(o, "</td>");
 		if (r[i].m.not_applicable) {
 			fprintf(o, "<td colspan=\"%zu\">not applicable here "
@@ -426,18 +427,18 @@ static void section_whatif(FILE *o, const struct stored_run *r, int n)
 
 		if (r[i].m.not_applicable) {
 			fprintf(o, "<p class=\"note\">");
-			esc(o, r[i].policy);
+			report_html_esc(o, r[i].policy);
 			fprintf(o, " does not apply: ");
-			esc(o, r[i].m.not_applicable);
+			report_html_esc(o, r[i].m.not_applicable);
 			fprintf(o, ".</p>\n");
 			continue;
 		}
 		if (!p || !p->limits)
 			continue;
 		fprintf(o, "<p class=\"note\">Not modelled by ");
-		esc(o, r[i].policy);
+		report_html_esc(o, r[i].policy);
 		fprintf(o, ": ");
-		esc(o, p->limits);
+		report_html_esc(o, p->limits);
 		fprintf(o, ".</p>\n");
 	}
 }
@@ -473,13 +474,13 @@ static void section_vms(FILE *o, const struct stored_vm_run *v, int nv)
 		fprintf(o, "<tr><td>");
 		if (first) {
 			fprintf(o, "%lld</td><td>", (long long)v[i].vm);
-			esc(o, v[i].procname);
+			report_html_esc(o, v[i].procname);
 			fprintf(o, " (%lld)", (long long)v[i].pid);
 		} else {
 			fprintf(o, "</td><td>");
 		}
 		fprintf(o, "</td><td>");
-		esc(o, v[i].policy);
+		report_html_esc(o, v[i].policy);
 		fprintf(o, "</td>");
 		for (c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
 			if (cols[c].k == RM_LOCK_WAIT_MS)
@@ -585,7 +586,7 @@ static void chart(FILE *o, const struct stored_run *r, int n,
 		}
 		fprintf(o, "</svg><figcaption><i style=\"background:%s\">"
 			"</i>", colors[i % 6]);
-		esc(o, r[i].policy);
+		report_html_esc(o, r[i].policy);
 		fprintf(o, "%s</figcaption></figure>\n", i == 0 ?
 			" (recorded)" : diff ? "; dashed: the recorded run" :
 			": the same every second as the recorded run");
@@ -736,17 +737,17 @@ void report_html(FILE *o, const struct summary *s,
 {
 	fprintf(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta "
 		"charset=\"utf-8\"><title>mmureplay: ");
-	esc(o, db_path);
+	report_html_esc(o, db_path);
 	fprintf(o, "</title>\n<style>\n%s</style></head><body>\n"
 		"<h1>mmureplay report</h1>\n<p class=\"note\">", 
 		reports_report_css);
-	esc(o, db_path);
+	report_html_esc(o, db_path);
 	fprintf(o, "</p>\n");
 	/* The verdict first: every what-if below stands on it. */
 	if (n > 0) {
 		fprintf(o, "<p class=\"%s\">Self-check (replay under ",
 			runs[0].self_check_ok ? "ok" : "bad");
-		esc(o, runs[0].policy);
+		report_html_esc(o, runs[0].policy);
 		fprintf(o, "): %s <a href=\"#selfcheck\">details</a></p>\n",
 			runs[0].self_check_ok ? "the model reproduces the "
 			"trace; the what-if figures stand on it." : "FAILED; "
@@ -758,12 +759,13 @@ void report_html(FILE *o, const struct summary *s,
 	section_spikes(o, sp);
 	if (n == 0) {
 		fprintf(o, "<h2>Replay</h2><p>");
-		esc(o, replay_note ? replay_note : "No replay results.");
+		report_html_esc(o, replay_note ? replay_note :
+				"No replay results.");
 		fprintf(o, "</p>\n");
 	} else {
 		if (replay_note) {
 			fprintf(o, "<p class=\"note\">");
-			esc(o, replay_note);
+			report_html_esc(o, replay_note);
 			fprintf(o, "</p>\n");
 		}
 		section_fidelity(o, &runs[0]);
@@ -815,17 +817,17 @@ void report_compare_html(FILE *o, const struct compare *c)
 		"charset=\"utf-8\"><title>mmureplay compare</title>\n"
 		"<style>\n%s</style></head><body>\n<h1>mmureplay compare</h1>"
 		"\n<p>A: ", reports_report_css);
-	esc(o, c->run[COMPARE_A][0].policy);
+	report_html_esc(o, c->run[COMPARE_A][0].policy);
 	fprintf(o, ", %d run%s; B: ", c->n[COMPARE_A],
 		c->n[COMPARE_A] == 1 ? "" : "s");
-	esc(o, c->run[COMPARE_B][0].policy);
+	report_html_esc(o, c->run[COMPARE_B][0].policy);
 	fprintf(o, ", %d run%s.  Kernel ", c->n[COMPARE_B],
 		c->n[COMPARE_B] == 1 ? "" : "s");
-	esc(o, c->run[COMPARE_A][0].kernel ? c->run[COMPARE_A][0].kernel :
-	    "unknown");
+	report_html_esc(o, c->run[COMPARE_A][0].kernel ?
+			c->run[COMPARE_A][0].kernel : "unknown");
 	fprintf(o, ", workload ");
-	esc(o, c->run[COMPARE_A][0].workload ? c->run[COMPARE_A][0].workload :
-	    "unknown");
+	report_html_esc(o, c->run[COMPARE_A][0].workload ?
+			c->run[COMPARE_A][0].workload : "unknown");
 	fprintf(o, ".</p>\n<h2>Measured</h2>\n<table><tr><th>metric</th>"
 		"<th>A</th><th>B</th><th>change</th><th>ranges overlap</th>"
 		"</tr>\n");
@@ -834,7 +836,7 @@ void report_compare_html(FILE *o, const struct compare *c)
 		if (!r->cell[COMPARE_A].n && !r->cell[COMPARE_B].n)
 			continue;
 		fprintf(o, "<tr><td>");
-		esc(o, r->label);
+		report_html_esc(o, r->label);
 		fprintf(o, "</td>");
 		compare_td(o, &r->cell[COMPARE_A], r->decimals);
 		compare_td(o, &r->cell[COMPARE_B], r->decimals);
@@ -845,7 +847,7 @@ void report_compare_html(FILE *o, const struct compare *c)
 		"runs; rates per second of each run.  -: the runs' source "
 		"cannot give the figure; overlap needs two runs a side.</p>\n"
 		"<h2>What-if: B predicted from each A run (replay under ");
-	esc(o, c->run[COMPARE_B][0].policy);
+	report_html_esc(o, c->run[COMPARE_B][0].policy);
 	fprintf(o, ")</h2>\n");
 	for (i = 0; i < c->nrows; i++)
 		any |= c->rows[i].has_pred;
@@ -861,7 +863,7 @@ void report_compare_html(FILE *o, const struct compare *c)
 			if (!r->has_pred)
 				continue;
 			fprintf(o, "<tr><td>");
-			esc(o, r->label);
+			report_html_esc(o, r->label);
 			fprintf(o, "</td>");
 			/* Never a not-modelled figure as a prediction. */
 			if (!r->cell_pred.n)
@@ -886,7 +888,7 @@ void report_compare_html(FILE *o, const struct compare *c)
 	for (s = 0; s < COMPARE_SIDES; s++)
 		for (i = 0; i < c->n[s]; i++) {
 			fprintf(o, "<tr><td>%c%d</td><td>", s ? 'B' : 'A', i + 1);
-			esc(o, c->run[s][i].path);
+			report_html_esc(o, c->run[s][i].path);
 			fprintf(o, "</td><td>%.2f</td><td class=\"%s\">%s</td>"
 				"</tr>\n", c->run[s][i].duration_s,
 				c->run[s][i].self_check_ok ? "ok" : "bad",

@@ -166,6 +166,9 @@ void report_compare_text(FILE *out, const struct compare *c);
 void report_compare_html(FILE *out, const struct compare *c);
 char *report_compare_json(const struct compare *c);
 
+/* s as HTML text (< > & " ' escaped). */
+void report_html_esc(FILE *o, const char *s);
+
 /* v with thousands separators and that many decimals ("-" for NAN);
  * returns buf. */
 char *report_fmt_num(char *buf, size_t len, double v, int decimals);
