@@ -6,7 +6,7 @@
 #   --root     also install the .deb into a fresh Debian 12 root
 #              (debootstrap --variant=minbase, network needed) and run
 #              mmureplay --help, man mmureplay and the main job on the
-#              bundled capture inside it (minutes; not in CI)
+#              bundled capture inside it (about a minute; CI runs it)
 #
 # The build runs on a clean clone of HEAD (dpkg-buildpackage -us -uc -b),
 # so what is built is what is committed.  Exit 1 when the build fails or
@@ -23,6 +23,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 TOP=$(cd "$(dirname "$0")/.." && pwd)
+sh "$TOP/scripts/setup.sh" --package
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 [ -n "${DEB_KEEP:-}" ] && trap - EXIT && echo "deb.sh: work in $WORK" >&2

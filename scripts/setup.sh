@@ -1,6 +1,8 @@
 #!/bin/sh
 # Install the Debian 12 packages that the build, the tests and the main job
-# need.  Idempotent: packages already present are left alone.
+# need; with --package, also what scripts/deb.sh needs (the package's
+# build, lintian, debootstrap).  Idempotent: packages already present are
+# left alone.
 set -eu
 
 PKGS="build-essential cmake pkg-config xz-utils
@@ -12,6 +14,8 @@ PKGS="build-essential cmake pkg-config xz-utils
       python3 python3-jsonschema python3-distributed protobuf-compiler time
       clang libclang-rt-14-dev
       chromium man-db"
+[ "${1:-}" = "--package" ] &&
+	PKGS="$PKGS git debhelper dpkg-dev lintian debootstrap"
 
 missing=""
 for p in $PKGS; do

@@ -233,6 +233,12 @@ void cli_vms_free(struct report_vms *vms);
 int cli_replay_one(sqlite3 *db, const char *path,
 		   const struct capture_info *ci, const struct policy *pol,
 		   unsigned rules_off, struct replay_result *res);
+/* As cli_replay_one(), with hook told each decision of the policy
+ * (replay_opts.hook): mmureplay export --policy. */
+int cli_replay_hooked(sqlite3 *db, const char *path,
+		      const struct capture_info *ci, const struct policy *pol,
+		      const struct replay_hook *hook,
+		      struct replay_result *res);
 /*
  * Fills *ci with what the replay needs to know of db (capture_info.h),
  * the policy it was recorded with among it.  Returns CLI_EXIT_OK; on

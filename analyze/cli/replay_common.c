@@ -86,7 +86,8 @@ static int replay_one_state(sqlite3 *db, const char *path,
 			    const struct capture_info *ci,
 			    const struct policy *const *pols, int n,
 			    unsigned rules_off, struct replay_result *res,
-			    int *done, struct replay_vms *split)
+			    int *done, struct replay_vms *split,
+			    const struct replay_hook *hook)
 {
 	struct replay_session s;
 	enum replay_status st;
@@ -95,6 +96,7 @@ static int replay_one_state(sqlite3 *db, const char *path,
 	*done = 0;
 	st = split ? replay_session_open_vm(&s, split, ci->vm, ci, rules_off) :
 		replay_session_open(&s, db, ci, rules_off, REPLAY_INPUT_ANY);
+	s.opts.hook = hook;
 	for (; st == REPLAY_OK && *done < n; (*done)++)
 		st = replay_session_run(&s, pols[*done], &res[*done]);
 	replay_session_close(&s);
@@ -200,11 +202,12 @@ static int split_open(sqlite3 *db, const char *path,
  * are the sums over VMs (replay_result_merge()), each VM's figures in
  * vms when asked.
  */
-int cli_replay_policies(sqlite3 *db, const char *path,
-			const struct capture_info *ci,
-			const struct policy *const *pols, int n,
-			unsigned rules_off, struct replay_result *res,
-			int *done, struct report_vms *vms)
+static int replay_policies(sqlite3 *db, const char *path,
+			   const struct capture_info *ci,
+			   const struct policy *const *pols, int n,
+			   unsigned rules_off, struct replay_result *res,
+			   int *done, struct report_vms *vms,
+			   const struct replay_hook *hook)
 {
 	struct capture_info one = *ci;
 	struct replay_result *part;
@@ -220,7 +223,7 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 	}
 	if (ci->vm || ci->nvms < 2) {
 		rc = replay_one_state(db, path, ci, pols, n, rules_off, res,
-				      done, NULL);
+				      done, NULL, hook);
 		if (rc == CLI_EXIT_OK && vms && vms->n) {
 			rc = vm_keep(db, path, ci, pols, n, res, &vms->vm[0]);
 			vms->kthread_events_decided =
@@ -239,7 +242,8 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 	for (v = 1; v <= ci->nvms && rc == CLI_EXIT_OK; v++) {
 		one.vm = v;
 		rc = replay_one_state(db, path, &one, pols, n, rules_off,
-				      part, &got, have_split ? &split : NULL);
+				      part, &got, have_split ? &split : NULL,
+				      hook);
 		if (rc == CLI_EXIT_OK && vms)
 			rc = vm_keep(db, path, ci, pols, n, part,
 				     &vms->vm[v - 1]);
@@ -273,14 +277,35 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 	return rc;
 }
 
+int cli_replay_policies(sqlite3 *db, const char *path,
+			const struct capture_info *ci,
+			const struct policy *const *pols, int n,
+			unsigned rules_off, struct replay_result *res,
+			int *done, struct report_vms *vms)
+{
+	return replay_policies(db, path, ci, pols, n, rules_off, res, done,
+			       vms, NULL);
+}
+
 int cli_replay_one(sqlite3 *db, const char *path,
 		   const struct capture_info *ci, const struct policy *pol,
 		   unsigned rules_off, struct replay_result *res)
 {
 	int done;
 
-	return cli_replay_policies(db, path, ci, &pol, 1, rules_off, res,
-				   &done, NULL);
+	return replay_policies(db, path, ci, &pol, 1, rules_off, res,
+			       &done, NULL, NULL);
+}
+
+int cli_replay_hooked(sqlite3 *db, const char *path,
+		      const struct capture_info *ci, const struct policy *pol,
+		      const struct replay_hook *hook,
+		      struct replay_result *res)
+{
+	int done;
+
+	return replay_policies(db, path, ci, &pol, 1, 0, res, &done, NULL,
+			       hook);
 }
 
 static int vms_read(sqlite3 *db, struct report_vms *vms)
@@ -335,7 +360,7 @@ int cli_replay_vms(sqlite3 *db, const char *path,
 		one.vm = (int)v->id;
 		rc = replay_one_state(db, path, &one, &pol, 1, rules_off,
 				      &v->res, &got,
-				      have_split ? &split : NULL);
+				      have_split ? &split : NULL, NULL);
 		if (rc != CLI_EXIT_OK)
 			break;
 		fidelity_compute(&v->res, fidelity_default_tolerance, &v->fid);

@@ -135,6 +135,19 @@ void engine_revealed(struct engine *e, int64_t *count, int64_t n,
 		e->res->warmup_ts = ts;
 }
 
+void engine_whatif(struct engine *e, enum replay_whatif_kind kind,
+		   const struct model_event *ev, int level, uint64_t gfn)
+{
+	const struct replay_hook *h = e->opts->hook;
+	struct replay_whatif w;
+
+	if (!h || !h->whatif)
+		return;
+	w = (struct replay_whatif){ kind, ev->seq, ev->ts, ev->tid, level,
+				    gfn };
+	h->whatif(h->arg, &w);
+}
+
 void engine_mismatch(struct engine *e, enum mismatch_kind kind,
 		     uint64_t seq, int64_t ts, uint64_t gfn,
 		     int64_t predicted, int64_t observed)

@@ -263,8 +263,39 @@ struct replay_second {
 	int64_t faults, zaps, flushes, lock_wait_ns;
 };
 
+/*
+ * A what-if decision on one traced event, for a caller that shows the
+ * decisions one by one (mmureplay export --policy): a fault the policy
+ * avoids, a leaf zap it keeps.  The counts of a run are the numbers of
+ * these calls (faults_avoided, zaps_kept).
+ */
+enum replay_whatif_kind {
+	REPLAY_WHATIF_FAULT_AVOIDED,
+	REPLAY_WHATIF_ZAP_KEPT,
+};
+
+struct replay_whatif {
+	enum replay_whatif_kind kind;
+	uint64_t seq;                   /* the traced event's */
+	int64_t ts;
+	int32_t tid;
+	int level;                      /* the zapped leaf's; 1 for a fault */
+	uint64_t gfn;
+};
+
+struct replay_hook {
+	/* A run begins (one per policy and VM: events come in time order
+	 * within a run, not across runs). */
+	void (*run)(void *arg);
+	/* In the run's event order. */
+	void (*whatif)(void *arg, const struct replay_whatif *w);
+	void *arg;
+};
+
 struct replay_opts {
 	const struct policy *policy;
+	/* NULL: no caller wants each decision. */
+	const struct replay_hook *hook;
 	int self_check;                 /* policy is the recorded one */
 	const struct spte_format *fmt;
 	const int32_t *nx_worker_tids;  /* the recovery threads */

@@ -463,6 +463,8 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 	latency_on_fault(t, avoided);
 	if (avoided) {
 		r->faults_avoided++;
+		engine_whatif(e, REPLAY_WHATIF_FAULT_AVOIDED, ev, TDP_LEVEL_4K,
+			      gfn);
 		return;
 	}
 	overlay_fault(e, ev->ts);

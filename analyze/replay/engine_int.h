@@ -453,6 +453,11 @@ void engine_ctx_close(struct engine *e, struct thread_ctx *t);
  * *count, and the warm-up lasts at least to ts. */
 void engine_revealed(struct engine *e, int64_t *count, int64_t n,
 		     int64_t ts);
+/* Tells the caller's hook (replay_opts.hook), if any, the policy's
+ * decision on ev: a fault it avoids, or the leaf at (level, gfn) it
+ * keeps. */
+void engine_whatif(struct engine *e, enum replay_whatif_kind kind,
+		   const struct model_event *ev, int level, uint64_t gfn);
 void engine_mismatch(struct engine *e, enum mismatch_kind kind,
 		     uint64_t seq, int64_t ts, uint64_t gfn,
 		     int64_t predicted, int64_t observed);

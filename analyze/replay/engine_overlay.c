@@ -557,6 +557,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		}
 		if (t->ctx_keep) {
 			e->res->zaps_kept++;
+			engine_whatif(e, REPLAY_WHATIF_ZAP_KEPT, ev, level, gfn);
 			replay_kept_by_add(e->res, ev->tid, 1);
 			/* Kept on the stock inference of an upgrade. */
 			e->res->zaps_kept_inferred +=

@@ -197,6 +197,8 @@ enum replay_status replay_session_run(struct replay_session *s,
 
 	s->opts.policy = pol;
 	s->opts.self_check = pol == s->recorded;
+	if (s->opts.hook && s->opts.hook->run)
+		s->opts.hook->run(s->opts.hook->arg);
 	st = replay_run_scanned(s->src, &s->opts, &s->scan, res);
 	if (st == REPLAY_OK && s->kattr) {
 		res->kthread_events_decided = s->kattr->events_decided;
