@@ -62,7 +62,10 @@ def main():
         "  export           %7.2f %9.2f %13.1f" % (e_wall, e_cpu,
                                                   e_rss / 1024),
         "",
-        "export / ingest: %.1f%% (bar < 25%%)" % (100.0 * e_wall / i_wall),
+        "export / ingest: %.1f%% of the wall time (bar < 25%%); both use "
+        "both cores" % (100.0 * e_wall / i_wall),
+        "(ingest: a reader and a writer thread; export: the writer and "
+        "a counting thread)",
         "%d packets, %d tracks, %d slices, %d instants, %d counter values"
         % (packets, tracks, slices, instants, counters),
         "%d bytes: %.1f bytes per slice, all bytes counted (bar < 40)"

@@ -9,6 +9,7 @@
  */
 #include "check.h"
 #include "db/db.h"
+#include "export/pbwire.h"
 #include "ingest/catalog.h"
 #include "model/spte.h"
 #include "metrics/latency.h"
@@ -115,6 +116,51 @@ static void test_spte(void)
 	CHECK(spte_removed(npt, 0x5a0) && !spte_present(npt, 0x5a0));
 	/* EPT: exec is bit 2 and no NX bit. */
 	CHECK(spte_executable(ept, 0x804) && !spte_executable(ept, 0x803));
+}
+
+/* Nested messages' lengths: one byte below 128, longer varints moved
+ * in (bytes worked out by hand from the wire format). */
+static void test_pbwire(void)
+{
+	static const uint8_t small[] = { 0x0a, 0x02, 0x10, 0x01 };
+	static const uint8_t head[] = { 0x0a, 0xd1, 0x01, 0x12, 0xcb, 0x01,
+					0x0a, 0xc8, 0x01 };
+	static const uint8_t tail[] = { 0x18, 0xac, 0x02 };
+	static const uint8_t big[] = { 0x2a, 0x9a, 0x9c, 0x01, 0x0a, 0x96,
+				       0x9c, 0x01 };
+	struct pb p = { 0 };
+	char *s = malloc(19991);
+
+	CHECK(s != NULL);
+	pb_begin(&p, 1);
+	pb_varint(&p, 2, 1);
+	pb_end(&p);
+	CHECK(p.len == sizeof(small) && !memcmp(p.b, small, sizeof(small)));
+	pb_reset(&p);
+	/* 1 { 2 { 1: 200 bytes } 3: 300 }: bodies of 203 and 209. */
+	memset(s, 'x', 200);
+	s[200] = 0;
+	pb_begin(&p, 1);
+	pb_begin(&p, 2);
+	pb_string(&p, 1, s);
+	pb_end(&p);
+	pb_varint(&p, 3, 300);
+	pb_end(&p);
+	CHECK(p.len == 212 && !memcmp(p.b, head, sizeof(head)) &&
+	      p.b[9] == 'x' && p.b[208] == 'x' &&
+	      !memcmp(p.b + 209, tail, sizeof(tail)));
+	pb_reset(&p);
+	/* A body of 19,994 bytes: a 3-byte length. */
+	memset(s, 'y', 19990);
+	s[19990] = 0;
+	pb_begin(&p, 5);
+	pb_string(&p, 1, s);
+	pb_end(&p);
+	CHECK(p.len == 19998 && !memcmp(p.b, big, sizeof(big)) &&
+	      p.b[8] == 'y' && p.b[19997] == 'y');
+	CHECK(!p.nomem && p.depth == 0);
+	pb_free(&p);
+	free(s);
 }
 
 static void test_fmt(void)
@@ -494,6 +540,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	test_ptrmap();
+	test_pbwire();
 	test_u64map_edge_keys();
 	test_strpool();
 	test_spte();

@@ -4,6 +4,8 @@
 #include "cli/cli.h"
 
 #include "export/export.h"
+#include "replay/policy.h"
+#include "util/log.h"
 #include "util/outfile.h"
 
 #include <stdio.h>
@@ -17,7 +19,8 @@ static const struct cli_option options[] = {
 	[OPT_POLICY] = CLI_STRING("policy", 'p', "NAME",
 				  "add the policy's stored replay: its faults "
 				  "and leaf zaps per second beside the "
-				  "recorded run's"),
+				  "recorded run's, and what it avoids as "
+				  "instants"),
 	[OPT_VM] = CLI_VM,
 	[OPT_SPIKE] = CLI_INT("spike-us", 0, "US", 1, 1000000000,
 			      "probe samples of at least US microseconds are "
@@ -45,12 +48,41 @@ const struct cli_command cli_cmd_export = {
 	"and invalidations per second.  --policy NAME adds, from the replay\n"
 	"stored in the DB (mmureplay replay DB --policy NAME; a verified\n"
 	"one), that policy's faults and leaf zaps per second beside the\n"
-	"recorded run's.  Each thread is one packet sequence; timestamps are\n"
-	"the capture's (ns since the epoch).  The file is written as\n"
-	"FILE.tmp-PID and renamed when whole.\n",
+	"recorded run's, and, replaying the capture under it again, each\n"
+	"fault it avoids and each leaf zap it keeps as an instant on the\n"
+	"thread that traced it (\"fault avoided (NAME)\", \"leaf zap kept\n"
+	"(NAME)\").  Each thread is one packet sequence with a clock of its\n"
+	"own (each packet's timestamp the ns since the previous one); the\n"
+	"times are the capture's (ns since the epoch).  The file is written\n"
+	"as FILE.tmp-PID and renamed when whole.\n",
 	.options = options,
 	.run = run,
 };
+
+/* The policy's replay for the what-if's instants (export_opts.replay). */
+static int replay_policy(void *arg, const struct replay_hook *hook)
+{
+	struct cli_args *a = arg;
+	const struct policy *pol = policy_find(a->str[OPT_POLICY]);
+	struct capture_info ci;
+	struct replay_result res;
+	int rc;
+
+	if (!pol) {
+		log_error("%s: no policy %s (mmureplay replay --help lists "
+			  "them)", a->path, a->str[OPT_POLICY]);
+		return -1;
+	}
+	rc = cli_recorded_policy(a->db, a->path, &ci);
+	if (rc == CLI_EXIT_OK)
+		rc = cli_narrow_vm(a, OPT_VM, &ci);
+	if (rc == CLI_EXIT_OK)
+		rc = cli_replay_hooked(a->db, a->path, &ci, pol, hook, &res);
+	if (rc != CLI_EXIT_OK)
+		return -1;
+	replay_result_free(&res);
+	return 0;
+}
 
 static int run(struct cli_args *a)
 {
@@ -71,6 +103,8 @@ static int run(struct cli_args *a)
 	o.policy = a->str[OPT_POLICY];
 	o.vm = a->str[OPT_VM] ? (int)a->num[OPT_VM] : 0;
 	o.spike_ns = a->str[OPT_SPIKE] ? a->num[OPT_SPIKE] * 1000 : 0;
+	o.replay = replay_policy;
+	o.replay_arg = a;
 	if (outfile_open(&of, a->str[OPT_PERFETTO]) < 0)
 		return CLI_EXIT_OUTPUT;
 	switch (export_perfetto(a->db, &o, of.fp, &st)) {

@@ -9,10 +9,15 @@
  * inside them, invalidation windows with their leaf zaps, NX recovery
  * batches, latency probe spikes), and counters per VM (faults, leaf
  * zaps and invalidations per second); with a policy, its stored
- * replay's faults and leaf zaps per second beside the recorded run's.
+ * replay's faults and leaf zaps per second beside the recorded run's,
+ * and each fault it avoids and leaf zap it keeps as an instant on the
+ * thread that traced it (the replay run again, told through a hook).
  *
  * Invariants of the output: each thread's events are one packet
- * sequence whose timestamps never go back, and its slices nest (a lock
+ * sequence whose timestamps never go back (each the nanoseconds since
+ * the sequence's previous packet, on a clock of the sequence's own),
+ * the what-if's instants of a thread one more per replay run, and a
+ * thread's slices nest (a lock
  * wait begins no earlier than the NPF slice it is in, clamped to it when
  * the trace's clocks disagree by a few nanoseconds); every slice begun
  * is ended, at the capture's last event if the trace ends inside it.
@@ -24,11 +29,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct replay_hook;
+
 struct export_opts {
 	const char *db_path;            /* for messages */
 	const char *policy;             /* NULL: no what-if */
 	int vm;                         /* 0: every VM */
 	int64_t spike_ns;               /* probe samples at or above; 0: p99 */
+	/* With policy: replays the capture (--vm narrowed) under it, hook
+	 * told each decision.  Returns 0, or -1 after saying why. */
+	int (*replay)(void *arg, const struct replay_hook *hook);
+	void *replay_arg;
 };
 
 struct export_stats {

@@ -1,9 +1,9 @@
 /*
  * Protobuf wire format (see pbwire.h).  A nested message's length is a
  * varint before its body, unknown until the body ends: pb_begin()
- * reserves the most a length can take here (5 bytes: messages stay far
- * below 2^35), pb_end() writes the length and moves the body down over
- * what it did not use.  Trace packets are small, so the move is cheap.
+ * reserves one byte, the length of every body below 128 bytes (a trace
+ * packet's, nearly always); pb_end() writes it there, or, for a longer
+ * body, moves the body up to make room for the longer varint.
  */
 #include "export/pbwire.h"
 
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PB_LEN_MAX 5
+#define PB_LEN_MAX 10
 
 enum { WT_VARINT = 0, WT_FIXED64 = 1, WT_LEN = 2 };
 
@@ -98,13 +98,13 @@ void pb_begin(struct pb *p, uint32_t field)
 	if (room(p, 16) < 0)
 		return;
 	put_tag(p, field, WT_LEN);
-	p->len += PB_LEN_MAX;
+	p->len++;               /* the length, if below 128 */
 	p->open[p->depth++] = p->len;
 }
 
 void pb_end(struct pb *p)
 {
-	size_t body, n, lenpos;
+	size_t body, n, k;
 	uint8_t tmp[PB_LEN_MAX];
 	uint64_t v;
 
@@ -113,17 +113,20 @@ void pb_end(struct pb *p)
 		return;
 	body = p->open[--p->depth];
 	n = p->len - body;
-	MR_ASSERT(n < (1ULL << 35));
-	for (v = n, lenpos = 0; ; lenpos++) {
-		tmp[lenpos] = (uint8_t)(v | (v >= 0x80 ? 0x80 : 0));
-		if (v < 0x80)
-			break;
-		v >>= 7;
+	if (n < 0x80) {
+		p->b[body - 1] = (uint8_t)n;
+		return;
 	}
-	lenpos++;
-	memcpy(p->b + body - PB_LEN_MAX, tmp, lenpos);
-	memmove(p->b + body - PB_LEN_MAX + lenpos, p->b + body, n);
-	p->len -= PB_LEN_MAX - lenpos;
+	for (v = n, k = 0; v >= 0x80; v >>= 7)
+		tmp[k++] = (uint8_t)(v | 0x80);
+	tmp[k++] = (uint8_t)v;
+	/* The outer messages' bodies begin before this one: moving it up
+	 * leaves their offsets as they are. */
+	if (room(p, k - 1) < 0)
+		return;
+	memmove(p->b + body + k - 1, p->b + body, n);
+	memcpy(p->b + body - 1, tmp, k);
+	p->len += k - 1;
 }
 
 void pb_reset(struct pb *p)
