@@ -365,6 +365,7 @@ for shape in ("spikes against", "compare overlap", "compare what_if", "summary p
 OPTIONAL = {
     "summary": [r"raw_event_counts/\*", r"raw_event_mapping/\*",
                 r"latency/probes/\*", r"per_vcpu_faults/\*",
+                r"vms/\*/per_vcpu_faults/\*",
                 r"notifier_events/\w+"],
     "fidelity": [r"upgrade_inference", r"upgrade_inference/(precision|recall)",
                  r"vms", r"vm_attribution", r"verdict/vms_ok"],
@@ -377,7 +378,7 @@ OPTIONAL = {
 OPEN_MAPS = {"summary": [r"raw_event_counts", r"raw_event_mapping"]}
 # Keys of maps whose names are data (raw events, probes, vCPUs, policies).
 MAPS = [r"^raw_event_counts$", r"^raw_event_mapping$", r"^latency/probes$",
-        r"^per_vcpu_faults$", r"^policies$"]
+        r"^per_vcpu_faults$", r"^vms/\*/per_vcpu_faults$", r"^policies$"]
 
 
 def generic(path):

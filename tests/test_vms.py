@@ -11,8 +11,9 @@ on (the process has one VM); the rows of no VM are those of the other
 pids (kernel threads: 6.1's NX recovery kthread, kswapd), counted in
 meta vm_unattributed:no_vm_process.  A capture recorded without the pid
 context (every fixture before the lab added it) has no VM, and says so.
-The summary's row per VM gives babeltrace2's page faults of its pid, its
-invalidations per thread babeltrace2's (ksmd, NUMA hinting).
+The summary's row per VM gives babeltrace2's page faults of its pid, and
+of each of its vCPUs (two VMs' vCPU 0 apart), its invalidations per
+thread babeltrace2's (ksmd, NUMA hinting).
 Each VM of the captures under tests/data passes its own self-check
 (fidelity replays each alone), and --vm narrows to one (summary: the
 VM's events alone, its faults babeltrace2's of its pid).
@@ -35,7 +36,7 @@ fresh_dir(work)
 KVM_CREATE_VM = 0xae01
 LINE = re.compile(r'^\[[0-9.]+\] \S+ (\S+): (.*)$')
 PID = re.compile(r'\bpid = (\d+)')
-FIELD = re.compile(r'\b(fd|cmd|ret) = (-?\d+)')
+FIELD = re.compile(r'\b(fd|cmd|ret|vcpu_id) = (-?\d+)')
 
 
 def multi_vm_fixtures():
@@ -59,6 +60,7 @@ def bt_rows_by_pid(trace, canonical, faults):
     created, in_create = set(), set()
     per_pid, before = collections.Counter(), collections.Counter()
     pid_faults = collections.Counter()
+    vcpu_faults = collections.Counter()     # (pid, vcpu_id)
     for line in p.stdout.splitlines():
         m = LINE.match(line)
         if not m or m.group(1) not in canonical:
@@ -76,9 +78,11 @@ def bt_rows_by_pid(trace, canonical, faults):
         if pid in created:
             per_pid[pid] += 1
             pid_faults[pid] += name in faults
+            if name in faults and "vcpu_id" in f:
+                vcpu_faults[(pid, f["vcpu_id"])] += 1
         else:
             before[pid] += 1
-    return per_pid, before, pid_faults
+    return per_pid, before, pid_faults, vcpu_faults
 
 
 def check_replay_vms(name, db, ids):
@@ -202,7 +206,8 @@ for fx in fixtures:
             rows[vm] += n
     faults = set(n for (n,) in db_rows(
         db, "SELECT name FROM raw_event WHERE canonical = 'fault'"))
-    per_pid, before, pid_faults = bt_rows_by_pid(trace, canonical, faults)
+    per_pid, before, pid_faults, vcpu_faults = bt_rows_by_pid(
+        trace, canonical, faults)
     for vm_id, pid, _, _, _ in vms:
         check(rows[vm_id] == per_pid[pid],
               "%s: VM %d (pid %d) holds the %d events babeltrace2 shows "
@@ -226,6 +231,25 @@ for fx in fixtures:
           sorted((v[0], v[1], pid_faults[v[1]]) for v in vms) and
           sm["vm_attribution"]["source"] == "pid",
           "%s: summary's VMs and their faults (%s)" % (name, sm["vms"]))
+    # Each VM's vCPUs apart (two VMs' vCPU 0 are two rows): babeltrace2's
+    # page faults per pid and vcpu_id.
+    for vm_id, pid, _, _, _ in vms:
+        row = [x for x in sm["vms"] if x["vm"] == vm_id]
+        want = dict((str(c), n) for (p_, c), n in vcpu_faults.items()
+                    if p_ == pid)
+        check(row and row[0]["per_vcpu_faults"] == want,
+              "%s: VM %d's faults per vCPU are babeltrace2's of pid %d "
+              "(%s; babeltrace2 %s)" % (name, vm_id, pid,
+                                        row and row[0]["per_vcpu_faults"],
+                                        want))
+    txt = run([mmr, "summary", db]).stdout
+    for vm_id, pid, _, _, _ in vms:
+        for (p_, c), n in vcpu_faults.items():
+            if p_ == pid:
+                check(re.search(r"^  %-4d %-21d %12s$" % (vm_id, c,
+                                "{:,}".format(n)), txt, re.M),
+                      "%s: the text's vCPU table has VM %d vCPU %d: %d"
+                      % (name, vm_id, c, n))
     # summary --vm N counts that VM's events alone: its faults are
     # babeltrace2's of its pid, its leaf zaps its row's; spikes --vm N
     # takes its probe samples alone.

@@ -159,8 +159,9 @@ static int64_t summary_count(const struct summary *s, const char *table)
 	return 0;
 }
 
-/* Faults per vCPU by one scan of fault (a GROUP BY sorts every row):
- * vcpu -> index in s->vcpus + 1, the NULL vCPU's count aside. */
+/* Faults per vCPU of each VM by one scan of fault (a GROUP BY sorts
+ * every row): vm << 32 | vcpu -> index in s->vcpus + 1, the NULL vCPU's
+ * count aside.  Two VMs' vCPU 0 are two vCPUs. */
 struct vcpu_scan {
 	struct summary *s;
 	struct u64map idx;
@@ -187,8 +188,7 @@ static int vcpu_row(sqlite3_stmt *st, void *arg)
 	struct vcpu_scan *vs = arg;
 	struct summary *s = vs->s;
 	struct summary_vcpu *v;
-	uint64_t vcpu, i;
-
+	uint64_t vcpu, key, i;
 	uint64_t pferr;
 
 	struct summary_vm *vm = row_vm(s, st, 2);
@@ -199,9 +199,8 @@ static int vcpu_row(sqlite3_stmt *st, void *arg)
 	if (vm) {
 		vm->faults++;
 		if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
-			uint64_t key = (uint64_t)vm->id << 32 |
+			key = (uint64_t)vm->id << 32 |
 				(uint32_t)sqlite3_column_int64(st, 0);
-
 			if (!u64map_get(&vs->vm_vcpus, key)) {
 				if (u64map_put(&vs->vm_vcpus, key, 1) < 0)
 					return -1;
@@ -222,11 +221,13 @@ static int vcpu_row(sqlite3_stmt *st, void *arg)
 		return 0;
 	}
 	vcpu = (uint64_t)sqlite3_column_int64(st, 0);
-	i = u64map_get(&vs->idx, vcpu);
+	key = (uint64_t)(vm ? vm->id : 0) << 32 | (uint32_t)vcpu;
+	i = u64map_get(&vs->idx, key);
 	if (!i) {
 		if (!(v = PUSH(s->vcpus, s->nvcpus, s->capvcpus)) ||
-		    u64map_put(&vs->idx, vcpu, (uint64_t)s->nvcpus) < 0)
+		    u64map_put(&vs->idx, key, (uint64_t)s->nvcpus) < 0)
 			return -1;
+		v->vm = vm ? vm->id : 0;
 		v->vcpu = (int64_t)vcpu;
 		i = (uint64_t)s->nvcpus;
 	}
@@ -234,12 +235,14 @@ static int vcpu_row(sqlite3_stmt *st, void *arg)
 	return 0;
 }
 
+/* By VM (none first), then vCPU. */
 static int vcpu_cmp(const void *a, const void *b)
 {
-	int64_t x = ((const struct summary_vcpu *)a)->vcpu;
-	int64_t y = ((const struct summary_vcpu *)b)->vcpu;
+	const struct summary_vcpu *x = a, *y = b;
 
-	return (x > y) - (x < y);
+	if (x->vm != y->vm)
+		return (x->vm > y->vm) - (x->vm < y->vm);
+	return (x->vcpu > y->vcpu) - (x->vcpu < y->vcpu);
 }
 
 /* The vCPUs in SQL's order: the NULL one (shown as -1) first. */
@@ -266,6 +269,7 @@ static int vcpu_faults(sqlite3 *db, struct summary *s, int64_t faults,
 			goto end;
 		memmove(s->vcpus + 1, s->vcpus,
 			(size_t)(s->nvcpus - 1) * sizeof(*s->vcpus));
+		s->vcpus[0].vm = 0;
 		s->vcpus[0].vcpu = -1;
 		s->vcpus[0].faults = vs.null_faults;
 	}

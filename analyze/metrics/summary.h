@@ -46,7 +46,10 @@ struct summary_lost {
 #define SUMMARY_NOTIFY_KINDS 8
 extern const char *const summary_notify_names[SUMMARY_NOTIFY_KINDS];
 
+/* A vCPU of a VM (vm 0: of no VM; vcpu -1: faults whose vCPU the
+ * source does not name). */
 struct summary_vcpu {
+	int64_t vm;
 	int64_t vcpu;
 	int64_t faults;
 };

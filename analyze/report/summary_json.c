@@ -82,11 +82,36 @@ static void figure_json(cJSON *totals, cJSON *rates, const struct summary *s,
 	cJSON_AddNumberToObject(totals, key, (double)n);
 	cJSON_AddNumberToObject(rates, rkey, rate);
 }
+/* The faults of each vCPU of VM vm (-1: of every VM, vCPU n's summed)
+ * into o, keyed by vCPU id ("unknown": the source does not say). */
+static void vcpu_faults_json(cJSON *o, const struct summary *s, int64_t vm)
+{
+	char key[32];
+	cJSON *have;
+	int i;
+
+	for (i = 0; i < s->nvcpus; i++) {
+		if (vm >= 0 && s->vcpus[i].vm != vm)
+			continue;
+		if (s->vcpus[i].vcpu < 0)
+			snprintf(key, sizeof(key), "unknown");
+		else
+			snprintf(key, sizeof(key), "%lld",
+				 (long long)s->vcpus[i].vcpu);
+		have = cJSON_GetObjectItemCaseSensitive(o, key);
+		if (have)
+			cJSON_SetNumberValue(have, have->valuedouble +
+					     (double)s->vcpus[i].faults);
+		else
+			cJSON_AddNumberToObject(o, key,
+						(double)s->vcpus[i].faults);
+	}
+}
+
 
 char *report_summary_json(const struct summary *s, const char *db_path)
 {
 	cJSON *root = cJSON_CreateObject(), *o, *a, *t;
-	char key[32];
 	char *out;
 	int i;
 
@@ -199,15 +224,9 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 		cJSON_AddNumberToObject(t, "events", (double)c->events);
 		cJSON_AddItemToArray(a, t);
 	}
+	/* Every VM's vCPU n together (each VM's apart in vms[]). */
 	o = cJSON_AddObjectToObject(root, "per_vcpu_faults");
-	for (i = 0; i < s->nvcpus; i++) {
-		if (s->vcpus[i].vcpu < 0)
-			snprintf(key, sizeof(key), "unknown");
-		else
-			snprintf(key, sizeof(key), "%lld",
-				 (long long)s->vcpus[i].vcpu);
-		cJSON_AddNumberToObject(o, key, (double)s->vcpus[i].faults);
-	}
+	vcpu_faults_json(o, s, -1);
 
 	if (s->narrowed_vm)
 		cJSON_AddNumberToObject(root, "narrowed_vm", s->narrowed_vm);
@@ -235,6 +254,8 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 		cJSON_AddNumberToObject(e, "vcpus", (double)v->vcpus);
 		cJSON_AddNumberToObject(e, "faults", (double)v->faults);
 		cJSON_AddNumberToObject(e, "leaf_zaps", (double)v->leaf_zaps);
+		vcpu_faults_json(cJSON_AddObjectToObject(e, "per_vcpu_faults"),
+				 s, v->id);
 	}
 	a = cJSON_AddArrayToObject(root, "sources");
 	for (i = 0; i < s->nsources; i++) {

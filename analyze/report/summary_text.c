@@ -193,14 +193,25 @@ void report_summary_text(FILE *out, const struct summary *s,
 	latency_text(out, &s->latency);
 	counters_text(out, s);
 	if (s->nvcpus) {
-		fprintf(out, "  %-26s %12s\n", "vCPU", "NPF faults");
+		/* Several VMs: each has its vCPU 0. */
+		int by_vm = s->nvms >= 2;
+
+		fprintf(out, "  %-26s %12s\n", by_vm ? "vm   vCPU" : "vCPU",
+			"NPF faults");
 		fprintf(out, "  %-26s %12s\n", "--------------------------",
 			"------------");
 		for (i = 0; i < s->nvcpus; i++) {
+			char vm[16] = "";
+
+			if (by_vm && s->vcpus[i].vm)
+				snprintf(vm, sizeof(vm), "%-4lld ",
+					 (long long)s->vcpus[i].vm);
+			else if (by_vm)
+				snprintf(vm, sizeof(vm), "none ");
 			if (s->vcpus[i].vcpu < 0)
-				snprintf(b, sizeof(b), "unknown");
+				snprintf(b, sizeof(b), "%sunknown", vm);
 			else
-				snprintf(b, sizeof(b), "%lld",
+				snprintf(b, sizeof(b), "%s%lld", vm,
 					 (long long)s->vcpus[i].vcpu);
 			fprintf(out, "  %-26s %12s\n", b,
 				report_fmt_count(a, sizeof(a),
