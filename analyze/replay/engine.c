@@ -447,6 +447,7 @@ enum replay_status replay_run_scanned(struct source *src,
 	tdp_init(&e.tdp_ovl, e.fmt);
 	tdp_init(&e.tdp_zapmark, e.fmt);
 	tdp_init(&e.tdp_kvmdirty, e.fmt);
+	tdp_init(&e.tdp_doubt, e.fmt);
 	roots_init(&e);
 	u64map_init(&e.nx_traced.split_map);
 	u64map_init(&e.nx_tables);
@@ -513,6 +514,7 @@ end:
 	tdp_free(&e.tdp_ovl);
 	tdp_free(&e.tdp_zapmark);
 	tdp_free(&e.tdp_kvmdirty);
+	tdp_free(&e.tdp_doubt);
 	u64map_free(&e.nx_traced.split_map);
 	u64map_free(&e.nx_tables);
 	u64map_free(&e.nx_tables_old);

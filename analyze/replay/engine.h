@@ -182,7 +182,11 @@
 	X(RULE_DIRTY_LOG_COLLAPSE, "dirty_log_collapse") \
 	/* a capture with no syscall: dirty logging from the memslot \
 	 * ioctls' write-protect sweep and collapse (scan.c) */ \
-	X(RULE_DIRTY_SWEEP, "dirty_sweep")
+	X(RULE_DIRTY_SWEEP, "dirty_sweep") \
+	/* a leaf zapped by a context begun before a mid-run capture may \
+	 * be an older root's: the entry is in doubt, not judged, until a \
+	 * known context changes it (engine_overlay.c) */ \
+	X(RULE_UNKNOWN_ZAP, "unknown_zap")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

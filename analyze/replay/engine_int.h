@@ -373,6 +373,10 @@ struct engine {
 	struct tdp tdp_zapmark;         /* zap cause + 1 of leaves zapped */
 	struct tdp tdp_kvmdirty;        /* 1: leaf made writable and dirty
 					 * by a fault that did not write */
+	/* The leaf a context begun before a mid-run capture zapped
+	 * (RULE_UNKNOWN_ZAP): which root lost it is in doubt until a
+	 * known context changes the entry. */
+	struct tdp tdp_doubt;
 	struct ptrmap threads;          /* tid -> struct thread_ctx */
 	struct thread_ctx *last_thread; /* thread_get()'s last answer */
 	int32_t last_tid;

@@ -84,6 +84,7 @@ static void slot_drop(struct engine *e, int slot)
 	tdp_drop_as(&e->tdp_obs, slot);
 	tdp_drop_as(&e->tdp_ovl, slot);
 	tdp_drop_as(&e->tdp_kvmdirty, slot);
+	tdp_drop_as(&e->tdp_doubt, slot);
 	e->roots.orig[slot] = -1;
 	e->roots.nretired--;
 }
@@ -157,7 +158,8 @@ void roots_on_root_alloc(struct engine *e, int as, uint64_t seq)
 	slot = slot_claim(e, as, 0, seq);
 	if (tdp_move_as(&e->tdp_obs, as, slot) < 0 ||
 	    tdp_move_as(&e->tdp_ovl, as, slot) < 0 ||
-	    tdp_move_as(&e->tdp_kvmdirty, as, slot) < 0)
+	    tdp_move_as(&e->tdp_kvmdirty, as, slot) < 0 ||
+	    tdp_move_as(&e->tdp_doubt, as, slot) < 0)
 		e->nomem = 1;
 	/* A teardown already under way is the old root's. */
 	m[0] = as;
