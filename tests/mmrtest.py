@@ -232,6 +232,13 @@ def late_cut(trace_dir, share, out_dir):
     k = max(1, (at - first) // 10**9)
     k = min(k, max(1, (last - first) // 10**9))
     begin = first + k * 10**9
+    trim(trace_dir, begin, out_dir)
+    return out_dir, k, sum(1 for t in stamps if t >= begin)
+
+
+def trim(trace_dir, begin, out_dir):
+    """The trace from time begin (ns) on, by babeltrace2's trimmer, into
+    out_dir, with the manifest."""
     r = run(["babeltrace2", trace_dir, "--begin=%d.%09d"
              % (begin // 10**9, begin % 10**9), "-o", "ctf", "-w", out_dir])
     if r.returncode != 0:
@@ -239,4 +246,12 @@ def late_cut(trace_dir, share, out_dir):
     manifest = os.path.join(trace_dir, "manifest.json")
     if os.path.exists(manifest):
         shutil.copy(manifest, out_dir)
-    return out_dir, k, sum(1 for t in stamps if t >= begin)
+
+
+def cut_at(trace_dir, offset_s, out_dir):
+    """A late session attached offset_s seconds (any fraction) after the
+    trace's first event: what capture/lab/cut-sweep.py takes.  Returns
+    the cut trace dir."""
+    first = bt_stamps(trace_dir)[0]
+    trim(trace_dir, first + int(round(offset_s * 1e9)), out_dir)
+    return out_dir

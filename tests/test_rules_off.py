@@ -32,6 +32,9 @@ reports), as measured on the lab captures:
                       linked a new table where the collapse of dirty
                       logging was removing one; the old table's entries
                       traced after it (zap_count at the VM's zap)
+                      On its late cut (50%) unseen_root takes the old
+                      table's entries apart as well: the cut fails with
+                      both off
   removed_table       also a 6.12 patched read-locked recovery (recorded
                       after the rule): a vCPU linked a new table and
                       mapped the same gfn in it before the removed
@@ -106,6 +109,13 @@ reports), as measured on the lab captures:
                       values; off, the model takes them for the new
                       root's and the next deletion's zap of that root
                       has 2 more than predicted (zap_count)
+  unseen_root         the same capture cut at 1.35 s (no whole second;
+                      capture/lab/cut-sweep.py found it; recorded before
+                      the rule): the ioctl's thread marks the entries of
+                      a table of a root invalidated before the cut where
+                      the vCPUs' new root holds leaves; off, the marks
+                      wipe 22 of them and that root's zap holds 22 more
+                      than predicted (zap_count)
   reachability        nxrecovery-readlock-on: faults under a parent the
                       worker unlinked; late_change explains them by the
                       children's removal traced after them, so the
@@ -142,8 +152,8 @@ import json
 import os
 import sys
 
-from mmrtest import (check, extract_fixture, finish, fresh_dir, late_cut,
-                     run)
+from mmrtest import (check, cut_at, extract_fixture, finish, fresh_dir,
+                     late_cut, run)
 
 mmr, data, work = sys.argv[1:4]
 fresh_dir(work)
@@ -295,7 +305,7 @@ LATE = [("late_change", RO, 0.5), ("window_install", PU, 0.5),
         ("reachability,late_change", RO, 0.5), ("huge_goal", THP, 0.5),
         ("huge_goal", THPN, 0.5), ("huge_span", THPN, 0.5),
         ("nested_teardown", THP, 0.5),
-        ("zap_all", B612, 0.5), ("removed_table", SD612, 0.5),
+        ("zap_all", B612, 0.5), ("removed_table,unseen_root", SD612, 0.5),
         ("measured_batch", RL612, 0.5), ("frozen_entry", SD612, 0.5),
         ("roots", MS61, 0.5), ("roots", MS612, 0.5),
         ("late_link", MS612, 0.5), ("unknown_zap", MS612P, 0.5)]
@@ -335,6 +345,27 @@ for rules, name, share in LATE:
     check(r.returncode == 6 and not off["ok"],
           "%s off: %s cut at %d%% fails (exit %d, %s)"
           % (rules, name, share * 100, r.returncode,
+             {k: n for k, n in off["mismatches_by_kind"].items() if n}))
+
+# Cuts at a moment that is no whole second (capture/lab/cut-sweep.py
+# found them): rule, fixture, seconds after the first event.
+CUT_AT = [("unseen_root", MS612P, 1.35)]
+for rules, name, at in CUT_AT:
+    w = fresh_dir(os.path.join(work, "at-%s-%d" % (name, int(at * 100))))
+    trace = extract_fixture(os.path.join(data, name), w)
+    cut = cut_at(trace, at, os.path.join(w, "cut"))
+    path = os.path.join(w, "capture.db")
+    r = run([mmr, "ingest", cut, "-o", path, "-q"])
+    check(r.returncode == 0, "%s at %.2f s: ingest %s" % (name, at, r.stderr))
+    r = run([mmr, "fidelity", path, "--json"])
+    on = json.loads(r.stdout)
+    check(r.returncode == 0 and on["capture_start"]["began_mid_run"],
+          "%s cut at %.2f s: passes, began mid-run" % (name, at))
+    r = run([mmr, "fidelity", path, "--json", "--rule-off", rules])
+    off = json.loads(r.stdout)
+    check(r.returncode == 6 and not off["ok"],
+          "%s off: %s cut at %.2f s fails (exit %d, %s)"
+          % (rules, name, at, r.returncode,
              {k: n for k, n in off["mismatches_by_kind"].items() if n}))
 
 r = run([mmr, "fidelity", db(NX), "--rule-off", "no_such_rule"])

@@ -186,7 +186,11 @@
 	/* a leaf zapped by a context begun before a mid-run capture may \
 	 * be an older root's: the entry is in doubt, not judged, until a \
 	 * known context changes it (engine_overlay.c) */ \
-	X(RULE_UNKNOWN_ZAP, "unknown_zap")
+	X(RULE_UNKNOWN_ZAP, "unknown_zap") \
+	/* on a capture begun mid-run, the mark of a removed table's entry \
+	 * where the current root holds a present leaf is an unseen root's \
+	 * (engine_roots.c current_or_unseen()) */ \
+	X(RULE_UNSEEN_ROOT, "unseen_root")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

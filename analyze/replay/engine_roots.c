@@ -200,6 +200,36 @@ static int tears_down_in(const struct thread_ctx *t, int as, uint64_t gfn)
 		gfn - t->ctx_gfn < tdp_level_pages(t->sp_level + 1);
 }
 
+/*
+ * The root of a change no retired root takes (as: the current one), or,
+ * on a capture that began mid-run (RULE_UNSEEN_ROOT), a root of the
+ * thread's own, unknown, for the mark of a removed table's entry (not
+ * present -> removed, handle_removed_pt()) where the current root holds
+ * a present entry the trace showed: the table being removed had nothing
+ * there, so it is not the current root's, but a root the capture never
+ * showed apart (invalidated before the capture, its zap still going on
+ * while the vCPUs fill the new root).  Written there, the mark would
+ * wipe the leaf a vCPU installed in the current root.
+ */
+static int current_or_unseen(struct engine *e, struct thread_ctx *t,
+			     const struct model_event *ev, int as)
+{
+	int level = ev->u.spte.level;
+	uint64_t gfn = ev->u.spte.gfn, cur;
+
+	if (!e->res->began_mid_run || !engine_rule(e, RULE_UNSEEN_ROOT) ||
+	    spte_present(e->fmt, ev->u.spte.old_spte) ||
+	    !spte_removed(e->fmt, ev->u.spte.new_spte) ||
+	    !tdp_stored(&e->tdp_obs, as, level, gfn))
+		return as;
+	cur = tdp_get(&e->tdp_obs, as, level, gfn);
+	if (!spte_present(e->fmt, cur))
+		return as;
+	if (!t->unknown_root || roots_orig(e, t->unknown_root) != as)
+		t->unknown_root = slot_claim(e, as, 1, ev->seq);
+	return t->unknown_root;
+}
+
 int roots_route(struct engine *e, struct thread_ctx *t,
 		const struct model_event *ev)
 {
@@ -229,7 +259,7 @@ int roots_route(struct engine *e, struct thread_ctx *t,
 		return t->unknown_root;
 	}
 	if (!e->roots.nretired)
-		return as;
+		return current_or_unseen(e, t, ev, as);
 	if (tears_down_in(t, as, gfn) && roots_orig(e, t->ctx_as) == as)
 		return t->ctx_as;
 	for (i = RETIRED_FIRST; i < TDP_AS_IDS; i++) {
@@ -261,5 +291,5 @@ int roots_route(struct engine *e, struct thread_ctx *t,
 	if (td && newest >= 0 &&
 	    !tdp_known(&e->tdp_obs, newest, level, gfn))
 		return newest;
-	return as;
+	return current_or_unseen(e, t, ev, as);
 }
