@@ -534,6 +534,30 @@ static const char *const counter_sql[C_N] = {
 		    "BY seq",
 };
 
+/*
+ * The merge of n statements, each in seq order (column 0), that the
+ * writer and the counter each run: steps statement prev (-1 the first
+ * time: every statement), and returns the one whose row comes next, or
+ * -1 when every one is done.  live[] and cur[] are its state.
+ */
+static int merge_next(sqlite3_stmt *const *st, int n, int *live,
+		      int64_t *cur, int prev)
+{
+	int k, best = -1;
+
+	for (k = 0; k < n; k++) {
+		if (prev >= 0 && k != prev)
+			continue;
+		live[k] = sqlite3_step(st[k]) == SQLITE_ROW;
+		if (live[k])
+			cur[k] = sqlite3_column_int64(st[k], 0);
+	}
+	for (k = 0; k < n; k++)
+		if (live[k] && (best < 0 || cur[k] < cur[best]))
+			best = k;
+	return best;
+}
+
 /* Each thread's window as the writer sees it: open, and its zaps. */
 struct win {
 	int open;
@@ -563,21 +587,14 @@ static void *counter_main(void *arg)
 			sqlite3_bind_int64(st[k], 2,
 					   (int64_t)c->e->fmt->large);
 		}
-		live[k] = sqlite3_step(st[k]) == SQLITE_ROW;
-		cur[k] = live[k] ? sqlite3_column_int64(st[k], 0) : 0;
 	}
-	while (!c->err) {
-		best = -1;
-		for (k = 0; k < C_N; k++)
-			if (live[k] && (best < 0 || cur[k] < cur[best]))
-				best = k;
-		if (best < 0)
-			break;
+	for (best = merge_next(st, C_N, live, cur, -1); best >= 0 && !c->err;
+	     best = merge_next(st, C_N, live, cur, best)) {
 		ts = sqlite3_column_int64(st[best], 1);
 		vm = sqlite3_column_int64(st[best], 3);
 		if (best == C_FAULT) {
 			count(c, vm, ts, CT_FAULTS);
-			goto next;
+			continue;
 		}
 		tid = sqlite3_column_int(st[best], 2);
 		w = ptrmap_get(&wins, (uint64_t)(uint32_t)tid);
@@ -585,12 +602,12 @@ static void *counter_main(void *arg)
 			count(c, vm, ts, CT_ZAPS);
 			if (w && w->open)
 				w->zaps++;
-			goto next;
+			continue;
 		}
 		if (sqlite3_column_int(st[best], 4) == MEV_PHASE_START)
 			count(c, vm, ts, CT_INVALIDATIONS);
 		if (!c->e->patched_windows)
-			goto next;
+			continue;
 		if (!w) {
 			w = calloc(1, sizeof(*w));
 			if (!w || ptrmap_put(&wins, (uint64_t)(uint32_t)tid,
@@ -610,10 +627,6 @@ static void *counter_main(void *arg)
 			if (window_put(c, w->zaps) < 0)
 				break;
 		}
-next:
-		live[best] = sqlite3_step(st[best]) == SQLITE_ROW;
-		if (live[best])
-			cur[best] = sqlite3_column_int64(st[best], 0);
 	}
 end:
 	for (k = 0; k < C_N; k++)
@@ -835,21 +848,10 @@ static int stream(struct exp *e, int64_t npf_reason)
 			sqlite3_bind_int64(st[k], 1, npf_reason);
 		if (k == K_PROBE)
 			sqlite3_bind_int64(st[k], 1, spike_threshold(e));
-		live[k] = sqlite3_step(st[k]) == SQLITE_ROW;
-		cur[k] = live[k] ? sqlite3_column_int64(st[k], 0) : 0;
 	}
-	while (!e->err) {
-		best = -1;
-		for (k = 0; k < K_N; k++)
-			if (live[k] && (best < 0 || cur[k] < cur[best]))
-				best = k;
-		if (best < 0)
-			break;
+	for (best = merge_next(st, K_N, live, cur, -1); best >= 0 && !e->err;
+	     best = merge_next(st, K_N, live, cur, best))
 		on_row(e, (enum kind)best, st[best]);
-		live[best] = sqlite3_step(st[best]) == SQLITE_ROW;
-		if (live[best])
-			cur[best] = sqlite3_column_int64(st[best], 0);
-	}
 	ptrmap_each(&e->threads, close_open, e);
 	rc = 0;
 end:

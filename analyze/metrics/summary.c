@@ -168,7 +168,6 @@ struct vcpu_scan {
 	int64_t null_faults;
 	struct timeline *tl;            /* column 3 ts, binned; or NULL */
 	int isa;                        /* column 1 error_code's meaning */
-	struct u64map vm_vcpus;         /* vm << 32 | vcpu: seen */
 };
 
 /* The VM of a row's vm column (column i), or NULL: none, or an id the
@@ -198,15 +197,6 @@ static int vcpu_row(sqlite3_stmt *st, void *arg)
 				sqlite3_column_int64(st, 3))]++;
 	if (vm) {
 		vm->faults++;
-		if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
-			key = (uint64_t)vm->id << 32 |
-				(uint32_t)sqlite3_column_int64(st, 0);
-			if (!u64map_get(&vs->vm_vcpus, key)) {
-				if (u64map_put(&vs->vm_vcpus, key, 1) < 0)
-					return -1;
-				vm->vcpus++;
-			}
-		}
 	} else {
 		s->novm_faults++;
 	}
@@ -230,6 +220,9 @@ static int vcpu_row(sqlite3_stmt *st, void *arg)
 		v->vm = vm ? vm->id : 0;
 		v->vcpu = (int64_t)vcpu;
 		i = (uint64_t)s->nvcpus;
+		/* A vCPU of the VM with a fault. */
+		if (vm)
+			vm->vcpus++;
 	}
 	s->vcpus[i - 1].faults++;
 	return 0;
@@ -249,12 +242,11 @@ static int vcpu_cmp(const void *a, const void *b)
 static int vcpu_faults(sqlite3 *db, struct summary *s, int64_t faults,
 		       struct timeline *tl, int isa)
 {
-	struct vcpu_scan vs = { s, { 0 }, 0, tl, isa, { 0 } };
+	struct vcpu_scan vs = { s, { 0 }, 0, tl, isa };
 	struct summary_vcpu *v;
 	int rc = -1;
 
 	u64map_init(&vs.idx);
-	u64map_init(&vs.vm_vcpus);
 	if (scan_each(db, tl ? "SELECT vcpu, error_code, vm, ts FROM fault" :
 		      "SELECT vcpu, error_code, vm FROM fault",
 		      "summary: faults per vCPU", faults,
@@ -276,7 +268,6 @@ static int vcpu_faults(sqlite3 *db, struct summary *s, int64_t faults,
 	rc = 0;
 end:
 	u64map_free(&vs.idx);
-	u64map_free(&vs.vm_vcpus);
 	return rc;
 }
 
