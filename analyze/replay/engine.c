@@ -266,6 +266,29 @@ static void engine_on_memslot(struct engine *e,
 }
 
 /*
+ * Returns 1 when ev changes a present SPTE under an entry the model knows
+ * not present: a root born in the trace, still empty there, cannot hold
+ * it, so another root, allocated before the capture, does (a capture
+ * that begins between a memslot deletion's new root and the old root's
+ * zap; the trace's first event is then the new root's allocation).
+ */
+static int in_another_root(const struct engine *e,
+			   const struct model_event *ev)
+{
+	int as = ev->u.spte.as_id, level;
+
+	if (ev->kind != MEV_SPTE_CHANGE || as < 0 || as >= RETIRED_FIRST ||
+	    !spte_present(e->fmt, ev->u.spte.old_spte))
+		return 0;
+	for (level = SP_MAX_LEVEL; level > ev->u.spte.level; level--)
+		if (tdp_known(&e->tdp_obs, as, level, ev->u.spte.gfn) &&
+		    !spte_present(e->fmt, tdp_get(&e->tdp_obs, as, level,
+						  ev->u.spte.gfn)))
+			return 1;
+	return 0;
+}
+
+/*
  * Whether the capture began while the VM ran, decided at the first event
  * that meets the TDP state: a capture from the VM's creation has traced
  * its root's allocation by then (kvm_mmu_load() allocates it before the
@@ -276,6 +299,9 @@ static void engine_on_memslot(struct engine *e,
  * it starts, before the VM's first vCPU allocates the root; only a page
  * it recovers decides.
  */
+static int in_another_root(const struct engine *e,
+			   const struct model_event *ev);
+
 static void began_decide(struct engine *e, const struct model_event *ev)
 {
 	switch (ev->kind) {
@@ -292,7 +318,8 @@ static void began_decide(struct engine *e, const struct model_event *ev)
 		return;
 	}
 	e->began_decided = 1;
-	e->res->began_mid_run = !tdp_known(&e->tdp_obs, 0, SP_MAX_LEVEL, 0);
+	e->res->began_mid_run = !tdp_known(&e->tdp_obs, 0, SP_MAX_LEVEL, 0) ||
+		in_another_root(e, ev);
 	/* With the mitigation off nothing is ever split: KVM's list is
 	 * empty from the start. */
 	e->nx_list_known = !e->res->began_mid_run ||

@@ -190,7 +190,12 @@
 	/* on a capture begun mid-run, the mark of a removed table's entry \
 	 * where the current root holds a present leaf is an unseen root's \
 	 * (engine_roots.c current_or_unseen()) */ \
-	X(RULE_UNSEEN_ROOT, "unseen_root")
+	X(RULE_UNSEEN_ROOT, "unseen_root") \
+	/* on a capture begun mid-run, a zap that begins outside any \
+	 * context on a leaf no retired root stores is the zap of the \
+	 * newest retired root not zapped yet (engine_roots.c \
+	 * invalid_root_zap()) */ \
+	X(RULE_INVALID_ROOT_ZAP, "invalid_root_zap")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

@@ -436,6 +436,10 @@ struct engine {
 		/* a slot of a teardown begun before the capture */
 		int8_t unknown[TDP_AS_IDS];
 		uint64_t retired_seq[TDP_AS_IDS];
+		/* a thread began its zap (a teardown context on it), or a
+		 * newer root was retired before it was (engine_roots.c
+		 * invalid_root_zap()) */
+		int8_t zap_begun[TDP_AS_IDS];
 		int nretired;
 	} roots;
 	int vcpu_threads;
@@ -594,6 +598,9 @@ int roots_orig(const struct engine *e, int as);
 /* A root of address space `as` was allocated at seq: the current root,
  * if it still holds a present entry, is retired (engine_roots.c). */
 void roots_on_root_alloc(struct engine *e, int as, uint64_t seq);
+/* A thread began the zap of tdp as_id `as` (a retired root: no longer
+ * pending for RULE_INVALID_ROOT_ZAP). */
+void roots_on_zap_begun(struct engine *e, int as);
 /* Returns the tdp as_id the SPTE change ev of thread t goes to. */
 int roots_route(struct engine *e, struct thread_ctx *t,
 		const struct model_event *ev);

@@ -68,6 +68,7 @@ void roots_init(struct engine *e)
 		e->roots.orig[i] = i < RETIRED_FIRST ? i : -1;
 		e->roots.unknown[i] = 0;
 		e->roots.retired_seq[i] = 0;
+		e->roots.zap_begun[i] = 0;
 	}
 	e->roots.nretired = 0;
 }
@@ -135,6 +136,7 @@ static int slot_claim(struct engine *e, int as, int unknown, uint64_t seq)
 	e->roots.orig[slot] = (int8_t)as;
 	e->roots.unknown[slot] = (int8_t)unknown;
 	e->roots.retired_seq[slot] = seq;
+	e->roots.zap_begun[slot] = (int8_t)unknown;
 	e->roots.nretired++;
 	return slot;
 }
@@ -148,13 +150,29 @@ static void retarget(void *arg, void *val)
 		t->ctx_as = m[1];
 }
 
+/* *arg: a slot; set to -1 when thread val tears it down. */
+static void begun_on(void *arg, void *val)
+{
+	int *slot = arg;
+	const struct thread_ctx *t = val;
+
+	if (t->ctx_kind == CTX_TEARDOWN && t->ctx_as == *slot)
+		*slot = -1;
+}
+
 void roots_on_root_alloc(struct engine *e, int as, uint64_t seq)
 {
-	int slot, m[2];
+	int slot, m[2], i;
 
 	if (!engine_rule(e, RULE_ROOTS) || as < 0 || as >= RETIRED_FIRST ||
 	    !tdp_as_present(&e->tdp_obs, as))
 		return;
+	/* KVM zaps an invalid root soon after it invalidates it: one
+	 * retired before this one whose zap the trace has not begun is
+	 * not waited for any longer. */
+	for (i = RETIRED_FIRST; i < TDP_AS_IDS; i++)
+		if (e->roots.orig[i] == as)
+			e->roots.zap_begun[i] = 1;
 	slot = slot_claim(e, as, 0, seq);
 	if (tdp_move_as(&e->tdp_obs, as, slot) < 0 ||
 	    tdp_move_as(&e->tdp_ovl, as, slot) < 0 ||
@@ -165,6 +183,15 @@ void roots_on_root_alloc(struct engine *e, int as, uint64_t seq)
 	m[0] = as;
 	m[1] = slot;
 	ptrmap_each(&e->threads, retarget, m);
+	m[0] = slot;
+	ptrmap_each(&e->threads, begun_on, m);
+	e->roots.zap_begun[slot] = m[0] < 0;
+}
+
+void roots_on_zap_begun(struct engine *e, int as)
+{
+	if (as >= RETIRED_FIRST && as < TDP_AS_IDS && e->roots.orig[as] >= 0)
+		e->roots.zap_begun[as] = 1;
 }
 
 /* Whether the entry of root `as` holds old (not present: any value that
@@ -230,11 +257,49 @@ static int current_or_unseen(struct engine *e, struct thread_ctx *t,
 	return t->unknown_root;
 }
 
+/*
+ * Whether the change of thread t begins the zap of retired root r
+ * (RULE_INVALID_ROOT_ZAP).  On a capture begun mid-run a retired root
+ * holds only what the trace showed of it since the capture began, and
+ * the vCPUs refault the same pages into the new root with the same
+ * SPTE values: the first leaf of the old root's zap, unknown in the old
+ * root and known in the new one, would take the new root for the one
+ * being zapped.  KVM zaps every root it invalidated, whole, once
+ * (kvm_tdp_mmu_zap_invalidated_roots() in the memslot ioctl, or its
+ * worker), and a root is retired here only when the vCPUs allocate a
+ * new one, which KVM does only once the old one is invalid.  So a leaf
+ * zap outside any context (not a vCPU's, not the NX worker's) on an
+ * entry no retired root stores begins the zap of the newest retired
+ * root whose zap has not begun.  It never takes the zap of a current
+ * root while an invalidated one is still to be zapped: the VM's final
+ * zap comes after every invalid root's.  What it cannot catch: the
+ * zap of the current root (a second invalidation) traced before the
+ * next root's allocation while the old root's zap is still to come; an
+ * invalidated root the trace never showed (the capture began between
+ * its invalidation and the new root's allocation: engine.c
+ * in_another_root() makes that capture one begun mid-run) has no
+ * retired root, and its zap goes to the current root as before.
+ */
+static int invalid_root_zap(const struct engine *e,
+			    const struct thread_ctx *t,
+			    const struct model_event *ev, int r)
+{
+	uint64_t old = ev->u.spte.old_spte;
+	int level = ev->u.spte.level;
+
+	return r >= 0 && e->res->began_mid_run &&
+		engine_rule(e, RULE_INVALID_ROOT_ZAP) &&
+		t->ctx_kind == CTX_NONE && !t->is_worker &&
+		spte_present(e->fmt, old) && spte_leaf(e->fmt, old, level) &&
+		!spte_present(e->fmt, ev->u.spte.new_spte) &&
+		!tdp_stored(&e->tdp_obs, r, level, ev->u.spte.gfn);
+}
+
 int roots_route(struct engine *e, struct thread_ctx *t,
 		const struct model_event *ev)
 {
 	int as = ev->u.spte.as_id, level = ev->u.spte.level, i, best = -1;
-	int newest = -1, td;
+	int newest = -1, pending = -1, td;
 	uint64_t gfn = ev->u.spte.gfn, old = ev->u.spte.old_spte;
 
 	if (as < 0 || as >= RETIRED_FIRST || !engine_rule(e, RULE_ROOTS))
@@ -268,6 +333,9 @@ int roots_route(struct engine *e, struct thread_ctx *t,
 		if (!e->roots.unknown[i] && (newest < 0 ||
 		    e->roots.retired_seq[i] > e->roots.retired_seq[newest]))
 			newest = i;
+		if (!e->roots.zap_begun[i] && (pending < 0 ||
+		    e->roots.retired_seq[i] > e->roots.retired_seq[pending]))
+			pending = i;
 		if (tdp_stored(&e->tdp_obs, i, level, gfn) &&
 		    holds(e, i, level, gfn, old) &&
 		    (best < 0 ||
@@ -279,6 +347,8 @@ int roots_route(struct engine *e, struct thread_ctx *t,
 	 * is invalid (or at the VM's end, when no new root follows). */
 	if (best >= 0 && t->ctx_kind == CTX_NONE)
 		return best;
+	if (best < 0 && invalid_root_zap(e, t, ev, pending))
+		return pending;
 	if (holds(e, as, level, gfn, old))
 		return as;
 	if (best >= 0)

@@ -130,6 +130,8 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	root = t->route_as >= RETIRED_FIRST &&
 		roots_orig(e, t->route_as) == as ? t->route_as : 0;
 	t->ctx_as = root;
+	if (kind == CTX_TEARDOWN)
+		roots_on_zap_begun(e, root);
 	t->ctx_collapse = kind == CTX_TEARDOWN && level == TDP_LEVEL_4K &&
 		collapse_of(e, t, gfn);
 	/* What the model knows of the table's entries now: of a table a
@@ -309,6 +311,7 @@ void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
 	/* The zap of a retired root (engine_roots.c) zaps that root. */
 	if (ev->u.spte.as_id >= RETIRED_FIRST) {
 		t->ctx_as = ev->u.spte.as_id;
+		roots_on_zap_begun(e, t->ctx_as);
 		t->ctx_predicted =
 			overlay_context_range(e, t, t->ctx_as, 0,
 					      tdp_level_pages(SP_MAX_LEVEL + 1),
