@@ -5,7 +5,9 @@
 #
 # Usage: capture/lab/ab-repeat.sh PAIR [options]
 #
-#   PAIR                  nx-skip-dirty | perm-upgrade | nx-readlock (below)
+#   PAIR                  nx-skip-dirty | perm-upgrade | nx-readlock |
+#                         selftest-nx-readlock | selftest-nx-skip-dirty
+#                         (below)
 #   -n N                  runs per side (default 3); the runs alternate
 #                         A-1, B-1, A-2, B-2, ...
 #   --kernel KERNEL       the patched kernel (run.sh --kernel): patched
@@ -47,6 +49,25 @@
 #                   kvm.nx_huge_pages_recovery_read_lock=N / =Y; replay
 #                   policy nx-readlock (the fixtures: skip-dirty-off is its
 #                   A side, readlock-on its B side; no --fixtures)
+#   selftest-nx-readlock
+#                   KVM's own selftest x86_64/nx_huge_pages_test
+#                   (-t 887563923 -p 100 -r, --hugepages 8, nx_huge_pages=1,
+#                   ratio 1, period 100 ms: its wrapper's setup; two VMs,
+#                   the first's two split pages recovered) with
+#                   kvm.nx_huge_pages_recovery_read_lock=N / =Y; replay
+#                   policy nx-readlock.  The test's slot is three huge
+#                   pages (HPAGE_SLOT_NPAGES, a constant of the test), so
+#                   the recovery takes two pages whatever the setup; no
+#                   --fixtures
+#   selftest-nx-skip-dirty
+#                   KVM's own selftest dirty_log_perf_test (-g -v 2 -b 8M
+#                   -i 4 -s anonymous_thp) with nx_huge_pages=force, ratio
+#                   1, period 100 ms, so that recovery runs while dirty
+#                   logging is on; kvm.nx_huge_pages_recovery_skip_dirty=N
+#                   / =Y; replay policy nx-skip-dirty.  The guest executes
+#                   only from its code slot, never dirty-logged: no page
+#                   is NX-split where the knob acts, a null pair that
+#                   shows it; no --fixtures
 #
 # Per run: `mmureplay ingest DIR/trace -o DIR/capture.db` (with the
 # capture manifest, lab-manifest.py, as DIR/trace/manifest.json), the
@@ -106,6 +127,9 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
+# RUN: run.sh's words before the options (the workload, or selftest TEST);
+# SETUP: the run.sh options the pair's workload needs on both sides.
+SETUP=()
 case $PAIR in
 nx-skip-dirty)
 	WORKLOAD=nxrecovery
@@ -125,8 +149,27 @@ nx-readlock)
 	KNOB=nx_huge_pages_recovery_read_lock
 	FIXTURE=nxrecovery-readlock
 	POLICY=nx-readlock ;;
-*) echo "ab-repeat.sh: unknown pair '$PAIR' (nx-skip-dirty, perm-upgrade, nx-readlock)" >&2; exit 2 ;;
+selftest-nx-readlock)
+	WORKLOAD="selftest x86_64/nx_huge_pages_test"
+	WARGS=(-t 887563923 -p 100 -r)
+	SETUP=(--hugepages 8 --knob nx_huge_pages=1 --knob nx_huge_pages_recovery_ratio=1
+		--knob nx_huge_pages_recovery_period_ms=100)
+	KNOB=nx_huge_pages_recovery_read_lock
+	FIXTURE=
+	POLICY=nx-readlock ;;
+selftest-nx-skip-dirty)
+	WORKLOAD="selftest dirty_log_perf_test"
+	WARGS=(-g -v 2 -b 8M -i 4 -s anonymous_thp)
+	SETUP=(--knob nx_huge_pages=force --knob nx_huge_pages_recovery_ratio=1
+		--knob nx_huge_pages_recovery_period_ms=100)
+	KNOB=nx_huge_pages_recovery_skip_dirty
+	FIXTURE=
+	POLICY=nx-skip-dirty ;;
+*) echo "ab-repeat.sh: unknown pair '$PAIR' (nx-skip-dirty, perm-upgrade, nx-readlock, selftest-nx-readlock, selftest-nx-skip-dirty)" >&2; exit 2 ;;
 esac
+read -r -a RUN <<<"$WORKLOAD"
+[ -z "$FIXTURES" ] || [ -n "$FIXTURE" ] ||
+	{ echo "ab-repeat.sh: $PAIR has no recorded fixtures (no --fixtures)" >&2; exit 2; }
 [[ $N =~ ^[1-9][0-9]*$ ]] || { echo "ab-repeat.sh: -n wants a positive integer" >&2; exit 2; }
 case $KERNEL in
 patched|6.1-patched) KSERIES=6.1 ;;
@@ -182,8 +225,8 @@ lab_run() {
 	val=N
 	[ "$side" = A ] || val=Y
 	t0=$(date +%s.%N)
-	nice -n 10 "$HERE/run.sh" "$WORKLOAD" --kernel "$KERNEL" --knob "$KNOB=$val" \
-		"${OTHER_KNOBS[@]}" \
+	nice -n 10 "$HERE/run.sh" "${RUN[@]}" --kernel "$KERNEL" --knob "$KNOB=$val" \
+		"${OTHER_KNOBS[@]}" "${SETUP[@]}" \
 		--out "$dir" -- "${WARGS[@]}" >"$dir.run.log" 2>&1 &
 	boot_watchdog $! "$dir"
 	wait $! || rc=$?
