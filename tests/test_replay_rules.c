@@ -240,7 +240,7 @@ static int nx_off;
 /* The policy the hand-built sequence was "recorded" with. */
 static const struct policy *recorded = &policy_baseline;
 /* Model rules switched off (1 << enum replay_rule). */
-static unsigned rules_off;
+static replay_rules_t rules_off;
 /* The sequence begins while the VM runs: run() does not trace the
  * root's allocation before it (engine.c began_decide()). */
 static int late_capture;
@@ -563,7 +563,7 @@ static void test_stock_upgrade_cause(void)
 		fault(6, MEV_PFERR_USER);
 		spte(VCPU, 1, 6, 0, RO_4K);
 		entry();
-		rules_off = off ? 1u << RULE_UPGRADE_CAUSE : 0;
+		rules_off = off ? REPLAY_RULE_BIT(RULE_UPGRADE_CAUSE) : 0;
 		CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
 		CHECK(p.upgrade_src == REPLAY_SRC_INFERRED);
 		CHECK(p.upgrade_windows == 1 + off);
@@ -756,7 +756,7 @@ static void test_racing_vcpus(void)
 	      r.faults_exempt[EXEMPT_RACING_VCPU] == 1);
 	replay_result_free(&r);
 
-	rules_off = 1u << RULE_RACING_VCPU;
+	rules_off = REPLAY_RULE_BIT(RULE_RACING_VCPU);
 	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
 	CHECK(r.mismatches_total == 1 &&
 	      r.mismatches[0].kind == MISMATCH_FAULT_NOT_REQUIRED &&
@@ -1054,7 +1054,7 @@ static void test_nx_snapshot(void)
 	      r.nx_batches_settled == 1);
 	CHECK(r.nx_recovered_observed == 2 && r.nx_recovered_predicted == 2);
 	replay_result_free(&r);
-	rules_off = 1u << RULE_NX_SNAPSHOT;
+	rules_off = REPLAY_RULE_BIT(RULE_NX_SNAPSHOT);
 	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
 	CHECK(r.mismatches_total == 1 && r.nx_batches_settled == 0 &&
 	      r.mismatches[0].kind == MISMATCH_RECOVERY_BATCH &&
@@ -1156,7 +1156,7 @@ static void test_memslot_swap(void)
 	}
 	/* Without the rule both faults saw the old memslots: three splits
 	 * where the worker counted two, and one left after it. */
-	rules_off = 1u << RULE_SLOT_SWAP;
+	rules_off = REPLAY_RULE_BIT(RULE_SLOT_SWAP);
 	memslot_swap_scenario(1);
 	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
 	CHECK(r.mismatches_total == 2 && r.span_faults_settled == 0 &&
@@ -1305,7 +1305,7 @@ static void test_nx_off(void)
 	      r.nx_recovered_observed == 0 && r.nx_recovered_predicted == 0);
 	CHECK(r.zaps[ZAP_TEARDOWN] == 1 && r.zaps[ZAP_NX_RECOVERY] == 0);
 	replay_result_free(&r);
-	rules_off = 1u << RULE_NX_OFF;
+	rules_off = REPLAY_RULE_BIT(RULE_NX_OFF);
 	CHECK(run(&policy_baseline, &r) == REPLAY_OK);
 	CHECK(r.recovery_batches == 1 && r.zaps[ZAP_NX_RECOVERY] == 1);
 	replay_result_free(&r);
@@ -1883,7 +1883,7 @@ static void test_zap_all_leaves_first(void)
 	CHECK(b.mismatches_total == 0);
 	replay_result_free(&b);
 
-	rules_off = 1u << RULE_ZAP_ALL;
+	rules_off = REPLAY_RULE_BIT(RULE_ZAP_ALL);
 	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
 	CHECK(b.mismatches_total > 0 &&
 	      b.mismatches[0].kind == MISMATCH_ZAP_UNEXPLAINED);
@@ -1957,7 +1957,7 @@ static void test_removed_table_replaced(void)
 
 	for (off = 0; off <= 1; off++) {
 		nev = 0;
-		rules_off = off ? 1u << RULE_REMOVED_TABLE : 0;
+		rules_off = off ? REPLAY_RULE_BIT(RULE_REMOVED_TABLE) : 0;
 		memslot(0);
 		spte(VCPU, 3, 0, 0, TABLE);
 		spte(VCPU, 2, 0x200, 0, TABLE);
@@ -1998,7 +1998,7 @@ static void test_coexisting_roots(void)
 
 	for (off = 0; off <= 1; off++) {
 		nev = 0;
-		rules_off = off ? 1u << RULE_ROOTS : 0;
+		rules_off = off ? REPLAY_RULE_BIT(RULE_ROOTS) : 0;
 		memslot(0);
 		spte(VCPU, 3, 0, NONPRESENT_612, TABLE);
 		spte(VCPU, 2, 0, NONPRESENT_612, TABLE + 0x1000);
@@ -2039,7 +2039,7 @@ static void test_late_link(void)
 
 	for (off = 0; off <= 1; off++) {
 		nev = 0;
-		rules_off = off ? 1u << RULE_LATE_LINK : 0;
+		rules_off = off ? REPLAY_RULE_BIT(RULE_LATE_LINK) : 0;
 		memslot(0);
 		spte(VCPU, 4, 0, NONPRESENT_612, TABLE);
 		spte(VCPU2, 2, 0x200, NONPRESENT_612, TABLE + 0x1000);
@@ -2149,7 +2149,7 @@ static void test_dirty_log_collapse(void)
 
 	for (off = 0; off <= 1; off++) {
 		nev = 0;
-		rules_off = off ? 1u << RULE_DIRTY_LOG_COLLAPSE : 0;
+		rules_off = off ? REPLAY_RULE_BIT(RULE_DIRTY_LOG_COLLAPSE) : 0;
 		memslot(0);
 		memslot_flags(1024, 0, KVM_MEM_LOG_DIRTY_PAGES);
 		spte(VCPU, 3, 0, 0, TABLE);
@@ -2202,7 +2202,7 @@ static void test_frozen_entry(void)
 
 	for (off = 0; off <= 1; off++) {
 		nev = 0;
-		rules_off = off ? 1u << RULE_FROZEN_ENTRY : 0;
+		rules_off = off ? REPLAY_RULE_BIT(RULE_FROZEN_ENTRY) : 0;
 		memslot(0);
 		spte(VCPU, 3, 0, 0, TABLE);
 		spte(VCPU, 2, 0x200, 0, TABLE);
@@ -2278,7 +2278,7 @@ static void test_unlink_after_new_table(void)
 	CHECK(b.mismatches_total == 0);
 	replay_result_free(&b);
 
-	rules_off = 1u << RULE_REMOVED_TABLE;
+	rules_off = REPLAY_RULE_BIT(RULE_REMOVED_TABLE);
 	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
 	CHECK(b.mismatches_total > 0);
 	replay_result_free(&b);
@@ -2380,7 +2380,7 @@ static void test_window_leaves(void)
 	int off;
 
 	for (off = 0; off <= 1; off++) {
-		rules_off = off ? 1u << RULE_WINDOW_LEAVES : 0;
+		rules_off = off ? REPLAY_RULE_BIT(RULE_WINDOW_LEAVES) : 0;
 		leaf_at_1();
 		spte(VCPU, 1, 0x5, 0, RW_4K);
 		entry();
@@ -2417,7 +2417,7 @@ static void test_aging_flush(void)
 	int off;
 
 	for (off = 0; off <= 1; off++) {
-		rules_off = off ? 1u << RULE_AGING_FLUSH : 0;
+		rules_off = off ? REPLAY_RULE_BIT(RULE_AGING_FLUSH) : 0;
 		leaf_at_1();
 		entry();
 		fault(0x5, MEV_PFERR_USER | MEV_PFERR_WRITE);

@@ -201,7 +201,7 @@ struct report_vms;
 int cli_replay_policies(sqlite3 *db, const char *path,
 			const struct capture_info *ci,
 			const struct policy *const *pols, int n,
-			unsigned rules_off, struct replay_result *res,
+			replay_rules_t rules_off, struct replay_result *res,
 			int *done, struct report_vms *vms);
 /* CLI_EXIT_OK when the capture's nvms VMs hold VM vm (0: none asked
  * for); else, after one line on stderr, CLI_EXIT_USAGE (narrow.c). */
@@ -224,7 +224,7 @@ int cli_narrow_vm(const struct cli_args *a, int opt,
  */
 int cli_replay_vms(sqlite3 *db, const char *path,
 		   const struct capture_info *ci, const struct policy *pol,
-		   unsigned rules_off, struct report_vms *vms,
+		   replay_rules_t rules_off, struct report_vms *vms,
 		   struct replay_result *total);
 void cli_vms_free(struct report_vms *vms);
 /* Replays db under pol alone into *res, as cli_replay_policies() does;
@@ -232,7 +232,7 @@ void cli_vms_free(struct report_vms *vms);
  * that is CLI_EXIT_OK. */
 int cli_replay_one(sqlite3 *db, const char *path,
 		   const struct capture_info *ci, const struct policy *pol,
-		   unsigned rules_off, struct replay_result *res);
+		   replay_rules_t rules_off, struct replay_result *res);
 /* As cli_replay_one(), with hook told each decision of the policy
  * (replay_opts.hook): mmureplay export --policy. */
 int cli_replay_hooked(sqlite3 *db, const char *path,

@@ -59,7 +59,7 @@ const struct cli_command cli_cmd_fidelity = {
 };
 
 /* "a,b": the rules named, as a mask; -1 after naming an unknown one. */
-static int rules_parse(const char *arg, unsigned *mask)
+static int rules_parse(const char *arg, replay_rules_t *mask)
 {
 	char buf[256], *tok, *save = NULL;
 	enum replay_rule r;
@@ -73,7 +73,7 @@ static int rules_parse(const char *arg, unsigned *mask)
 				"'%s'\n", tok);
 			return -1;
 		}
-		*mask |= 1u << r;
+		*mask |= REPLAY_RULE_BIT(r);
 	}
 	return 0;
 }
@@ -101,7 +101,7 @@ static int run(struct cli_args *a)
 	struct report_vms vms = { 0 };
 	struct fidelity_output fo = { &fid, &res, &vms };
 	int i;
-	unsigned rules_off = 0;
+	replay_rules_t rules_off = 0;
 	int rc = CLI_EXIT_USAGE;
 
 	if (a->str[OPT_RULE_OFF] &&

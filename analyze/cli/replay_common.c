@@ -85,7 +85,7 @@ void cli_capture_damage(const struct capture_info *ci, const char *path,
 static int replay_one_state(sqlite3 *db, const char *path,
 			    const struct capture_info *ci,
 			    const struct policy *const *pols, int n,
-			    unsigned rules_off, struct replay_result *res,
+			    replay_rules_t rules_off, struct replay_result *res,
 			    int *done, struct replay_vms *split,
 			    const struct replay_hook *hook)
 {
@@ -205,7 +205,7 @@ static int split_open(sqlite3 *db, const char *path,
 static int replay_policies(sqlite3 *db, const char *path,
 			   const struct capture_info *ci,
 			   const struct policy *const *pols, int n,
-			   unsigned rules_off, struct replay_result *res,
+			   replay_rules_t rules_off, struct replay_result *res,
 			   int *done, struct report_vms *vms,
 			   const struct replay_hook *hook)
 {
@@ -280,7 +280,7 @@ static int replay_policies(sqlite3 *db, const char *path,
 int cli_replay_policies(sqlite3 *db, const char *path,
 			const struct capture_info *ci,
 			const struct policy *const *pols, int n,
-			unsigned rules_off, struct replay_result *res,
+			replay_rules_t rules_off, struct replay_result *res,
 			int *done, struct report_vms *vms)
 {
 	return replay_policies(db, path, ci, pols, n, rules_off, res, done,
@@ -289,7 +289,7 @@ int cli_replay_policies(sqlite3 *db, const char *path,
 
 int cli_replay_one(sqlite3 *db, const char *path,
 		   const struct capture_info *ci, const struct policy *pol,
-		   unsigned rules_off, struct replay_result *res)
+		   replay_rules_t rules_off, struct replay_result *res)
 {
 	int done;
 
@@ -340,7 +340,7 @@ fail:
 
 int cli_replay_vms(sqlite3 *db, const char *path,
 		   const struct capture_info *ci, const struct policy *pol,
-		   unsigned rules_off, struct report_vms *vms,
+		   replay_rules_t rules_off, struct report_vms *vms,
 		   struct replay_result *total)
 {
 	struct capture_info one = *ci;

@@ -557,8 +557,8 @@ enum replay_status replay_prepare(struct source *src,
 				  struct scan *scan)
 {
 	switch (scan_run(src, opts->fmt,
-			 !(opts->rules_off & (1u << RULE_UPGRADE_CAUSE)),
-			 !(opts->rules_off & (1u << RULE_DIRTY_SWEEP)), scan)) {
+			 !(opts->rules_off & REPLAY_RULE_BIT(RULE_UPGRADE_CAUSE)),
+			 !(opts->rules_off & REPLAY_RULE_BIT(RULE_DIRTY_SWEEP)), scan)) {
 	case SCAN_OK:
 		return REPLAY_OK;
 	case SCAN_ERR_SOURCE:

@@ -195,7 +195,11 @@
 	 * context on a leaf no retired root stores is the zap of the \
 	 * newest retired root not zapped yet (engine_roots.c \
 	 * invalid_root_zap()) */ \
-	X(RULE_INVALID_ROOT_ZAP, "invalid_root_zap")
+	X(RULE_INVALID_ROOT_ZAP, "invalid_root_zap") \
+	/* a recovery batch sooner than the period after a late one is \
+	 * the worker catching up on lagging jiffies (engine_nx.c \
+	 * batch_wake()) */ \
+	X(RULE_BATCH_CATCH_UP, "batch_catch_up")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures
@@ -242,6 +246,12 @@ enum replay_rule {
 	REPLAY_RULE_LIST(REPLAY_ENUM_ENTRY)
 	REPLAY_RULES
 };
+
+/* A set of rules (replay_opts.rules_off): bit REPLAY_RULE_BIT(r) for
+ * rule r. */
+typedef uint64_t replay_rules_t;
+#define REPLAY_RULE_BIT(r) ((replay_rules_t)1 << (r))
+_Static_assert(REPLAY_RULES <= 64, "replay_rules_t holds every rule");
 
 enum replay_na {
 	REPLAY_NA_LIST(REPLAY_ENUM_ENTRY)
@@ -323,7 +333,7 @@ struct replay_opts {
 	/* The NX mitigation is known off (kvm.nx_huge_pages N): exec
 	 * faults split nothing and the worker never recovers. */
 	int nx_off;
-	unsigned rules_off;             /* 1 << enum replay_rule (tests) */
+	replay_rules_t rules_off;       /* REPLAY_RULE_BIT()s (tests) */
 	/* Events before this time (ns) are not replayed: some stream
 	 * holds none from then (capture_info.h span_start_ts); 0: all. */
 	int64_t span_start_ts;

@@ -238,6 +238,9 @@ struct batch {
 	int batch_measured;             /* opened by a traced begin event */
 	int batch_read_lock;            /* measured lock mode (patched) */
 	int64_t batch_wake;             /* recorded wake-up index */
+	/* ns from the previous traced batch's end to this one's begin, both
+	 * traced (0: not both) */
+	int64_t batch_gap;
 	int batch_skipped;              /* the policy's worker sleeps */
 	/* Untraced, its worker quiet for BATCH_GAP_NS: it exempts no
 	 * fault until the worker shows again (nx_batch_live()). */
@@ -449,7 +452,7 @@ struct engine {
 /* Is the model rule r in force (not switched off by a test)? */
 static inline int engine_rule(const struct engine *e, enum replay_rule r)
 {
-	return !(e->opts->rules_off & (1u << r));
+	return !(e->opts->rules_off & REPLAY_RULE_BIT(r));
 }
 
 /* engine.c: contexts, mismatches, the series. */

@@ -73,7 +73,7 @@ static struct source *input_open(sqlite3 *db,
 /* The options every run of s shares, from ci; then the first pass. */
 static enum replay_status session_prepare(struct replay_session *s,
 					  const struct capture_info *ci,
-					  unsigned rules_off)
+					  replay_rules_t rules_off)
 {
 	s->opts.fmt = ci->fmt;
 	s->opts.nx_worker_tids = ci->workers;
@@ -93,7 +93,7 @@ static enum replay_status session_prepare(struct replay_session *s,
 enum replay_status replay_session_open(struct replay_session *s,
 				       sqlite3 *db,
 				       const struct capture_info *ci,
-				       unsigned rules_off,
+				       replay_rules_t rules_off,
 				       enum replay_session_input input)
 {
 	enum replay_status st = REPLAY_ERR_SOURCE;
@@ -162,7 +162,7 @@ end:
 enum replay_status replay_session_open_vm(struct replay_session *s,
 					  struct replay_vms *v, int vm,
 					  const struct capture_info *ci,
-					  unsigned rules_off)
+					  replay_rules_t rules_off)
 {
 	enum replay_status st;
 

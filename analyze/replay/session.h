@@ -58,7 +58,7 @@ struct replay_session {
 enum replay_status replay_session_open(struct replay_session *s,
 				       sqlite3 *db,
 				       const struct capture_info *ci,
-				       unsigned rules_off,
+				       replay_rules_t rules_off,
 				       enum replay_session_input input);
 /*
  * Replays the capture under pol, one pass of the engine, into *res
@@ -105,7 +105,7 @@ enum replay_status replay_vms_open(struct replay_vms *v, sqlite3 *db,
 enum replay_status replay_session_open_vm(struct replay_session *s,
 					  struct replay_vms *v, int vm,
 					  const struct capture_info *ci,
-					  unsigned rules_off);
+					  replay_rules_t rules_off);
 void replay_vms_close(struct replay_vms *v);
 
 #endif
