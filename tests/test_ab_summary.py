@@ -25,6 +25,10 @@ Checks:
    says so instead, with no probe on either side the probe rows say "no
    probe", and the figures where `mmureplay replay` on B restates its
    recorded policy otherwise than the trace are listed and warned of.
+6. a what-if the policy cannot give (nx-skip-dirty on KVM's
+   dirty_log_perf_test, which NX-splits nothing: `mmureplay replay`
+   says "not applicable") is said with the replay's reason, not taken
+   for a withheld one, and the summary is written (it crashed before).
 It cannot catch: a wrong median over several runs (one run per side).
 """
 import json
@@ -41,13 +45,20 @@ data = os.path.join(top, "tests", "data")
 SIDES = {"A-1": "lttng-kernel-6.1.192-patched-nxrecovery-skip-dirty-off",
          "B-1": "lttng-kernel-6.1.192-patched-nxrecovery-readlock-on"}
 
-for run_name, fx in SIDES.items():
-    d = fresh_dir(os.path.join(work, run_name))
-    extract_fixture(os.path.join(data, fx), d)
-    with open(os.path.join(data, fx, "manifest.json")) as f:
-        lab = json.load(f)["lab"]
-    with open(os.path.join(d, "manifest.json"), "w") as f:
-        json.dump(lab, f)
+
+
+def lay_out(out, sides):
+    """The fixtures as the run directories of one repeat in out."""
+    for run_name, fx in sides.items():
+        d = fresh_dir(os.path.join(out, run_name))
+        extract_fixture(os.path.join(data, fx), d)
+        with open(os.path.join(data, fx, "manifest.json")) as f:
+            lab = json.load(f)["lab"]
+        with open(os.path.join(d, "manifest.json"), "w") as f:
+            json.dump(lab, f)
+
+
+lay_out(work, SIDES)
 
 r = run([os.path.join(top, "capture", "lab", "ab-repeat.sh"), "nx-readlock",
          "--analyze-only", "--out", work, "--mmureplay", mmr])
@@ -201,4 +212,22 @@ check(("Restated otherwise than traced" in text) == bool(differs),
       "the restatement warning does not follow %s" % differs)
 
 shutil.rmtree(work, ignore_errors=True)
+# 6. A policy that cannot act: its reason, and a summary all the same.
+na = os.path.join(work, "not-applicable")
+lay_out(na, {"A-1": "lttng-kernel-6.1.192-patched-selftest-dirty-log-perf-g",
+             "B-1": "lttng-kernel-6.1.192-patched-nxrecovery-skip-dirty-on"})
+r = run([os.path.join(top, "capture", "lab", "ab-repeat.sh"), "nx-skip-dirty",
+         "--analyze-only", "--out", na, "--mmureplay", mmr])
+check(r.returncode == 0, "not applicable: ab-repeat.sh rc %d %s"
+      % (r.returncode, r.stderr[-300:]))
+with open(os.path.join(na, "summary.json")) as f:
+    a1 = [x for x in json.load(f)["runs"] if x["run"] == "A-1"][0]
+with open(os.path.join(na, "summary.txt")) as f:
+    text = f.read()
+why = json.loads(run([mmr, "replay", os.path.join(na, "A-1", "capture.db"),
+                      "--policy", "nx-skip-dirty", "--json"]).stdout)[
+    "policies"]["nx-skip-dirty"]["not_applicable"]
+check(a1.get("not_applicable") == why and a1["pred"] is None and
+      "the policy is not applicable" in text and "withheld" not in text,
+      "not applicable: %s" % a1.get("not_applicable"))
 finish()

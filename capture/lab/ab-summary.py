@@ -275,7 +275,11 @@ def load_run(d, policy):
     r["figures"] = measured_figures(d, r, rep)
     if side == "A":
         p = (rep or {}).get("policies", {}).get(policy)
-        if p and p.get("verified") is True:
+        if p and p.get("applicable") is False:
+            # The what-if is A's own run by construction: nothing to
+            # hold against B (mmureplay replay says why).
+            r["not_applicable"] = p.get("not_applicable") or "not applicable"
+        elif p and p.get("verified") is True:
             r["pred"] = {k: p[j] for k, j in PRED_KEYS.items() if j in p}
             r["pred"]["faults_avoided"] = p.get("faults_avoided")
             r["pred"]["faults_added"] = p.get("faults_added")
@@ -454,8 +458,14 @@ def per_run_predictions(lines, runs):
             "%8s" % fmt(p.get(c), DEC[c]) for c in cols)
             + "%8s%8s" % (fmt(p.get("faults_avoided")),
                           fmt(p.get("faults_added"))))
+    na = [r for r in runs if r["side"] == "A" and r.get("not_applicable")]
+    if na:
+        lines.extend(wrap(
+            "No what-if (the policy is not applicable, its figures A's own "
+            "by construction): %s: %s." % (", ".join(r["run"] for r in na),
+                                          na[0]["not_applicable"]), "  "))
     miss = [r["run"] for r in runs if r["side"] == "A" and not r["pred"]
-            and not r["fixture"]]
+            and not r["fixture"] and not r.get("not_applicable")]
     if miss:
         lines.extend(wrap("No what-if (self-check failed, withheld): %s."
                           % ", ".join(miss), "  "))
