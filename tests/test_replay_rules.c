@@ -1557,18 +1557,19 @@ static void test_lock_wait_kept_window(void)
 	mapped(5, RO_4K);
 	mapped(6, RO_4K);
 	notifier(5, 1);                                 /* upgrade */
-	spte(VMM, 1, 5, RO_4K, 0);                      /* under the lock */
 	fault(6, MEV_PFERR_USER | MEV_PFERR_WRITE | MEV_PFERR_PRESENT);
+	spte(VMM, 1, 5, RO_4K, 0);                      /* under the lock */
 	e = ev(MEV_LOCK_WAIT, VCPU);                    /* waited for it */
-	e->u.lock.wait_ns = 2500000;
+	e->u.lock.wait_ns = 1500000;    /* from 0.5 ms after the fault */
+	e->u.lock.gfn = 6;
 	spte(VCPU, 1, 6, RO_4K, RW_4K);
 	entry();
 	syscall_exit(VMM);
 	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
-	CHECK(b.mismatches_total == 0 && b.lock_wait_ns == 2500000 &&
+	CHECK(b.mismatches_total == 0 && b.lock_wait_ns == 1500000 &&
 	      b.lock_wait_removed_ns == 0);
 	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
-	CHECK(p.lock_wait_ns == 0 && p.lock_wait_removed_ns == 2500000);
+	CHECK(p.lock_wait_ns == 0 && p.lock_wait_removed_ns == 1500000);
 	replay_result_free(&b);
 	replay_result_free(&p);
 
@@ -1581,8 +1582,10 @@ static void test_lock_wait_kept_window(void)
 	syscall_exit(VMM);
 	ts_shift = 100000000;                           /* long after */
 	fault(5, MEV_PFERR_USER);
+	ts_shift += 400000;
 	e = ev(MEV_LOCK_WAIT, VCPU);
 	e->u.lock.wait_ns = 300000;
+	e->u.lock.gfn = 5;
 	spte(VCPU, 1, 5, 0, RO_4K);
 	entry();
 	ts_shift = 0;

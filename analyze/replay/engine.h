@@ -67,7 +67,11 @@
 	/* a traced recovery batch began sooner after the previous one \
 	 * than the recorded period (predicted: the period, observed: the \
 	 * gap, ms) */ \
-	X(MISMATCH_RECOVERY_PERIOD, "recovery_period")
+	X(MISMATCH_RECOVERY_PERIOD, "recovery_period") \
+	/* a traced mmu_lock wait that began before the fault it belongs \
+	 * to was traced, or at another gfn (predicted: the ns from the \
+	 * fault to the wait's end, observed: the wait, ns) */ \
+	X(MISMATCH_LOCK_WAIT, "lock_wait")
 
 /*
  * Why a fault on a leaf that permitted the access was not failed at
@@ -199,7 +203,11 @@
 	/* a recovery batch sooner than the period after a late one is \
 	 * the worker catching up on lagging jiffies (engine_nx.c \
 	 * batch_wake()) */ \
-	X(RULE_BATCH_CATCH_UP, "batch_catch_up")
+	X(RULE_BATCH_CATCH_UP, "batch_catch_up") \
+	/* a root being zapped when the next one is allocated is retired \
+	 * even with nothing the model knows present in it \
+	 * (engine_roots.c roots_on_root_alloc()) */ \
+	X(RULE_ZAPPED_ROOT, "zapped_root")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

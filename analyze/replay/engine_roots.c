@@ -164,8 +164,17 @@ void roots_on_root_alloc(struct engine *e, int as, uint64_t seq)
 {
 	int slot, m[2], i;
 
-	if (!engine_rule(e, RULE_ROOTS) || as < 0 || as >= RETIRED_FIRST ||
-	    !tdp_as_present(&e->tdp_obs, as))
+	if (!engine_rule(e, RULE_ROOTS) || as < 0 || as >= RETIRED_FIRST)
+		return;
+	/* A root nothing the model knows of is present in is retired all
+	 * the same while a thread tears it down (RULE_ZAPPED_ROOT): on a
+	 * capture begun mid-run its upper tables, never shown, are still
+	 * linked, and their removal after this allocation is the old
+	 * root's, not the new one's. */
+	m[0] = as;
+	if (engine_rule(e, RULE_ZAPPED_ROOT))
+		ptrmap_each(&e->threads, begun_on, m);
+	if (!tdp_as_present(&e->tdp_obs, as) && m[0] >= 0)
 		return;
 	/* KVM zaps an invalid root soon after it invalidates it: one
 	 * retired before this one whose zap the trace has not begun is
