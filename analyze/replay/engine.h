@@ -207,7 +207,11 @@
 	/* a root being zapped when the next one is allocated is retired \
 	 * even with nothing the model knows present in it \
 	 * (engine_roots.c roots_on_root_alloc()) */ \
-	X(RULE_ZAPPED_ROOT, "zapped_root")
+	X(RULE_ZAPPED_ROOT, "zapped_root") \
+	/* on a capture begun mid-run, a top-level table removed over a \
+	 * leaf the current root still holds is another root's \
+	 * (engine_roots.c top_table_elsewhere()) */ \
+	X(RULE_TOP_TABLE, "top_table")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

@@ -304,6 +304,41 @@ static int invalid_root_zap(const struct engine *e,
 		!tdp_stored(&e->tdp_obs, r, level, ev->u.spte.gfn);
 }
 
+static void leaf_seen(void *arg, int level, uint64_t gfn, uint64_t spte)
+{
+	(void)level;
+	(void)gfn;
+	(void)spte;
+	*(int *)arg = 1;
+}
+
+/*
+ * Whether ev, the removal of a top-level table, is another root's than
+ * the current one (RULE_TOP_TABLE): the current root still holds a
+ * present leaf the trace showed beneath it.  Only a root's zap removes
+ * top-level entries (tdp_mmu_zap_root()), and it zaps every leaf first
+ * (the 1G entries' pass, 6.1 and 6.12; 6.12's leaves before that), so
+ * the current root's own zap would have traced those leaves' zaps
+ * before.  Seen on patched 6.1 cuts that begin inside the old root's
+ * zap, its thread first traced after the capture's first moments: the
+ * removal took the vCPUs' new root (1,105 leaves predicted, none
+ * traced).
+ */
+static int top_table_elsewhere(const struct engine *e,
+			       const struct model_event *ev)
+{
+	uint64_t start = tdp_align(ev->u.spte.gfn, SP_MAX_LEVEL);
+	int seen = 0;
+
+	if (ev->u.spte.level != SP_MAX_LEVEL ||
+	    !engine_rule(e, RULE_TOP_TABLE))
+		return 0;
+	tdp_for_each_leaf(&e->tdp_obs, ev->u.spte.as_id, start,
+			  start + tdp_level_pages(SP_MAX_LEVEL), leaf_seen,
+			  &seen);
+	return seen;
+}
+
 int roots_route(struct engine *e, struct thread_ctx *t,
 		const struct model_event *ev)
 {
@@ -316,6 +351,10 @@ int roots_route(struct engine *e, struct thread_ctx *t,
 	/* Every use of it is on a capture that began mid-run. */
 	td = e->res->began_mid_run && tears_down(e, ev);
 	if (td && t->fresh && !t->is_worker && t->ctx_kind == CTX_NONE)
+		t->teardown_before = 1;
+	if (td && !t->teardown_before && !t->is_worker &&
+	    t->ctx_kind == CTX_NONE && !e->roots.nretired &&
+	    top_table_elsewhere(e, ev))
 		t->teardown_before = 1;
 	if (t->teardown_before && td &&
 	    (level > TDP_LEVEL_4K + 1 ||
