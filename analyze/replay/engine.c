@@ -420,6 +420,7 @@ static void handle(struct engine *e, const struct model_event *ev)
 	if (ev->kind != MEV_SPTE_CHANGE && ev->kind != MEV_TLB_FLUSH &&
 	    ev->kind != MEV_SP_FREE && ev->kind != MEV_SP_ALLOC)
 		t->unknown_root = t->teardown_before = 0;
+	t->seen = 1;
 	if (ev->kind != MEV_SPTE_CHANGE && ev->kind != MEV_TLB_FLUSH)
 		t->fresh = 0;
 	else if (t->fresh && e->res->began_mid_run && !t->fresh_counted) {

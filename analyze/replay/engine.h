@@ -211,7 +211,11 @@
 	/* on a capture begun mid-run, a top-level table removed over a \
 	 * leaf the current root still holds is another root's \
 	 * (engine_roots.c top_table_elsewhere()) */ \
-	X(RULE_TOP_TABLE, "top_table")
+	X(RULE_TOP_TABLE, "top_table") \
+	/* on a capture begun mid-run, a thread whose first event removes \
+	 * a table above 2M tears a root down since before the capture \
+	 * (engine_roots.c roots_route()) */ \
+	X(RULE_FIRST_REMOVAL, "first_removal")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

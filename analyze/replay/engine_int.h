@@ -189,6 +189,7 @@ struct thread_ctx {
 	 * that began mid-run, it may be inside a context that began
 	 * before the capture (engine_on_spte()). */
 	int fresh;
+	int seen;                       /* an event of it was handled */
 	/* It cleared a leaf's accessed bit since its last flush (the
 	 * host's page aging: RULE_AGING_FLUSH). */
 	int aged;
