@@ -357,14 +357,17 @@ int roots_route(struct engine *e, struct thread_ctx *t,
 	    top_table_elsewhere(e, ev))
 		t->teardown_before = 1;
 	/* A thread whose first event, however late, removes a table above
-	 * 2M (RULE_FIRST_REMOVAL): only a root's zap does (its pass over
-	 * the 1G entries, then the top level), and one that began in the
-	 * capture follows its memslot change or the VM's last ioctl on
-	 * that thread.  Seen on patched 6.1 cuts inside the old root's
-	 * zap, its thread first traced 290 ms in, past the capture's
-	 * first moments. */
+	 * 2M or marks an entry of one (RULE_FIRST_REMOVAL): only a root's
+	 * zap does (its pass over the 1G entries, then the top level), and
+	 * one that began in the capture follows its memslot change or the
+	 * VM's last ioctl on that thread.  Seen on patched 6.1 cuts inside
+	 * the old root's zap, its thread first traced 65 to 290 ms in,
+	 * past the capture's first moments. */
 	if (td && !t->seen && !t->is_worker && t->ctx_kind == CTX_NONE &&
-	    level > TDP_LEVEL_4K + 1 && engine_rule(e, RULE_FIRST_REMOVAL))
+	    (level > TDP_LEVEL_4K + 1 ||
+	     (level > TDP_LEVEL_4K &&
+	      spte_removed(e->fmt, ev->u.spte.new_spte))) &&
+	    engine_rule(e, RULE_FIRST_REMOVAL))
 		t->teardown_before = 1;
 	if (t->teardown_before && td &&
 	    (level > TDP_LEVEL_4K + 1 ||
