@@ -299,9 +299,6 @@ static int in_another_root(const struct engine *e,
  * it starts, before the VM's first vCPU allocates the root; only a page
  * it recovers decides.
  */
-static int in_another_root(const struct engine *e,
-			   const struct model_event *ev);
-
 static void began_decide(struct engine *e, const struct model_event *ev)
 {
 	switch (ev->kind) {

@@ -162,7 +162,7 @@ static void begun_on(void *arg, void *val)
 
 void roots_on_root_alloc(struct engine *e, int as, uint64_t seq)
 {
-	int slot, m[2], i;
+	int slot, m[2], i, torn;
 
 	if (!engine_rule(e, RULE_ROOTS) || as < 0 || as >= RETIRED_FIRST)
 		return;
@@ -172,9 +172,10 @@ void roots_on_root_alloc(struct engine *e, int as, uint64_t seq)
 	 * linked, and their removal after this allocation is the old
 	 * root's, not the new one's. */
 	m[0] = as;
-	if (engine_rule(e, RULE_ZAPPED_ROOT))
-		ptrmap_each(&e->threads, begun_on, m);
-	if (!tdp_as_present(&e->tdp_obs, as) && m[0] >= 0)
+	ptrmap_each(&e->threads, begun_on, m);
+	torn = m[0] < 0;
+	if (!tdp_as_present(&e->tdp_obs, as) &&
+	    !(torn && engine_rule(e, RULE_ZAPPED_ROOT)))
 		return;
 	/* KVM zaps an invalid root soon after it invalidates it: one
 	 * retired before this one whose zap the trace has not begun is
@@ -192,9 +193,7 @@ void roots_on_root_alloc(struct engine *e, int as, uint64_t seq)
 	m[0] = as;
 	m[1] = slot;
 	ptrmap_each(&e->threads, retarget, m);
-	m[0] = slot;
-	ptrmap_each(&e->threads, begun_on, m);
-	e->roots.zap_begun[slot] = m[0] < 0;
+	e->roots.zap_begun[slot] = (int8_t)torn;
 }
 
 void roots_on_zap_begun(struct engine *e, int as)
@@ -339,6 +338,18 @@ static int top_table_elsewhere(const struct engine *e,
 	return seen;
 }
 
+/* Whether the teardown change ev removes a table above 2M or marks an
+ * entry of one: only a root's zap does. */
+static int tears_down_above_2m(const struct engine *e,
+			       const struct model_event *ev)
+{
+	int level = ev->u.spte.level;
+
+	return level > TDP_LEVEL_4K + 1 ||
+		(level > TDP_LEVEL_4K &&
+		 spte_removed(e->fmt, ev->u.spte.new_spte));
+}
+
 int roots_route(struct engine *e, struct thread_ctx *t,
 		const struct model_event *ev)
 {
@@ -350,28 +361,21 @@ int roots_route(struct engine *e, struct thread_ctx *t,
 		return as;
 	/* Every use of it is on a capture that began mid-run. */
 	td = e->res->began_mid_run && tears_down(e, ev);
-	if (td && t->fresh && !t->is_worker && t->ctx_kind == CTX_NONE)
+	/* A thread outside any context (not the NX worker) tears a root
+	 * down since before the capture when it is traced from the
+	 * capture's first moments; when its first event, however late,
+	 * removes a table above 2M or marks an entry of one
+	 * (RULE_FIRST_REMOVAL: a zap begun in the capture follows its
+	 * thread's memslot change or ioctl; seen on patched 6.1 cuts, the
+	 * thread first traced 65 to 290 ms in); or when a top-level table
+	 * it removes is not the current root's (RULE_TOP_TABLE). */
+	if (td && !t->is_worker && t->ctx_kind == CTX_NONE &&
+	    (t->fresh ||
+	     (!t->seen && tears_down_above_2m(e, ev) &&
+	      engine_rule(e, RULE_FIRST_REMOVAL)) ||
+	     (!e->roots.nretired && top_table_elsewhere(e, ev))))
 		t->teardown_before = 1;
-	if (td && !t->teardown_before && !t->is_worker &&
-	    t->ctx_kind == CTX_NONE && !e->roots.nretired &&
-	    top_table_elsewhere(e, ev))
-		t->teardown_before = 1;
-	/* A thread whose first event, however late, removes a table above
-	 * 2M or marks an entry of one (RULE_FIRST_REMOVAL): only a root's
-	 * zap does (its pass over the 1G entries, then the top level), and
-	 * one that began in the capture follows its memslot change or the
-	 * VM's last ioctl on that thread.  Seen on patched 6.1 cuts inside
-	 * the old root's zap, its thread first traced 65 to 290 ms in,
-	 * past the capture's first moments. */
-	if (td && !t->seen && !t->is_worker && t->ctx_kind == CTX_NONE &&
-	    (level > TDP_LEVEL_4K + 1 ||
-	     (level > TDP_LEVEL_4K &&
-	      spte_removed(e->fmt, ev->u.spte.new_spte))) &&
-	    engine_rule(e, RULE_FIRST_REMOVAL))
-		t->teardown_before = 1;
-	if (t->teardown_before && td &&
-	    (level > TDP_LEVEL_4K + 1 ||
-	     (level > TDP_LEVEL_4K && spte_removed(e->fmt, ev->u.spte.new_spte))))
+	if (t->teardown_before && td && tears_down_above_2m(e, ev))
 		t->teardown_before = 2;
 	if (t->teardown_before && !tears_down_in(t, as, gfn) &&
 	    (t->teardown_before == 2 ||
