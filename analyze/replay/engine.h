@@ -213,7 +213,8 @@
 	 * (engine_roots.c top_table_elsewhere()) */ \
 	X(RULE_TOP_TABLE, "top_table") \
 	/* on a capture begun mid-run, a thread whose first event removes \
-	 * a table above 2M tears a root down since before the capture \
+	 * a table above 2M, or marks an entry of one, tears a root down \
+	 * since before the capture \
 	 * (engine_roots.c roots_route()) */ \
 	X(RULE_FIRST_REMOVAL, "first_removal")
 
