@@ -597,7 +597,8 @@ FTRACE_EVENTS=
 [ "$FTRACE" -eq 0 ] || FTRACE_EVENTS="kvm/kvm_invalidate_range_start kvm/kvm_invalidate_range_end
 kvm/kvm_remote_tlb_flush kvm/kvm_memslot_change kvmmmu/kvm_mmu_unmap_gfn_range
 kvmmmu/kvm_mmu_nx_recovery_begin kvmmmu/kvm_mmu_nx_recovery_end
-kvmmmu/kvm_mmu_nx_recover_page kvmmmu/kvm_mmu_fault_lock_wait"
+kvmmmu/kvm_mmu_nx_recover_page kvmmmu/kvm_mmu_fault_lock_wait
+kvm/kvm_vm_create kvm/kvm_vm_destroy"
 # The stock kernel's KVM events as trace-cmd -e arguments (README.md,
 # "Recording on a stock host", lists the same set).
 TRACECMD_EVENTS=
