@@ -1,8 +1,9 @@
--- mmureplay capture database, schema version 4 (2 added the fault
+-- mmureplay capture database, schema version 5 (2 added the fault
 -- table's decoded access and present columns; 3 the VM of each event:
 -- table vm, column vm of every canonical table, thread.pid, and
 -- stats_sample's sampler id renamed sampler_vm; 4 replay_vm_metric and
--- replay_kept).
+-- replay_kept; 5 the patched kernel's VM identity: table vm_change,
+-- column kvm of vm, notifier and nx_recovery, vm.destroyed_seq/_ts).
 --
 -- One file holds one capture: every trace of it (kernel and UST), its
 -- streams, the canonical events of schemas/events.json, the count of every
@@ -31,7 +32,7 @@
 --     when rows are added or removed, and readers trust the key only while
 --     the DELETE trigger exists (analyze/db/db.h, db_table_count()).
 
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;
 
 CREATE TABLE meta (
 	key   TEXT PRIMARY KEY,
@@ -91,16 +92,24 @@ CREATE TABLE thread (
 ) WITHOUT ROWID;
 
 -- One row per VM: a successful KVM_CREATE_VM (its process, the fd it
--- returned, the seq and ts of its return), or a VM that ran before the
--- capture began (a vCPU ran with no KVM_CREATE_VM traced: fd, created_seq
--- and created_ts NULL).  id is the vm column of the event tables.
+-- returned, the seq and ts of its return, or of the patched kernel's
+-- kvm_vm_create), or a VM that ran before the capture began (a vCPU ran
+-- with no KVM_CREATE_VM traced: fd, created_seq and created_ts NULL).
+-- kvm is the struct kvm address the patched kernel's events name it by
+-- (NULL on stock kernels, or for a VM from before the capture that no
+-- event of its own process named); destroyed_seq/_ts are those of its
+-- kvm_vm_create's twin kvm_vm_destroy (patched; NULL while it lives, or on
+-- stock kernels).  id is the vm column of the event tables.
 CREATE TABLE vm (
-	id          INTEGER PRIMARY KEY,
-	pid         INTEGER NOT NULL,
-	fd          INTEGER,
-	created_seq INTEGER,
-	created_ts  INTEGER,
-	procname    TEXT
+	id            INTEGER PRIMARY KEY,
+	pid           INTEGER NOT NULL,
+	fd            INTEGER,
+	created_seq   INTEGER,
+	created_ts    INTEGER,
+	procname      TEXT,
+	kvm           INTEGER,
+	destroyed_seq INTEGER,
+	destroyed_ts  INTEGER
 );
 
 -- Canonical event tables.  Every one starts with seq, ts, cpu, tid, vm;
@@ -166,12 +175,15 @@ CREATE TABLE huge_split (
 
 -- phase: 0 = start, 1 = end.  event (enum mmu_notifier_event: 2 is
 -- PROTECTION_VMA), flags (the range's raw flags), blockable and
--- perm_upgrade are NULL on stock kernels (kvm_unmap_hva_range).
+-- perm_upgrade are NULL on stock kernels (kvm_unmap_hva_range); kvm (the
+-- VM's struct kvm address) is NULL there and on patched kernels from
+-- before the series named the VM.
 CREATE TABLE notifier (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
 	vm INTEGER,
 	phase INTEGER NOT NULL, hva_start INTEGER, hva_end INTEGER,
-	event INTEGER, flags INTEGER, blockable INTEGER, perm_upgrade INTEGER
+	event INTEGER, flags INTEGER, blockable INTEGER, perm_upgrade INTEGER,
+	kvm INTEGER
 );
 
 -- What kvm_unmap_gfn_range() did (patched): decision 0 = zap,
@@ -192,13 +204,26 @@ CREATE TABLE tlb_flush (
 
 -- NX huge page recovery (patched).  phase: 0 = begin, 1 = end, 2 = one
 -- page (action 0 zapped, 1 skipped dirty-logged, 2 raced).  lock_mode:
--- 0 = mmu_lock for write, 1 = for read.
+-- 0 = mmu_lock for write, 1 = for read.  kvm: as in notifier (begin and
+-- end only).
 CREATE TABLE nx_recovery (
 	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
 	vm INTEGER,
 	phase INTEGER NOT NULL, lock_mode INTEGER, pages INTEGER,
 	to_zap INTEGER, ratio INTEGER, zapped INTEGER, skipped_dirty INTEGER,
-	raced INTEGER, gfn INTEGER, level INTEGER, action INTEGER
+	raced INTEGER, gfn INTEGER, level INTEGER, action INTEGER,
+	kvm INTEGER
+);
+
+-- A VM created or destroyed (patched: kvm_vm_create, kvm_vm_destroy).
+-- change: 0 = created (in KVM_CREATE_VM, before its fd is installed),
+-- 1 = destroyed (at the end of kvm_destroy_vm(), after its teardown).
+-- kvm: the struct kvm address the series' other events name the VM by;
+-- pid and fd: the creating process and the VM's fd (creation only).
+CREATE TABLE vm_change (
+	seq INTEGER PRIMARY KEY, ts INTEGER NOT NULL, cpu INTEGER, tid INTEGER,
+	vm INTEGER,
+	change INTEGER NOT NULL, kvm INTEGER, pid INTEGER, fd INTEGER
 );
 
 -- A vCPU fault that waited for mmu_lock (patched; only when its trylock

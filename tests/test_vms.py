@@ -36,6 +36,8 @@ fresh_dir(work)
 KVM_CREATE_VM = 0xae01
 LINE = re.compile(r'^\[[0-9.]+\] \S+ (\S+): (.*)$')
 PID = re.compile(r'\bpid = (\d+)')
+TID = re.compile(r'\btid = (\d+)')
+KVM = re.compile(r'\bkvm = (0x[0-9a-fA-F]+|\d+)')
 FIELD = re.compile(r'\b(fd|cmd|ret|vcpu_id) = (-?\d+)')
 
 
@@ -54,20 +56,32 @@ def lab_vms(manifest):
 def bt_rows_by_pid(trace, canonical, faults):
     """Canonical events per pid, counted from its process's first
     KVM_CREATE_VM return on (before it, the process has no VM), and
-    the events of processes that made none."""
+    the events of processes that made none.  On a capture of the
+    patched kernel that names VMs (kvm_vm_create; kernel-series patches
+    13-14), a VM is made at kvm_vm_create, and an event naming a struct
+    kvm (field kvm) is that VM's process's, as is every event of its
+    thread from an invalidation start or recovery begin naming it to the
+    end: the kernel's word, read from babeltrace2's fields."""
     p = run(["babeltrace2", "--clock-seconds", "--no-delta", trace])
     check(p.returncode == 0, "babeltrace2 %s" % trace)
     created, in_create = set(), set()
     per_pid, before = collections.Counter(), collections.Counter()
     pid_faults = collections.Counter()
     vcpu_faults = collections.Counter()     # (pid, vcpu_id)
+    live, window = {}, {}                   # kvm -> pid, tid -> pid
     for line in p.stdout.splitlines():
         m = LINE.match(line)
         if not m or m.group(1) not in canonical:
             continue
         name, body = m.groups()
         pid = int(PID.search(body).group(1))
+        tid = int(TID.search(body).group(1))
         f = dict((k, int(v)) for k, v in FIELD.findall(body))
+        kvm = KVM.search(body)
+        kvm = int(kvm.group(1), 0) if kvm else None
+        if name == "kvm_vm_create":
+            live[kvm] = pid
+            created.add(pid)
         if name == "syscall_entry_ioctl" and f.get("cmd") == KVM_CREATE_VM:
             in_create.add(pid)
         # The return row is the VM's own: it says the fd.
@@ -75,7 +89,20 @@ def bt_rows_by_pid(trace, canonical, faults):
             in_create.discard(pid)
             if f.get("ret", -1) >= 0:
                 created.add(pid)
-        if pid in created:
+        owner = pid if pid in created else None
+        if kvm is not None and name != "kvm_vm_create":
+            owner = live.get(kvm)
+            if name.endswith(("_start", "_begin")):
+                window[tid] = owner
+            elif name.endswith("_end"):
+                window.pop(tid, None)
+            if name == "kvm_vm_destroy":
+                live.pop(kvm, None)
+        elif window.get(tid) is not None:
+            owner = window[tid]
+        if owner is not None:
+            pid = owner
+        if owner is not None:
             per_pid[pid] += 1
             pid_faults[pid] += name in faults
             if name in faults and "vcpu_id" in f:

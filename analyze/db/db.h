@@ -13,7 +13,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
-#define DB_SCHEMA_VERSION 4
+#define DB_SCHEMA_VERSION 5
 
 enum db_status {
 	DB_OK = 0,

@@ -3,7 +3,8 @@
  *
  * Invariants: a VM's id is its index in list plus one; a process's fds
  * map to VMs of that process only; a thread's vm, when set, is a VM of
- * its process.
+ * its process; kvm_vm maps an address to a VM that has it and is not
+ * destroyed; a process's nlive counts its VMs not destroyed.
  */
 #include "ingest/vms.h"
 
@@ -26,6 +27,8 @@ static const char *const reason_names[VMS_REASONS] = {
 struct vms_proc {
 	int64_t nvms;           /* VMs it made (or ran from before) */
 	int64_t only_vm;        /* the one when nvms is 1 */
+	int64_t nlive;          /* of those, not destroyed */
+	int64_t live_vm;        /* the one when nlive is 1 */
 	struct vms_fd {
 		int64_t fd, vm;
 	} *fds;
@@ -40,8 +43,17 @@ int vms_init(struct vms *v, const struct catalog *cat)
 	const struct catalog_entry *out = catalog_find(cat,
 						       "syscall_exit_ioctl");
 
+	const struct catalog_entry *mk = catalog_find(cat, "kvm_vm_create");
+	const struct catalog_entry *rm = catalog_find(cat, "kvm_vm_destroy");
+	int col, phase;
+
 	memset(v, 0, sizeof(*v));
 	ptrmap_init(&v->procs);
+	u64map_init(&v->kvm_vm);
+	v->create_kind = mk ? (int)(mk - cat->entries) : -1;
+	v->destroy_kind = rm ? (int)(rm - cat->entries) : -1;
+	v->col_cpid = catalog_entry_col(mk, "pid");
+	v->col_cfd = catalog_entry_col(mk, "fd");
 	v->entry_kind = in ? (int)(in - cat->entries) : -1;
 	v->exit_kind = out ? (int)(out - cat->entries) : -1;
 	v->col_fd = catalog_entry_col(in, "a0");
@@ -53,12 +65,25 @@ int vms_init(struct vms *v, const struct catalog *cat)
 		v->exit_kind = -1;
 	v->nkinds = cat->nentries;
 	v->vcpu_kind = calloc((size_t)cat->nentries + 1, 1);
-	if (!v->vcpu_kind)
+	v->kvm_col = malloc((size_t)cat->nentries + 1);
+	v->kvm_phase = malloc((size_t)cat->nentries + 1);
+	if (!v->vcpu_kind || !v->kvm_col || !v->kvm_phase)
 		return -1;
-	for (i = 0; i < cat->nentries; i++)
-		v->vcpu_kind[i] = strcmp(cat->entries[i].table, "vcpu_exit") == 0 ||
-			strcmp(cat->entries[i].table, "vcpu_entry") == 0 ||
-			strcmp(cat->entries[i].table, "fault") == 0;
+	for (i = 0; i < cat->nentries; i++) {
+		const struct catalog_entry *e = &cat->entries[i];
+
+		v->vcpu_kind[i] = strcmp(e->table, "vcpu_exit") == 0 ||
+			strcmp(e->table, "vcpu_entry") == 0 ||
+			strcmp(e->table, "fault") == 0;
+		/* Columns are few (CATALOG_MAX_COLS): an index fits. */
+		col = catalog_entry_col(e, "kvm");
+		v->kvm_col[i] = (signed char)col;
+		phase = catalog_entry_col(e, "phase");
+		v->kvm_phase[i] = (signed char)(col >= 0 && phase >= 0 &&
+			e->cols[phase].nfields == 0 &&
+			e->cols[phase].const_val <= 1 ?
+			e->cols[phase].const_val : -1);
+	}
 	return 0;
 }
 
@@ -72,8 +97,11 @@ void vms_free(struct vms *v)
 {
 	ptrmap_each(&v->procs, proc_free_fds, NULL);
 	ptrmap_free_values(&v->procs);
+	u64map_free(&v->kvm_vm);
 	free(v->list);
 	free(v->vcpu_kind);
+	free(v->kvm_col);
+	free(v->kvm_phase);
 }
 
 static struct vms_proc *proc_get(struct vms *v, int64_t pid, int create)
@@ -134,8 +162,12 @@ static int64_t vm_add(struct vms *v, struct vms_proc *p, int64_t pid,
 	vm->created_seq = r ? r->seq : -1;
 	vm->created_ts = r ? r->ts : -1;
 	vm->procname = procname;
+	vm->kvm = 0;
+	vm->destroyed_seq = vm->destroyed_ts = -1;
 	p->nvms++;
 	p->only_vm = vm->id;
+	p->nlive++;
+	p->live_vm = vm->id;
 	if (fd >= 0 && proc_fd_set(p, fd, vm->id) < 0)
 		return -1;
 	return vm->id;
@@ -158,6 +190,7 @@ static int on_call(struct vms *v, struct vms_thread *th,
 	th->in_ioctl = 1;
 	th->ioctl_fd = fd;
 	th->ioctl_cmd = cmd;
+	th->made_vm = 0;
 	if (th->pid < 0 || !is_kvm_ioctl(cmd) || cmd == KVM_CREATE_VM)
 		return 0;
 	p = proc_get(v, th->pid, cmd == KVM_RUN);
@@ -189,10 +222,16 @@ static int on_return(struct vms *v, struct vms_thread *th,
 		return 0;
 	if (th->ioctl_cmd == KVM_CREATE_VM) {
 		p = proc_get(v, th->pid, 1);
-		vm = p ? vm_add(v, p, th->pid, ret, r, procname) : -1;
+		/* The patched kernel's kvm_vm_create made it already. */
+		if (th->made_vm)
+			vm = p && proc_fd_set(p, ret, th->made_vm) == 0 ?
+				th->made_vm : -1;
+		else
+			vm = p ? vm_add(v, p, th->pid, ret, r, procname) : -1;
 		if (vm < 0)
 			return -1;
 		th->vm = vm;
+		th->made_vm = 0;
 	} else if (th->ioctl_cmd == KVM_CREATE_VCPU) {
 		p = proc_get(v, th->pid, 0);
 		vm = proc_fd_vm(p, th->ioctl_fd);
@@ -202,34 +241,37 @@ static int on_return(struct vms *v, struct vms_thread *th,
 	return 0;
 }
 
-int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
-	    struct ingest_row *r)
+/*
+ * The VM of row r by its thread: the context its thread is in, the fd
+ * its last KVM ioctl named, its process's one VM (or one VM alive).
+ * Returns VMS_REASONS with r->vm set, or why it has none.
+ */
+static enum vms_reason row_thread_vm(struct vms *v, struct vms_thread *th,
+				     const char *procname,
+				     struct ingest_row *r, int *nomem)
 {
 	struct vms_proc *p;
-	enum vms_reason why;
 
-	if (!th) {
-		why = VMS_NO_THREAD;
-		goto none;
-	}
 	if (th->pid >= 0) {
 		v->rows_pid++;
 		if ((int)r->kind == v->entry_kind &&
 		    !(r->nullmask & (1u << v->col_fd | 1u << v->col_cmd)) &&
 		    on_call(v, th, procname, r) < 0)
-			return -1;
+			*nomem = 1;
 		else if ((int)r->kind == v->exit_kind &&
 			 on_return(v, th, procname, r) < 0)
-			return -1;
+			*nomem = 1;
+	}
+	if (th->window_vm) {
+		r->vm = th->window_vm;
+		return VMS_REASONS;
 	}
 	if (th->vm) {
 		r->vm = th->vm;
-		return 0;
+		return VMS_REASONS;
 	}
-	if (th->pid < 0) {
-		why = VMS_NO_PID;
-		goto none;
-	}
+	if (th->pid < 0)
+		return VMS_NO_PID;
 	p = proc_get(v, th->pid, 0);
 	/* A vCPU's own event in a process with no VM known: it ran one
 	 * from before the capture. */
@@ -237,16 +279,116 @@ int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
 	    v->vcpu_kind[r->kind]) {
 		struct vms_proc *np = proc_get(v, th->pid, 1);
 
-		if (!np || vm_add(v, np, th->pid, -1, NULL, procname) < 0)
-			return -1;
+		if (!np || vm_add(v, np, th->pid, -1, NULL, procname) < 0) {
+			*nomem = 1;
+			return VMS_NO_VM;
+		}
 		p = np;
 	}
 	if (p && p->nvms == 1) {
 		r->vm = p->only_vm;
-		return 0;
+		return VMS_REASONS;
 	}
-	why = p && p->nvms ? VMS_SEVERAL : VMS_NO_VM;
-none:
+	/* Several VMs, one after the other (the patched kernel says when
+	 * each is destroyed): the one alive. */
+	if (p && p->nlive == 1) {
+		r->vm = p->live_vm;
+		return VMS_REASONS;
+	}
+	return p && p->nvms ? VMS_SEVERAL : VMS_NO_VM;
+}
+
+/* kvm_vm_create: a new VM of the creating process, known by kvm. */
+static int on_create(struct vms *v, struct vms_thread *th,
+		     const char *procname, struct ingest_row *r, uint64_t kvm)
+{
+	struct vms_proc *p;
+	int64_t pid = th ? th->pid : -1, fd = -1, vm;
+
+	if (pid < 0 && v->col_cpid >= 0 &&
+	    !(r->nullmask & (1u << v->col_cpid)))
+		pid = r->v[v->col_cpid].i;
+	if (v->col_cfd >= 0 && !(r->nullmask & (1u << v->col_cfd)))
+		fd = r->v[v->col_cfd].i;
+	if (pid < 0)
+		return 0;
+	p = proc_get(v, pid, 1);
+	vm = p ? vm_add(v, p, pid, fd, r, procname) : -1;
+	if (vm < 0 || u64map_put(&v->kvm_vm, kvm, (uint64_t)vm) < 0)
+		return -1;
+	v->list[vm - 1].kvm = kvm;
+	if (th) {
+		th->vm = vm;
+		if (th->in_ioctl && th->ioctl_cmd == KVM_CREATE_VM)
+			th->made_vm = vm;
+	}
+	r->vm = vm;
+	return 1;
+}
+
+/* kvm_vm_destroy of vm: its address is free for the next VM. */
+static void on_destroy(struct vms *v, int64_t vm, const struct ingest_row *r)
+{
+	struct vms_vm *d = &v->list[vm - 1];
+	struct vms_proc *p = proc_get(v, d->pid, 0);
+	size_t i;
+
+	MR_ASSERT_DBG(d->destroyed_seq < 0 && p);
+	d->destroyed_seq = r->seq;
+	d->destroyed_ts = r->ts;
+	(void)u64map_put(&v->kvm_vm, d->kvm, 0);        /* replaces */
+	p->nlive--;
+	p->live_vm = 0;
+	for (i = 0; p->nlive == 1 && i < v->nvms; i++)
+		if (v->list[i].pid == d->pid && v->list[i].destroyed_seq < 0)
+			p->live_vm = v->list[i].id;
+}
+
+int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
+	    struct ingest_row *r)
+{
+	enum vms_reason why = VMS_NO_THREAD;
+	int k = (int)r->kind, col = k < v->nkinds ? v->kvm_col[k] : -1;
+	int nomem = 0, rc;
+	uint64_t kvm = 0;
+	int64_t named = 0;
+
+	if (col >= 0 && !(r->nullmask & (1u << col)))
+		kvm = (uint64_t)r->v[col].i;
+	if (kvm && k == v->create_kind) {
+		rc = on_create(v, th, procname, r, kvm);
+		if (rc < 0)
+			return -1;
+		if (rc > 0)
+			return 0;
+	}
+	if (kvm)
+		named = (int64_t)u64map_get(&v->kvm_vm, kvm);
+	if (th)
+		why = row_thread_vm(v, th, procname, r, &nomem);
+	if (nomem)
+		return -1;
+	if (named) {
+		r->vm = named;
+		why = VMS_REASONS;
+	} else if (kvm && why == VMS_REASONS && !th->window_vm &&
+		   !v->list[r->vm - 1].kvm &&
+		   v->list[r->vm - 1].destroyed_seq < 0) {
+		/* A VM from before the capture, named by its own process. */
+		if (u64map_put(&v->kvm_vm, kvm, (uint64_t)r->vm) < 0)
+			return -1;
+		v->list[r->vm - 1].kvm = kvm;
+		named = r->vm;
+	} else if (kvm) {
+		/* Never the thread's guess: the event says whose it is. */
+		why = VMS_UNKNOWN_KVM;
+	}
+	if (th && kvm && v->kvm_phase[k] >= 0)
+		th->window_vm = v->kvm_phase[k] == 0 ? named : 0;
+	if (named && k == v->destroy_kind)
+		on_destroy(v, named, r);
+	if (why == VMS_REASONS)
+		return 0;
 	r->nullmask |= ROW_NULL_VM;
 	v->unattributed[why]++;
 	return 0;
@@ -260,7 +402,8 @@ int vms_store(const struct vms *v, sqlite3 *db)
 	int rc = -1;
 
 	if (sqlite3_prepare_v2(db, "INSERT INTO vm (id, pid, fd, created_seq, "
-			       "created_ts, procname) VALUES (?,?,?,?,?,?)",
+			       "created_ts, procname, kvm, destroyed_seq, "
+			       "destroyed_ts) VALUES (?,?,?,?,?,?,?,?,?)",
 			       -1, &st, NULL) != SQLITE_OK)
 		goto end;
 	for (i = 0; i < v->nvms; i++) {
@@ -285,6 +428,17 @@ int vms_store(const struct vms *v, sqlite3 *db)
 					  SQLITE_STATIC);
 		else
 			sqlite3_bind_null(st, 6);
+		if (vm->kvm)
+			sqlite3_bind_int64(st, 7, (int64_t)vm->kvm);
+		else
+			sqlite3_bind_null(st, 7);
+		if (vm->destroyed_seq >= 0) {
+			sqlite3_bind_int64(st, 8, vm->destroyed_seq);
+			sqlite3_bind_int64(st, 9, vm->destroyed_ts);
+		} else {
+			sqlite3_bind_null(st, 8);
+			sqlite3_bind_null(st, 9);
+		}
 		if (sqlite3_step(st) != SQLITE_DONE)
 			goto end;
 		sqlite3_reset(st);

@@ -14,6 +14,14 @@
  *     entry or page fault: a vCPU may stay inside KVM_RUN for seconds)
  *     with no KVM_CREATE_VM traced before ran its VM from before the
  *     capture: one VM for the process, its fd and creation unknown.
+ * A patched kernel names the VM itself (kernel-series patches 13-14):
+ * kvm_vm_create makes the VM (its process, fd and struct kvm address)
+ * without any syscall event, kvm_vm_destroy ends it, so a process with
+ * one VM alive at a time needs no fd; and an event naming a struct kvm
+ * (an invalidation's start and end, a recovery batch's begin and end) is
+ * that VM's, as is every row of its thread between a start and its end.
+ * An address no kvm_vm_create showed (a VM from before the capture) is
+ * learnt from a row of that VM's own process.
  * Every other row has no VM, counted by reason (enum vms_reason):
  * threads of a process with no VM (kernel threads: kswapd, ksmd,
  * khugepaged, 6.1's NX recovery kthread), of a process with several and
@@ -29,6 +37,7 @@
 #include "ingest/catalog.h"
 #include "ingest/writer.h"
 #include "util/ptrmap.h"
+#include "util/u64map.h"
 
 #include <sqlite3.h>
 #include <stdint.h>
@@ -38,7 +47,8 @@
 	X(VMS_NO_THREAD, "no_thread") /* the event names no thread */ \
 	X(VMS_NO_PID, "no_pid")       /* the trace gives no process */ \
 	X(VMS_NO_VM, "no_vm_process") /* its process made no VM */ \
-	X(VMS_SEVERAL, "several_vms") /* its process has several */
+	X(VMS_SEVERAL, "several_vms") /* its process has several */ \
+	X(VMS_UNKNOWN_KVM, "unknown_kvm") /* names a struct kvm never seen */
 
 #define VMS_REASON_ENUM(e, name) e,
 enum vms_reason {
@@ -51,6 +61,9 @@ enum vms_reason {
 struct vms_thread {
 	int64_t pid;            /* -1: the trace does not say */
 	int64_t vm;             /* named by its last KVM ioctl; 0: none */
+	int64_t window_vm;      /* named by its open invalidation or
+				 * recovery batch (patched); 0: none */
+	int64_t made_vm;        /* kvm_vm_create inside its KVM_CREATE_VM */
 	int in_ioctl;
 	int64_t ioctl_fd;
 	uint64_t ioctl_cmd;
@@ -62,10 +75,13 @@ struct vms_vm {
 	int64_t fd;             /* -1: made before the capture */
 	int64_t created_seq, created_ts;        /* -1: before the capture */
 	const char *procname;   /* its creator's, interned; may be NULL */
+	uint64_t kvm;           /* its struct kvm address; 0: not known */
+	int64_t destroyed_seq, destroyed_ts;    /* -1: not destroyed */
 };
 
 struct vms {
 	struct ptrmap procs;            /* pid -> struct vms_proc */
+	struct u64map kvm_vm;           /* live struct kvm address -> id */
 	struct vms_vm *list;
 	size_t nvms, capvms;
 	int64_t unattributed[VMS_REASONS];
@@ -76,6 +92,13 @@ struct vms {
 	/* Per catalogue entry: 1 when its rows are a vCPU's own (table
 	 * vcpu_exit, vcpu_entry, fault). */
 	unsigned char *vcpu_kind;
+	/* Per catalogue entry: its column "kvm", or -1; and its constant
+	 * phase (0 opens a context of that VM in the thread, 1 closes it,
+	 * -1 neither). */
+	signed char *kvm_col, *kvm_phase;
+	/* kvm_vm_create and kvm_vm_destroy's entries (-1: none) and the
+	 * creation's pid and fd columns. */
+	int create_kind, destroy_kind, col_cpid, col_cfd;
 	int nkinds;
 };
 

@@ -24,7 +24,7 @@ const char *const summary_canonical_tables[] = {
 	"sp_alloc", "sp_free", "huge_split", "notifier", "unmap_decision",
 	"tlb_flush", "nx_recovery", "lock_wait", "lock_contention",
 	"memslot", "vcpu_exit", "vcpu_entry", "syscall", "stats_sample",
-	"latency_sample", NULL,
+	"latency_sample", "vm_change", NULL,
 };
 
 static char *col_text(sqlite3_stmt *st, int i)
@@ -703,6 +703,9 @@ static int vm_row(sqlite3_stmt *st, void *arg)
 	if (sqlite3_column_type(st, 3) != SQLITE_NULL &&
 	    !(v->procname = strdup((const char *)sqlite3_column_text(st, 3))))
 		return -1;
+	v->kernel_named = sqlite3_column_type(st, 4) != SQLITE_NULL;
+	v->destroyed_ts = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 :
+		sqlite3_column_int64(st, 5);
 	/* Ids are 1, 2, ... in order (ingest/vms.c). */
 	return v->id == s->nvms ? 0 : -1;
 }
@@ -712,8 +715,8 @@ static int vms_read(sqlite3 *db, struct summary *s)
 {
 	s->vm_attribution = db_meta_get_text(db, "vm_attribution");
 	s->rows_unattributed = db_meta_sum_int(db, "vm_unattributed:");
-	return query_each(db, "SELECT id, pid, created_ts, procname FROM vm "
-			  "ORDER BY id", vm_row, s);
+	return query_each(db, "SELECT id, pid, created_ts, procname, kvm, "
+			  "destroyed_ts FROM vm ORDER BY id", vm_row, s);
 }
 
 enum summary_status summary_compute(sqlite3 *db, struct summary *s)

@@ -78,6 +78,8 @@ struct summary_vm {
 	int64_t id, pid;
 	char *procname;
 	int64_t created_ts;             /* -1: made before the capture */
+	int64_t destroyed_ts;           /* -1: not traced destroyed */
+	int kernel_named;               /* the patched kernel named it */
 	int64_t faults, leaf_zaps, vcpus;
 };
 

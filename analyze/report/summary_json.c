@@ -251,6 +251,12 @@ char *report_summary_json(const struct summary *s, const char *db_path)
 						(double)v->created_ts / 1e9);
 		else
 			cJSON_AddNullToObject(e, "created_s");
+		if (v->destroyed_ts >= 0)
+			cJSON_AddNumberToObject(e, "destroyed_s",
+						(double)v->destroyed_ts / 1e9);
+		else
+			cJSON_AddNullToObject(e, "destroyed_s");
+		cJSON_AddBoolToObject(e, "kernel_named", v->kernel_named);
 		cJSON_AddNumberToObject(e, "vcpus", (double)v->vcpus);
 		cJSON_AddNumberToObject(e, "faults", (double)v->faults);
 		cJSON_AddNumberToObject(e, "leaf_zaps", (double)v->leaf_zaps);
