@@ -386,7 +386,7 @@ build_kernel() {
 	# module: events it must carry
 	local expect=(
 		"lttng-probe-timer.ko timer_hrtimer_start"
-		"lttng-probe-kvm.ko kvm_unmap_hva_range kvm_invalidate_range_start kvm_invalidate_range_end kvm_remote_tlb_flush kvm_memslot_change"
+		"lttng-probe-kvm.ko kvm_unmap_hva_range kvm_invalidate_range_start kvm_invalidate_range_end kvm_remote_tlb_flush kvm_memslot_change kvm_vm_create kvm_vm_destroy"
 		"lttng-probe-kvm-x86.ko kvm_x86_entry kvm_x86_page_fault kvm_x86_exit"
 		"lttng-probe-kvm-x86-mmu.ko kvm_mmu_set_spte kvm_mmu_spte_requested kvm_mmu_split_huge_page kvm_mmu_unmap_gfn_range kvm_mmu_nx_recovery_begin kvm_mmu_nx_recovery_end kvm_mmu_nx_recover_page kvm_mmu_fault_lock_wait"
 		"lttng-probe-kvm-x86-tdp-mmu.ko kvm_tdp_mmu_spte_changed"
@@ -405,6 +405,11 @@ build_kernel() {
 	# The state dump looks the kernel's memslot walk up by name.
 	grep -q -a -F -x kvm_walk_vm_memslots <(tr -c '[:print:]' '\n' <"$D/lttng-modules/src/lttng-statedump.ko") ||
 		die "lttng-statedump.ko does not look up kvm_walk_vm_memslots"
+	# The probes record the VM (field kvm) only where the Kbuild found the
+	# series' prototypes that pass it (Linux patch 14).
+	grep -q LTTNG_KVM_INVALIDATE_NAMES_VM "$probes/.lttng-probe-kvm.o.cmd" &&
+		grep -q LTTNG_KVM_NX_RECOVERY_NAMES_VM "$probes/.lttng-probe-kvm-x86-mmu.o.cmd" ||
+		die "the probes were built without the VM field: the Kbuild did not find patch 14's prototypes"
 	if grep -q 'is disabled' "$LOGS/lttng-build.log"; then
 		die "lttng-modules build skipped probes: $(grep -m1 'is disabled' "$LOGS/lttng-build.log")"
 	fi

@@ -359,8 +359,10 @@ int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
 		rc = on_create(v, th, procname, r, kvm);
 		if (rc < 0)
 			return -1;
-		if (rc > 0)
+		if (rc > 0) {
+			v->rows_pid += th && th->pid >= 0;
 			return 0;
+		}
 	}
 	if (kvm)
 		named = (int64_t)u64map_get(&v->kvm_vm, kvm);
