@@ -229,7 +229,7 @@ static void test_db_lifecycle(const char *dir)
 {
 	struct db_out out;
 	sqlite3 *db = NULL, *db2 = NULL;
-	char path[512], tmp[600], other[512];
+	char path[512], tmp[600], other[512], sql[64];
 	struct stat sb;
 
 	snprintf(path, sizeof(path), "%s/unit-life.db", dir);
@@ -263,15 +263,17 @@ static void test_db_lifecycle(const char *dir)
 
 	/* A DB from a newer schema is refused. */
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, "PRAGMA user_version = 5", NULL, NULL, NULL)
-	      == SQLITE_OK);
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
+		 DB_SCHEMA_VERSION + 1);
+	CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 	db = NULL;
 	CHECK(db_open(path, 1, &db) == DB_ERR_NEWER && db == NULL);
-	/* ... and one from an older (3: no replay_vm_metric), to ingest
-	 * again. */
+	/* ... and one from an older, to ingest again. */
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL)
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
+		 DB_SCHEMA_VERSION - 1);
+	CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL)
 	      == SQLITE_OK);
 	sqlite3_close(db);
 	db = NULL;

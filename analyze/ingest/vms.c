@@ -396,6 +396,15 @@ int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
 	return 0;
 }
 
+/* Column i is x where the trace told it, else NULL. */
+static void bind_known(sqlite3_stmt *st, int i, int64_t x, int known)
+{
+	if (known)
+		sqlite3_bind_int64(st, i, x);
+	else
+		sqlite3_bind_null(st, i);
+}
+
 int vms_store(const struct vms *v, sqlite3 *db)
 {
 	sqlite3_stmt *st = NULL;
@@ -414,33 +423,17 @@ int vms_store(const struct vms *v, sqlite3 *db)
 		MR_ASSERT_DBG(vm->id == (int64_t)i + 1);
 		sqlite3_bind_int64(st, 1, vm->id);
 		sqlite3_bind_int64(st, 2, vm->pid);
-		if (vm->fd >= 0)
-			sqlite3_bind_int64(st, 3, vm->fd);
-		else
-			sqlite3_bind_null(st, 3);
-		if (vm->created_seq >= 0) {
-			sqlite3_bind_int64(st, 4, vm->created_seq);
-			sqlite3_bind_int64(st, 5, vm->created_ts);
-		} else {
-			sqlite3_bind_null(st, 4);
-			sqlite3_bind_null(st, 5);
-		}
+		bind_known(st, 3, vm->fd, vm->fd >= 0);
+		bind_known(st, 4, vm->created_seq, vm->created_seq >= 0);
+		bind_known(st, 5, vm->created_ts, vm->created_seq >= 0);
 		if (vm->procname)
 			sqlite3_bind_text(st, 6, vm->procname, -1,
 					  SQLITE_STATIC);
 		else
 			sqlite3_bind_null(st, 6);
-		if (vm->kvm)
-			sqlite3_bind_int64(st, 7, (int64_t)vm->kvm);
-		else
-			sqlite3_bind_null(st, 7);
-		if (vm->destroyed_seq >= 0) {
-			sqlite3_bind_int64(st, 8, vm->destroyed_seq);
-			sqlite3_bind_int64(st, 9, vm->destroyed_ts);
-		} else {
-			sqlite3_bind_null(st, 8);
-			sqlite3_bind_null(st, 9);
-		}
+		bind_known(st, 7, (int64_t)vm->kvm, vm->kvm != 0);
+		bind_known(st, 8, vm->destroyed_seq, vm->destroyed_seq >= 0);
+		bind_known(st, 9, vm->destroyed_ts, vm->destroyed_seq >= 0);
 		if (sqlite3_step(st) != SQLITE_DONE)
 			goto end;
 		sqlite3_reset(st);
