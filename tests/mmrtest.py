@@ -131,8 +131,10 @@ def _value(v):
     return int(v, 0)
 
 
-def bt_events(trace_dir):
-    """Yield (seconds, name, fields) for every event, via the CLI."""
+def bt_events(trace_dir, context=False):
+    """Yield (seconds, name, fields) for every event, via the CLI: the
+    payload's fields, or with context the context's too (procname, tid,
+    ...; a payload field wins over a context field of its name)."""
     p = subprocess.Popen(["babeltrace2", "--clock-seconds", "--no-delta",
                           trace_dir], stdout=subprocess.PIPE, text=True)
     for line in p.stdout:
@@ -140,7 +142,8 @@ def bt_events(trace_dir):
         if not m:
             raise RuntimeError("unparsed babeltrace2 line: " + line)
         body = m.group(3)
-        payload = body.rsplit("}, {", 1)[-1] if "}, {" in body else body
+        payload = body if context or "}, {" not in body else \
+            body.rsplit("}, {", 1)[-1]
         yield (m.group(1), m.group(2),
                {k: _value(v) for k, v in PAIR.findall(payload)})
     if p.wait() != 0:

@@ -24,54 +24,29 @@ invalidation (page aging), which the kernel does not name either.
 """
 import json
 import os
-import re
 import shutil
 import sqlite3
 import sys
 
-from mmrtest import (check, db_rows, extract_fixture, finish, fresh_dir,
-                     run, u64)
+from mmrtest import (bt_events, check, db_rows, extract_fixture, finish,
+                     fresh_dir, run, u64)
 
 mmr, data, work = sys.argv[1:4]
 fresh_dir(work)
-LINE = re.compile(r'^\[[0-9.]+\] \S+ (\S+): (.*)$')
-KVM = re.compile(r'\bkvm = (0x[0-9a-fA-F]+|\d+)')
-PAYLOAD = re.compile(r'.*\}, \{ (.*?) \}$')
-
-
-def fields(body):
-    """The payload's integer fields (the last { } of babeltrace2's line)."""
-    m = PAYLOAD.search(body)
-    out = {}
-    for kv in (m.group(1) if m else "").split(", "):
-        k, _, v = kv.partition(" = ")
-        try:
-            out[k] = int(v, 0)
-        except ValueError:
-            pass
-    return out
 
 
 def bt_vm_events(trace):
     """kvm_vm_create (kvm, pid, fd) in order, the destroyed addresses, and
     per (procname, kvm) the invalidation starts and recovery begins."""
-    p = run(["babeltrace2", "--clock-seconds", "--no-delta", trace])
-    check(p.returncode == 0, "babeltrace2 %s" % trace)
     made, destroyed, named = [], set(), {}
-    for line in p.stdout.splitlines():
-        m = LINE.match(line)
-        if not m:
-            continue
-        name, body = m.groups()
+    for _, name, f in bt_events(trace, context=True):
         if name == "kvm_vm_create":
-            f = fields(body)
             made.append((f["kvm"], f["pid"], f["fd"]))
         elif name == "kvm_vm_destroy":
-            destroyed.add(fields(body)["kvm"])
+            destroyed.add(f["kvm"])
         elif name in ("kvm_invalidate_range_start",
                       "kvm_mmu_nx_recovery_begin"):
-            proc = re.search(r'procname = "([^"]*)"', body).group(1)
-            key = (proc, fields(body)["kvm"])
+            key = (f["procname"], f["kvm"])
             named[key] = named.get(key, 0) + 1
     return made, destroyed, named
 
