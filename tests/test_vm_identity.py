@@ -10,7 +10,8 @@ For every fixture whose trace holds kvm_vm_create (tests/data):
 2. every invalidation start and recovery batch of a thread of no VM's
    process (ksmd, khugepaged, kswapd, 6.1's NX recovery kthread) has
    the VM whose address it names, none unknown (meta
-   vm_unattributed:unknown_kvm 0);
+   vm_unattributed:unknown_kvm 0), and the summary's sources count a
+   kernel thread's starts per VM, one row each (ksmd works for both);
 3. each VM passes its own self-check, and the replay had no kernel
    thread's work left to attribute by state (kthread_events_decided 0:
    the kernel said);
@@ -38,7 +39,7 @@ fresh_dir(work)
 def bt_vm_events(trace):
     """kvm_vm_create (kvm, pid, fd) in order, the destroyed addresses, and
     per (procname, kvm) the invalidation starts and recovery begins."""
-    made, destroyed, named = [], set(), {}
+    made, destroyed, named, starts = [], set(), {}, {}
     for _, name, f in bt_events(trace, context=True):
         if name == "kvm_vm_create":
             made.append((f["kvm"], f["pid"], f["fd"]))
@@ -48,7 +49,9 @@ def bt_vm_events(trace):
                       "kvm_mmu_nx_recovery_begin"):
             key = (f["procname"], f["kvm"])
             named[key] = named.get(key, 0) + 1
-    return made, destroyed, named
+            if name == "kvm_invalidate_range_start":
+                starts[key] = starts.get(key, 0) + 1
+    return made, destroyed, named, starts
 
 
 def per_vm(f):
@@ -72,7 +75,7 @@ for fx in found:
     db = os.path.join(w, "capture.db")
     r = run([mmr, "ingest", "-q", trace, "-o", db])
     check(r.returncode == 0, "ingest %s: %s" % (fx, r.stderr.strip()))
-    made, destroyed, named = bt_vm_events(trace)
+    made, destroyed, named, starts = bt_vm_events(trace)
     # 1. The VMs are the kernel's.
     vms = db_rows(db, "SELECT id, kvm, pid, fd, destroyed_seq FROM vm "
                   "ORDER BY id")
@@ -104,6 +107,17 @@ for fx in found:
     check(got == want and got,
           "%s: kernel threads' starts per (thread, VM) as babeltrace2 "
           "shows them: %s vs %s" % (fx, got, want))
+    # ... and the summary's rows of who invalidated: one per (thread, VM).
+    sm = json.loads(run([mmr, "summary", db, "--json"]).stdout)
+    vm_procs = set(p for (p,) in db_rows(db, "SELECT procname FROM vm"))
+    rows = dict(((s["thread"], s["vm"]), s["invalidations"])
+                for s in sm["sources"]
+                if s["thread"] not in vm_procs and s["invalidations"])
+    want_rows = dict(((p, by_kvm[k]), n) for (p, k), n in starts.items()
+                     if k in by_kvm and p not in vm_procs)
+    check(rows == want_rows and len(set(v for _, v in rows)) > 1,
+          "%s: the summary counts each kernel thread's starts per VM, as "
+          "babeltrace2 shows them: %s vs %s" % (fx, rows, want_rows))
     meta = dict(db_rows(db, "SELECT key, value FROM meta WHERE key LIKE "
                         "'vm_unattributed:%'"))
     check(meta.get("vm_unattributed:unknown_kvm") == 0,

@@ -271,10 +271,25 @@ end:
 	return rc;
 }
 
-/* A thread's work in one second (sources per second): cells[] in the
- * order first seen, cell_of (tid << 32 | second) -> its index + 1. */
-struct sec_cell {
+/*
+ * A thread's work for one VM: an agent.  A kernel thread (ksmd,
+ * kswapd, ...) works for every VM of the host, and the rows of its
+ * work name the VM each belongs to (the patched kernel's word, or the
+ * replay's attribution), so its work is counted per (thread, VM), one
+ * source row each.  agents[] in the order first seen, agent_of
+ * (vm << 32 | tid) -> its index + 1; vm 0 is none.
+ */
+struct agent {
 	uint32_t tid;
+	int64_t vm;
+	int64_t inv, zaps;
+	int src;                        /* its source's key + 1, or 0 */
+};
+
+/* An agent's work in one second (sources per second): cells[] in the
+ * order first seen, cell_of (agent << 32 | second) -> its index + 1. */
+struct sec_cell {
+	int agent;
 	int64_t second, inv, zaps;
 };
 
@@ -283,20 +298,43 @@ struct zap_scan {
 	int64_t zaps;
 	struct timeline *tl;            /* column 5 ts, binned; or NULL */
 	struct summary *s;              /* column 3 vm */
-	struct u64map tid_zaps;         /* column 4 tid -> its zaps */
-	struct u64map tid_vm;           /* ... -> the vm of its rows + 1 */
+	struct agent *agents;           /* column 4 tid with column 3 */
+	int nagents;
+	size_t capagents;
+	struct u64map agent_of;
 	struct sec_cell *cells;
 	int ncells;
 	size_t capcells;
 	struct u64map cell_of;
 };
 
-/* The cell of (tid, the second of ts); NULL when out of memory. */
-static struct sec_cell *sec_cell(struct zap_scan *z, uint32_t tid,
-				 int64_t ts)
+/* The index of the agent (tid, vm), made on first use; -1 when out of
+ * memory.  vm is a row's vm column, 0 when it names none. */
+static int agent_get(struct zap_scan *z, uint32_t tid, int64_t vm)
+{
+	uint64_t key = (uint64_t)(uint32_t)vm << 32 | tid;
+	uint64_t i = u64map_get(&z->agent_of, key);
+	struct agent *a;
+
+	MR_ASSERT(vm >= 0 && vm <= UINT32_MAX);
+	if (i)
+		return (int)(i - 1);
+	a = PUSH(z->agents, z->nagents, z->capagents);
+	if (!a)
+		return -1;
+	memset(a, 0, sizeof(*a));
+	a->tid = tid;
+	a->vm = vm;
+	if (u64map_put(&z->agent_of, key, (uint64_t)z->nagents) < 0)
+		return -1;
+	return z->nagents - 1;
+}
+
+/* The cell of (agent, the second of ts); NULL when out of memory. */
+static struct sec_cell *sec_cell(struct zap_scan *z, int agent, int64_t ts)
 {
 	int64_t second = ts > 0 ? ts / 1000000000 : 0;
-	uint64_t key = (uint64_t)tid << 32 | (uint32_t)second;
+	uint64_t key = (uint64_t)(uint32_t)agent << 32 | (uint32_t)second;
 	uint64_t i = u64map_get(&z->cell_of, key);
 	struct sec_cell *c;
 
@@ -306,7 +344,7 @@ static struct sec_cell *sec_cell(struct zap_scan *z, uint32_t tid,
 	if (!c)
 		return NULL;
 	memset(c, 0, sizeof(*c));
-	c->tid = tid;
+	c->agent = agent;
 	c->second = second;
 	if (u64map_put(&z->cell_of, key, (uint64_t)z->ncells) < 0)
 		return NULL;
@@ -331,19 +369,14 @@ static int zap_row(sqlite3_stmt *st, void *arg)
 	else
 		z->s->novm_leaf_zaps++;
 	if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
-		uint64_t tid = (uint32_t)sqlite3_column_int64(st, 4);
-		struct sec_cell *c = sec_cell(z, (uint32_t)tid,
-					      sqlite3_column_int64(st, 5));
+		int a = agent_get(z, (uint32_t)sqlite3_column_int64(st, 4),
+				  vm ? vm->id : 0);
+		struct sec_cell *c;
 
-		if (!c)
+		if (a < 0 || !(c = sec_cell(z, a, sqlite3_column_int64(st, 5))))
 			return -1;
 		c->zaps++;
-
-		if (u64map_put(&z->tid_zaps, tid,
-			       u64map_get(&z->tid_zaps, tid) + 1) < 0 ||
-		    (vm && u64map_put(&z->tid_vm, tid,
-				      (uint64_t)vm->id + 1) < 0))
-			return -1;
+		z->agents[a].zaps++;
 	}
 	if (z->tl)
 		z->tl->count[TL_LEAF_ZAPS][timeline_bin(z->tl,
@@ -497,59 +530,87 @@ static struct summary_source *source_get(struct summary *s,
 	return src;
 }
 
+/* An agent's place in agents[], sorted by (tid, vm). */
+struct agent_ref {
+	uint32_t tid;
+	int64_t vm;
+	int i;
+};
+
 struct source_scan {
 	struct summary *s;
 	struct zap_scan *z;
-	struct u64map tid_inv;          /* tid -> invalidation starts */
-	struct u64map tid_src;          /* tid -> its source's key + 1 */
+	struct agent_ref *by_tid;       /* the agents in (tid, vm) order */
+	int next;                       /* by_tid[next]: the next to name */
 	int64_t last_tid;               /* thread rows: the last name first */
 };
 
-static int inv_row(sqlite3_stmt *st, void *arg)
+/* The VM id of a row's vm column (column i), or 0: none, or an id the
+ * vm table lacks. */
+static int64_t row_vm_id(struct summary *s, sqlite3_stmt *st, int i)
 {
-	struct source_scan *ss = arg;
+	struct summary_vm *vm = row_vm(s, st, i);
 
-	return u64map_put(&ss->tid_inv, (uint32_t)sqlite3_column_int64(st, 0),
-			  (uint64_t)sqlite3_column_int64(st, 1));
+	return vm ? vm->id : 0;
 }
 
-/* Invalidation starts of a thread in a second (tid, second, count). */
+/* Invalidation starts of a thread for a VM in a second (tid, vm,
+ * second, count). */
 static int inv_second_row(sqlite3_stmt *st, void *arg)
 {
 	struct zap_scan *z = arg;
-	struct sec_cell *c = sec_cell(z, (uint32_t)sqlite3_column_int64(st, 0),
-				      sqlite3_column_int64(st, 1) *
-				      1000000000);
+	int a = agent_get(z, (uint32_t)sqlite3_column_int64(st, 0),
+			  row_vm_id(z->s, st, 1));
+	struct sec_cell *c;
 
-	if (!c)
+	if (a < 0 || !(c = sec_cell(z, a, sqlite3_column_int64(st, 2) *
+				    1000000000)))
 		return -1;
-	c->inv += sqlite3_column_int64(st, 2);
+	c->inv += sqlite3_column_int64(st, 3);
+	z->agents[a].inv += sqlite3_column_int64(st, 3);
 	return 0;
 }
 
-/* A thread (its rows by tid, the last name first): its source. */
+static int agent_ref_cmp(const void *a, const void *b)
+{
+	const struct agent_ref *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->vm < y->vm ? -1 : x->vm > y->vm;
+}
+
+/* A thread (its rows by tid, the last name first): the source of each
+ * of its agents, (its name, the agent's VM). */
 static int source_row(sqlite3_stmt *st, void *arg)
 {
 	struct source_scan *ss = arg;
+	struct zap_scan *z = ss->z;
 	int64_t tid = sqlite3_column_int64(st, 0);
-	uint64_t key = (uint32_t)tid;
-	int64_t zaps = (int64_t)u64map_get(&ss->z->tid_zaps, key);
-	int64_t inv = (int64_t)u64map_get(&ss->tid_inv, key), vm;
 	struct summary_source *src;
 
 	if (tid == ss->last_tid)
 		return 0;
 	ss->last_tid = tid;
-	if (!zaps && !inv)
-		return 0;
-	vm = (int64_t)u64map_get(&ss->z->tid_vm, key);
-	src = source_get(ss->s, (const char *)sqlite3_column_text(st, 1),
-			 vm ? vm - 1 : 0);
-	if (!src)
-		return -1;
-	src->invalidations += inv;
-	src->leaf_zaps += zaps;
-	return u64map_put(&ss->tid_src, key, (uint64_t)src->key + 1);
+	/* Agents of tids the thread table lacks have no source. */
+	while (ss->next < z->nagents &&
+	       ss->by_tid[ss->next].tid < (uint32_t)tid)
+		ss->next++;
+	for (; ss->next < z->nagents &&
+	     ss->by_tid[ss->next].tid == (uint32_t)tid; ss->next++) {
+		struct agent *a = &z->agents[ss->by_tid[ss->next].i];
+
+		if (!a->zaps && !a->inv)
+			continue;
+		src = source_get(ss->s, (const char *)sqlite3_column_text(st, 1),
+				 a->vm);
+		if (!src)
+			return -1;
+		src->invalidations += a->inv;
+		src->leaf_zaps += a->zaps;
+		a->src = src->key + 1;
+	}
+	return 0;
 }
 
 static int source_second_cmp(const void *a, const void *b)
@@ -577,12 +638,13 @@ static int source_seconds(struct source_scan *ss)
 		index_of[s->sources[i].key] = i;
 	for (i = 0; i < ss->z->ncells; i++) {
 		const struct sec_cell *c = &ss->z->cells[i];
-		uint64_t k = u64map_get(&ss->tid_src, c->tid), key, j;
+		int k = ss->z->agents[c->agent].src;
+		uint64_t key, j;
 		struct summary_source_second *o;
 
 		if (!k)
-			continue;       /* a thread of no source */
-		MR_ASSERT(k - 1 < (uint64_t)s->nsources);
+			continue;       /* an agent of no source */
+		MR_ASSERT(k - 1 < s->nsources);
 		key = (uint64_t)index_of[k - 1] << 32 | (uint32_t)c->second;
 		j = u64map_get(&at, key);
 		if (!j) {
@@ -639,15 +701,13 @@ static int notify_row(sqlite3_stmt *st, void *arg)
 /*
  * Who invalidated and zapped (docs/design.md, VMs): per thread name and
  * VM, the invalidation starts (table notifier) and the leaf zaps the
- * scan counted per thread; the patched notifier's event kinds.
+ * scan counted per (thread, VM); the patched notifier's event kinds.
  */
 static int sources(sqlite3 *db, struct summary *s, struct zap_scan *z)
 {
-	struct source_scan ss = { s, z, { 0 }, { 0 }, -1 };
+	struct source_scan ss = { s, z, NULL, 0, -1 };
 	int i, rc = -1;
 
-	u64map_init(&ss.tid_inv);
-	u64map_init(&ss.tid_src);
 	for (i = 0; i < SUMMARY_NOTIFY_KINDS; i++)
 		s->notifier_events[i] = -1;
 	/* One pass over the invalidations, one over the (small) thread
@@ -662,18 +722,26 @@ static int sources(sqlite3 *db, struct summary *s, struct zap_scan *z)
 		if (s->notifier_events[i] >= 0)
 			break;
 	if (query_each(db, i < SUMMARY_NOTIFY_KINDS ?
-		       "SELECT tid, count(*) FROM notifier WHERE phase = 0 "
-		       "AND event IS NOT NULL AND tid IS NOT NULL GROUP BY tid" :
-		       "SELECT tid, count(*) FROM notifier WHERE phase = 0 "
-		       "AND tid IS NOT NULL GROUP BY tid", inv_row, &ss) < 0 ||
-	    query_each(db, i < SUMMARY_NOTIFY_KINDS ?
-		       "SELECT tid, ts / 1000000000, count(*) FROM notifier "
-		       "WHERE phase = 0 AND event IS NOT NULL AND tid IS NOT "
-		       "NULL GROUP BY 1, 2" :
-		       "SELECT tid, ts / 1000000000, count(*) FROM notifier "
-		       "WHERE phase = 0 AND tid IS NOT NULL GROUP BY 1, 2",
-		       inv_second_row, z) < 0 ||
-	    query_each(db, "SELECT tid, procname FROM thread ORDER BY tid, "
+		       "SELECT tid, vm, ts / 1000000000, count(*) FROM "
+		       "notifier WHERE phase = 0 AND event IS NOT NULL AND "
+		       "tid IS NOT NULL GROUP BY 1, 2, 3" :
+		       "SELECT tid, vm, ts / 1000000000, count(*) FROM "
+		       "notifier WHERE phase = 0 AND tid IS NOT NULL "
+		       "GROUP BY 1, 2, 3", inv_second_row, z) < 0)
+		goto end;
+	if (z->nagents) {
+		if (!(ss.by_tid = malloc((size_t)z->nagents *
+					 sizeof(*ss.by_tid))))
+			goto end;
+		for (i = 0; i < z->nagents; i++) {
+			ss.by_tid[i].tid = z->agents[i].tid;
+			ss.by_tid[i].vm = z->agents[i].vm;
+			ss.by_tid[i].i = i;
+		}
+		qsort(ss.by_tid, (size_t)z->nagents, sizeof(*ss.by_tid),
+		      agent_ref_cmp);
+	}
+	if (query_each(db, "SELECT tid, procname FROM thread ORDER BY tid, "
 		       "first_seq DESC", source_row, &ss) < 0)
 		goto end;
 	if (s->nsources > 1)
@@ -683,8 +751,7 @@ static int sources(sqlite3 *db, struct summary *s, struct zap_scan *z)
 		goto end;
 	rc = 0;
 end:
-	u64map_free(&ss.tid_inv);
-	u64map_free(&ss.tid_src);
+	free(ss.by_tid);
 	return rc;
 }
 
@@ -873,8 +940,7 @@ enum summary_status summary_compute_binned(sqlite3 *db, struct summary *s,
 	s->spte_format = zs.fmt->name;
 	zs.tl = tl;
 	zs.s = s;
-	u64map_init(&zs.tid_zaps);
-	u64map_init(&zs.tid_vm);
+	u64map_init(&zs.agent_of);
 	u64map_init(&zs.cell_of);
 	if (scan_each(db, "SELECT old_spte, new_spte, level, vm, tid, ts "
 		      "FROM spte_change", "summary: leaf zaps",
@@ -918,8 +984,8 @@ end:
 			pthread_join(jobs[i].thread, NULL);
 		sqlite3_close(jobs[i].db);
 	}
-	u64map_free(&zs.tid_zaps);
-	u64map_free(&zs.tid_vm);
+	u64map_free(&zs.agent_of);
+	free(zs.agents);
 	u64map_free(&zs.cell_of);
 	free(zs.cells);
 	return st;
