@@ -405,12 +405,47 @@ static void bind_known(sqlite3_stmt *st, int i, int64_t x, int known)
 		sqlite3_bind_null(st, i);
 }
 
+/*
+ * Rows that name a struct kvm before its kvm_vm_create.  The event is
+ * traced in KVM_CREATE_VM once the VM's fd is known, after
+ * kvm_create_vm() registered the MMU notifier on the process's mm: an
+ * invalidation of that mm in between (ksmd scanning it) names the VM
+ * being made.  Such a row is the VM created next at that address, if no
+ * VM at that address was destroyed between the two.  Returns the rows
+ * given a VM (counted under unknown_kvm when written), or -1 on an SQL
+ * error.
+ */
+static int64_t vms_named_early(sqlite3 *db)
+{
+	static const char *const tables[] = { "notifier", "nx_recovery" };
+	char sql[768];
+	int64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		snprintf(sql, sizeof(sql),
+			 "UPDATE %1$s SET vm = (SELECT id FROM vm WHERE "
+			 "vm.kvm = %1$s.kvm AND vm.created_seq > %1$s.seq "
+			 "ORDER BY created_seq LIMIT 1) WHERE vm IS NULL AND "
+			 "kvm IS NOT NULL AND EXISTS (SELECT 1 FROM vm WHERE "
+			 "vm.kvm = %1$s.kvm AND vm.created_seq > %1$s.seq AND "
+			 "NOT EXISTS (SELECT 1 FROM vm d WHERE d.kvm = vm.kvm "
+			 "AND d.destroyed_seq > %1$s.seq AND d.destroyed_seq "
+			 "< vm.created_seq))", tables[i]);
+		if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			return -1;
+		n += sqlite3_changes(db);
+	}
+	return n;
+}
+
 int vms_store(const struct vms *v, sqlite3 *db)
 {
 	sqlite3_stmt *st = NULL;
 	char key[64];
 	size_t i;
 	int rc = -1;
+	int64_t early = 0;
 
 	if (sqlite3_prepare_v2(db, "INSERT INTO vm (id, pid, fd, created_seq, "
 			       "created_ts, procname, kvm, destroyed_seq, "
@@ -438,10 +473,16 @@ int vms_store(const struct vms *v, sqlite3 *db)
 			goto end;
 		sqlite3_reset(st);
 	}
+	if (v->unattributed[VMS_UNKNOWN_KVM] &&
+	    (early = vms_named_early(db)) < 0)
+		goto end;
+	MR_ASSERT(early <= v->unattributed[VMS_UNKNOWN_KVM]);
 	for (i = 0; i < VMS_REASONS; i++) {
 		snprintf(key, sizeof(key), "vm_unattributed:%s",
 			 reason_names[i]);
-		if (db_meta_set_int(db, key, v->unattributed[i]) != DB_OK)
+		if (db_meta_set_int(db, key, v->unattributed[i] -
+				    (i == VMS_UNKNOWN_KVM ? early : 0)) !=
+		    DB_OK)
 			goto end;
 	}
 	/* Whether VMs could be told apart at all: without the pid context
