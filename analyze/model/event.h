@@ -169,6 +169,9 @@ struct model_event {
 		struct {
 			uint64_t gfn;
 			int level;      /* the fault's goal level */
+			/* (pfn - gfn) mod 512: not 0, the host maps the
+			 * page 4K (a THP's pages sit at their offset) */
+			int pfn_off;
 		} req;
 		struct {
 			int as_id, slot, change;

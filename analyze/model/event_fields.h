@@ -92,8 +92,11 @@
 	X("npages", U64, u.memslot.npages) X("hva", U64, u.memslot.hva) \
 	X("old_flags", U64, u.memslot.old_flags) \
 	X("new_flags", U64, u.memslot.new_flags)
+/* pfn_off: the host page's offset from the gfn's place in a 2M page
+ * (0 when the pfn is not traced). */
 #define MEV_FIELDS_SPTE_REQUEST(X) X("gfn", U64, u.req.gfn) \
-	X("level", INT, u.req.level)
+	X("level", INT, u.req.level) \
+	X("coalesce((pfn - gfn) & 511, 0)", INT, u.req.pfn_off)
 #define MEV_FIELDS_LATENCY(X) X("probe", I64, u.lat.probe) \
 	X("ns", I64, u.lat.ns)
 

@@ -477,6 +477,7 @@ enum replay_status replay_run_scanned(struct source *src,
 	u64map_init(&e.nx_traced.split_map);
 	u64map_init(&e.nx_tables);
 	u64map_init(&e.nx_tables_old);
+	u64map_init(&e.host_level);
 	u64map_init(&e.leaf_grants);
 	u64map_init(&e.nx_policy.split_map);
 	e.scan = scan;
@@ -543,6 +544,7 @@ end:
 	u64map_free(&e.nx_traced.split_map);
 	u64map_free(&e.nx_tables);
 	u64map_free(&e.nx_tables_old);
+	u64map_free(&e.host_level);
 	u64map_free(&e.leaf_grants);
 	u64map_free(&e.nx_policy.split_map);
 	if (st != REPLAY_OK)

@@ -164,6 +164,9 @@
 	/* exec faults split nothing in a VM whose memory no trace shows \
 	 * mapped huge: the host maps it 4K (engine_nx.c) */ \
 	X(RULE_NX_HUGE_HOST, "nx_huge_host") \
+	/* ... nor in a 2M region the host maps 4K, as the region's last \
+	 * fault showed (engine_fault.c host_level_note()) */ \
+	X(RULE_NX_HOST_LEVEL, "nx_host_level") \
 	/* an untraced batch ends at a pause of half the period, not of \
 	 * 50 ms (engine_nx.c nx_batch_gap()) */ \
 	X(RULE_BATCH_PERIOD, "batch_period") \

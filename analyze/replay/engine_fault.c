@@ -488,12 +488,77 @@ void fault_ctx_close(struct engine *e, struct thread_ctx *t)
  * leaf zap for the fault's context); a fault retried before the walk
  * traces no request and zaps nothing.
  */
+/*
+ * How the host maps the fault's 2M region, which decides whether an
+ * exec fault's new table is an NX split recovery will come for:
+ * kvm_tdp_mmu_map() accounts it only where fault->req_level, the
+ * host mapping's level (kvm_mmu_max_mapping_level()), reaches 2M.  The
+ * request shows that level two ways:
+ *   - the host page's pfn off its gfn's place in a 2M page: a THP (and
+ *     a hugetlb page) holds its pages at their offsets, and KVM maps
+ *     huge only where the hva and the gfn agree mod 2M, so this page is
+ *     mapped 4K (KSM's merged page, a page of a split THP replaced);
+ *   - a fault that is not an exec fault under the NX mitigation and not
+ *     in a dirty-logged slot requests req_level itself (the goal level
+ *     before disallowed_hugepage_adjust(), which comes after the
+ *     tracepoint): 4K, or 2M and above.
+ * So does an invalidation of part of a region (host_level_part()).  The
+ * last of these stands until the next: KSM splits the THP it merges a
+ * page of, and the region stays 4K until a fault shows it huge again
+ * (khugepaged's collapse).  What it cannot catch: a region that changed
+ * with no fault since (a collapse, a split) before an exec fault that
+ * does not show it (its page in place).
+ */
+static void host_level_note(struct engine *e, const struct thread_ctx *t,
+			    const struct model_event *ev)
+{
+	uint64_t gfn = ev->u.req.gfn;
+	int level;
+
+	if (ev->u.req.pfn_off)
+		level = HOST_4K;
+	else if ((t->fault_fetch && !e->opts->nx_off) ||
+		 engine_dirty_logged_at(e, gfn, t->ctx_seq))
+		return;
+	else
+		level = ev->u.req.level > TDP_LEVEL_4K ? HOST_HUGE : HOST_4K;
+	if (u64map_put(&e->host_level, gfn >> 9, (uint64_t)level) < 0)
+		e->nomem = 1;
+}
+
+/*
+ * An invalidation of [gs, ge) that covers part of a 2M region leaves the
+ * host mapping that region 4K: the host splits a PMD-mapped THP before
+ * it changes part of it (__split_huge_pmd() in zap_pmd_range() and
+ * change_pmd_range(); KSM splits the THP before it write-protects one
+ * of its pages, try_to_merge_one_page()).  A region the host did not
+ * map at all may be mapped huge by the next fault; that fault shows it.
+ */
+void host_level_part(struct engine *e, uint64_t gs, uint64_t ge)
+{
+	uint64_t ends[2] = { gs, ge - 1 };
+	int i;
+
+	if (!engine_rule(e, RULE_NX_HOST_LEVEL) || ge <= gs)
+		return;
+	for (i = 0; i < 2; i++) {
+		uint64_t r = ends[i] >> 9;
+
+		if (r << 9 >= gs && (r + 1) << 9 <= ge)
+			continue;       /* covered whole */
+		if (u64map_put(&e->host_level, r, HOST_4K) < 0)
+			e->nomem = 1;
+	}
+}
+
 void engine_on_spte_request(struct engine *e, struct thread_ctx *t,
 			    const struct model_event *ev)
 {
 	uint64_t spte;
 	int level;
 
+	if (t->ctx_kind == CTX_FAULT)
+		host_level_note(e, t, ev);
 	if (t->ctx_kind != CTX_FAULT || !fault_zaps_huge(e) ||
 	    !engine_rule(e, RULE_HUGE_GOAL))
 		return;

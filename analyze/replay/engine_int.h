@@ -256,6 +256,9 @@ struct batch {
 	 * the least the ratio gives from a count that missed the splits
 	 * accounted while the worker waited for mmu_lock. */
 	int64_t sps_observed, sps_predicted, sps_min;
+	/* Tables the worker zapped (traced frees; not the pages it skipped
+	 * as dirty-logged). */
+	int64_t tables_zapped;
 	/* What the size rests on, from its start: the lists' counts, the
 	 * splits each may hold that the worker's count missed, and the
 	 * count the patched begin event gives (-1: none). */
@@ -398,6 +401,10 @@ struct engine {
 	 * which list the table is (the kernel's sp->possible_nx_huge_page_link
 	 * non-empty). */
 	struct u64map nx_tables, nx_tables_old;
+	/* 2M region (gfn >> 9) -> HOST_4K or HOST_HUGE: how the host maps
+	 * it, as the region's last fault showed (engine_fault.c
+	 * host_level_note()); absent, nothing showed it. */
+	struct u64map host_level;
 	/* Every page in KVM's NX recovery list was split in the trace:
 	 * from the start of a capture from the VM's creation, else from
 	 * the first batch that began with such a page (engine_nx.c). */
@@ -476,6 +483,12 @@ void engine_mismatch(struct engine *e, enum mismatch_kind kind,
 /* The series' entry for the second of ts; NULL (and nomem) on failure. */
 struct replay_second *engine_second_at(struct engine *e, int64_t ts);
 int engine_dirty_logged_at(struct engine *e, uint64_t gfn, uint64_t seq);
+
+/* How the host maps a guest 2M region (engine.host_level). */
+enum { HOST_4K = 1, HOST_HUGE = 2 };
+/* An invalidation of [gs, ge): regions it covers in part are mapped 4K
+ * by the host from now on (engine_fault.c). */
+void host_level_part(struct engine *e, uint64_t gs, uint64_t ge);
 
 /* engine_overlay.c */
 void engine_on_spte(struct engine *e, struct thread_ctx *t,

@@ -259,8 +259,11 @@ static void nx_batch_span_settle(struct engine *e)
  * (kvm_mmu_max_mapping_level()).  A VM whose trace never shows a leaf
  * above 4K is taken as backed by 4K host pages (rule nx_huge_host;
  * seen on a VM without THP beside one with it, one kvm module forcing
- * nx_huge_pages for both).  What it cannot catch: a VM backed huge
- * whose capture shows no huge leaf (the recovery checks then fail).
+ * nx_huge_pages for both), and so is a 2M region whose last fault
+ * showed the host mapping it 4K (rule nx_host_level, engine_fault.c
+ * host_level_note(): KSM splits the THP it merges a page of).  What it
+ * cannot catch: a VM backed huge whose capture shows no huge leaf (the
+ * recovery checks then fail).
  */
 static void nx_table_link(struct engine *e, uint64_t key, uint64_t addr,
 			  unsigned flags);
@@ -284,7 +287,9 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 	if (level != TDP_LEVEL_4K ||
 	    t->ctx_kind != CTX_FAULT || !t->fault_fetch ||
 	    (e->opts->nx_off && engine_rule(e, RULE_NX_OFF)) ||
-	    (!e->scan->huge_leaves && engine_rule(e, RULE_NX_HUGE_HOST)))
+	    (!e->scan->huge_leaves && engine_rule(e, RULE_NX_HUGE_HOST)) ||
+	    (engine_rule(e, RULE_NX_HOST_LEVEL) &&
+	     u64map_get(&e->host_level, ev->u.sp.gfn >> 9) == HOST_4K))
 		return;
 	if (engine_rule(e, RULE_NX_DIRTY_UNTRACKED)) {
 		if (e->slots.measured && engine_rule(e, RULE_SLOT_SWAP))
@@ -435,10 +440,14 @@ void nx_batch_close(struct engine *e)
 	}
 	/* Recovery under the read lock (kernel-series patch 8) flushes
 	 * the TLB after each page it zaps, under the write lock once per
-	 * lock hold. */
+	 * lock hold.  A table zapped counts as a zap that flushes, empty or
+	 * not: kvm_tdp_mmu_zap_sp() returns true for every table it
+	 * unlinks (NUMA hinting may have zapped all its leaves before). */
 	overlay_flush_account(e, b->batch_first_seq, b->batch_last_ts, 0,
-			      b->zaps_predicted,
-			      b->zaps_observed, b->zaps_revealed, b->zaps_policy,
+			      b->zaps_predicted + b->tables_zapped,
+			      b->zaps_observed + b->tables_zapped,
+			      b->zaps_revealed,
+			      b->zaps_policy + b->policy_pages,
 			      b->flushes_traced,
 			      e->opts->policy->recovery_read_lock &&
 			      !b->batch_read_lock ? b->policy_pages : -1);
@@ -687,6 +696,7 @@ void nx_recovery_ctx_open(struct engine *e, struct thread_ctx *t,
 		nx_batch_first_page(e, gfn);
 	}
 	e->batch.sps_observed += level == TDP_LEVEL_4K;
+	e->batch.tables_zapped += level == TDP_LEVEL_4K;
 	rec.gfn = gfn;
 	rec.dirty_logged = engine_dirty_logged_at(e, gfn, ev->seq);
 	rec.dirty_src = e->slots.measured ? REPLAY_SRC_MEASURED :

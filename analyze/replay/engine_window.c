@@ -85,6 +85,9 @@ void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 	e->res->upgrade_windows += inv.is_upgrade;
 	t->ctx_keep = policy_keeps_invalidation(e->opts->policy, &inv);
 	for (i = 0; i < t->win_nranges; i++)
+		host_level_part(e, t->win_ranges[i].start,
+				t->win_ranges[i].end);
+	for (i = 0; i < t->win_nranges; i++)
 		t->ctx_predicted +=
 			overlay_context_range(e, t, t->win_ranges[i].as_id,
 					      t->win_ranges[i].start,

@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STREAM_FORMAT 5        /* bump on any change of the encoding,
+#define STREAM_FORMAT 6        /* bump on any change of the encoding,
 				 * a kind's field list included */
 #define CHUNK_BYTES 65536
 #define EVENT_MAX_BYTES 256     /* header + 16 fields of 10 bytes, rounded */
