@@ -13,6 +13,9 @@ off (A) and on (B).  Checked against the other commands on the same DBs:
     flushes and NPF service times equal `mmureplay replay A --policy B`
     (the same model run), and the error is against B's measured figure;
   - the text fits 72 columns and names the differing knob;
+  - runs of two VMs (the two-VM A/B pair): per VM, the rows are what
+    `compare --vm N` gives for that VM, and the text has a block per VM
+    (its process named); runs of one VM have none;
   - refused in one line (exit 2): captures of different workloads, and
     two settings on one side; a source that cannot be replayed: exit 7.
 
@@ -182,6 +185,32 @@ for pair, policy, knob in PAIRS:
           rows_of(json.loads(r.stdout)),
           "%s: --a A A --b B B is --a A --a A --b B,B (%s)"
           % (pair, r2.stderr.strip()))
+
+# Runs of two VMs: per VM, compare --vm N's rows; runs of one VM: none.
+mv = "lttng-kernel-6.1.192-patched-multivm-bgsnapshot-nxrecovery-perm-upgrade-"
+mva, mvb = ingest(mv + "off"), ingest(mv + "on")
+r = run([mmr, "compare", "--a", mva, "--b", mvb, "--json"])
+doc = json.loads(r.stdout) if r.returncode == 0 else {}
+check([v["vm"] for v in doc.get("vms", [])] == [1, 2] and
+      [v["process"] for v in doc["vms"]] == ["bgsnapshot", "nxrecovery"],
+      "two VMs: a block each (%s)" % [(v["vm"], v["process"])
+                                      for v in doc.get("vms", [])])
+for v in doc.get("vms", []):
+    one = run([mmr, "compare", "--a", mva, "--b", mvb, "--json", "--vm",
+               str(v["vm"])])
+    want = rows_of(json.loads(one.stdout))
+    check(one.returncode == 0 and rows_of(v) == want and want,
+          "VM %d's rows are compare --vm %d's" % (v["vm"], v["vm"]))
+    check("vms" not in json.loads(one.stdout),
+          "--vm %d: no per-VM blocks" % v["vm"])
+text = run([mmr, "compare", "--a", mva, "--b", mvb]).stdout
+check("VM 1 (bgsnapshot)" in text and "VM 2 (nxrecovery)" in text and
+      max(len(x) for x in text.splitlines()) <= 72,
+      "two VMs: the text's blocks, 72 columns (%d)"
+      % max(len(x) for x in text.splitlines()))
+r = run([mmr, "compare", "--a", dbs["bgsnapshot-perm-upgrade-off"], "--b",
+         dbs["bgsnapshot-perm-upgrade-on"], "--json"])
+check("vms" not in json.loads(r.stdout), "one VM: no per-VM blocks")
 
 # Refusals.
 r = run([mmr, "compare", "--a", dbs["bgsnapshot-perm-upgrade-off"], "--b",

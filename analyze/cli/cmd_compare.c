@@ -57,7 +57,10 @@ const struct cli_command cli_cmd_compare = {
 	"command refuses (exit 2) and says which runs differ.  The DBs are\n"
 	"only read.  --vm ID compares VM ID of every run (runs of several\n"
 	"VMs started in the same order): its own threads' figures, each\n"
-	"replay that VM's own state.\n",
+	"replay that VM's own state.  Without it, runs that each hold the\n"
+	"same number of VMs (two or more) get a block per VM below the\n"
+	"tables, which are the host's total: each VM's rows as --vm gives\n"
+	"them.\n",
 	.options = options,
 	.run = run,
 };
@@ -153,12 +156,67 @@ end:
 	return rc;
 }
 
+/*
+ * Both sides' runs into c: B first, whose recorded policy is what each
+ * A is replayed under, then A; then checked and finished.
+ */
+static int add_runs(struct compare *c, char *paths[][COMPARE_MAX_RUNS],
+		    const int *n)
+{
+	const struct policy *pol_b = NULL, *pol;
+	int i, rc;
+
+	for (i = 0; i < n[COMPARE_B]; i++) {
+		rc = add_run(c, COMPARE_B, i, paths[COMPARE_B][i], NULL, &pol);
+		if (rc != CLI_EXIT_OK)
+			return rc;
+		pol_b = pol_b ? pol_b : pol;
+	}
+	for (i = 0; i < n[COMPARE_A]; i++) {
+		rc = add_run(c, COMPARE_A, i, paths[COMPARE_A][i], pol_b, &pol);
+		if (rc != CLI_EXIT_OK)
+			return rc;
+	}
+	if (compare_check(c) != COMPARE_OK) {
+		log_error("%s", c->why);
+		return CLI_EXIT_INPUT;
+	}
+	compare_finish(c);
+	return CLI_EXIT_OK;
+}
+
+/* Runs of the same number of VMs, two or more, without --vm: each VM
+ * of every run compared alone too (compare.vms). */
+static int add_vms(struct compare *c, char *paths[][COMPARE_MAX_RUNS],
+		   const int *n)
+{
+	int nvms = compare_same_vms(c), v, rc;
+
+	if (c->vm || nvms < 2)
+		return CLI_EXIT_OK;
+	c->vms = calloc((size_t)nvms, sizeof(*c->vms));
+	if (!c->vms) {
+		log_error("compare: out of memory");
+		return CLI_EXIT_INTERNAL;
+	}
+	for (v = 1; v <= nvms; v++) {
+		struct compare *one = &c->vms[v - 1];
+
+		compare_init(one, c->threshold_ms, c->nthresholds);
+		one->vm = v;
+		c->nvms = v;
+		rc = add_runs(one, paths, n);
+		if (rc != CLI_EXIT_OK)
+			return rc;
+	}
+	return CLI_EXIT_OK;
+}
+
 static int run(struct cli_args *a)
 {
 	char lists[3][4096], *paths[COMPARE_SIDES][COMPARE_MAX_RUNS];
 	char *thr[COMPARE_MAX_THRESHOLDS], *end;
 	double thr_ms[COMPARE_MAX_THRESHOLDS] = { 1, 3 };
-	const struct policy *pol_b = NULL, *pol;
 	struct compare *c = NULL;
 	int n[COMPARE_SIDES], nthr = 2, i, rc = CLI_EXIT_USAGE;
 
@@ -205,24 +263,11 @@ static int run(struct cli_args *a)
 	}
 	compare_init(c, thr_ms, nthr);
 	c->vm = a->str[OPT_VM] ? (int)a->num[OPT_VM] : 0;
-	/* B first: its recorded policy is what each A is replayed under. */
-	for (i = 0; i < n[COMPARE_B]; i++) {
-		rc = add_run(c, COMPARE_B, i, paths[COMPARE_B][i], NULL, &pol);
-		if (rc != CLI_EXIT_OK)
-			goto end;
-		pol_b = pol_b ? pol_b : pol;
-	}
-	for (i = 0; i < n[COMPARE_A]; i++) {
-		rc = add_run(c, COMPARE_A, i, paths[COMPARE_A][i], pol_b, &pol);
-		if (rc != CLI_EXIT_OK)
-			goto end;
-	}
-	if (compare_check(c) != COMPARE_OK) {
-		log_error("%s", c->why);
-		rc = CLI_EXIT_INPUT;
+	rc = add_runs(c, paths, n);
+	if (rc == CLI_EXIT_OK)
+		rc = add_vms(c, paths, n);
+	if (rc != CLI_EXIT_OK)
 		goto end;
-	}
-	compare_finish(c);
 	rc = cli_output(a->str[OPT_OUTPUT], a->str[OPT_JSON] != NULL,
 			a->str[OPT_JSON] ? report_compare_json(c) : NULL,
 			a->str[OPT_HTML] ? html : text, c, "compare");

@@ -248,6 +248,13 @@ enum compare_status compare_add_run(struct compare *c, enum compare_side side,
 	run->began_mid_run = self->began_mid_run;
 	run->warmup_s = replay_warmup_s(self);
 	identity_read(db, run, &others);
+	run->nvms = ci->nvms;
+	if (c->vm && c->vm <= s.nvms && s.vms[c->vm - 1].procname &&
+	    !(run->vm_procname = strdup(s.vms[c->vm - 1].procname))) {
+		free(others);
+		summary_free(&s);
+		return COMPARE_ERR_NOMEM;
+	}
 	if (c->n[side] < i + 1)
 		c->n[side] = i + 1;
 
@@ -461,6 +468,17 @@ void compare_finish(struct compare *c)
 	}
 }
 
+int compare_same_vms(const struct compare *c)
+{
+	int s, i, n = c->run[COMPARE_A][0].nvms;
+
+	for (s = 0; s < COMPARE_SIDES; s++)
+		for (i = 0; i < c->n[s]; i++)
+			if (c->run[s][i].nvms != n)
+				return 0;
+	return n;
+}
+
 void compare_free(struct compare *c)
 {
 	int s, i;
@@ -470,6 +488,12 @@ void compare_free(struct compare *c)
 			free(c->run[s][i].kernel);
 			free(c->run[s][i].workload);
 			free(c->run[s][i].knobs);
+			free(c->run[s][i].vm_procname);
 			free(c->others[s][i]);
 		}
+	for (i = 0; i < c->nvms; i++)
+		compare_free(&c->vms[i]);
+	free(c->vms);
+	c->vms = NULL;
+	c->nvms = 0;
 }

@@ -19,6 +19,10 @@
  * (metrics/coverage.h) is unknown there (NAN) and left out of its
  * median, which says over how many runs it was taken.
  *
+ * Runs of several VMs (the same number in each) are also compared VM by
+ * VM: each VM of every run alone, its own events and its own replay
+ * (compare.vms), the rows the text gives per VM.
+ *
  * Invariants: rows are filled for every run before compare_finish();
  * a row's cells count only known values; the what-if figures come from
  * replays whose self-check passed (the caller runs them), else they are
@@ -76,6 +80,8 @@ struct compare_run {
 	 * and its warm-up, s from its first event. */
 	int began_mid_run;
 	double warmup_s;
+	int nvms;                               /* its VMs (table vm) */
+	char *vm_procname;      /* with compare.vm: that VM's process */
 };
 
 struct compare {
@@ -89,6 +95,11 @@ struct compare {
 	int vm;
 	struct compare_row rows[COMPARE_MAX_ROWS];
 	int nrows;
+	/* Per VM: when every run holds the same number of VMs, two or
+	 * more, and no --vm narrowed them, vms[v - 1] compares VM v of
+	 * every run alone (its vm = v, its own vms none); else nvms 0. */
+	struct compare *vms;
+	int nvms;
 	/* Why the sets are not comparable, or NULL (compare_check()). */
 	char why[512];
 };
@@ -120,6 +131,9 @@ enum compare_status compare_check(struct compare *c);
 
 /* Medians, ranges, changes, overlaps, what-if errors. */
 void compare_finish(struct compare *c);
+
+/* How many VMs each run holds when all hold the same number, else 0. */
+int compare_same_vms(const struct compare *c);
 void compare_free(struct compare *c);
 
 #endif

@@ -60,29 +60,13 @@ static cJSON *side_json(const struct compare *c, enum compare_side s)
 	return o;
 }
 
-char *report_compare_json(const struct compare *c)
+/* The rows of a comparison (the capture's, or one VM's). */
+static cJSON *rows_json(const struct compare *c)
 {
-	cJSON *root = cJSON_CreateObject(), *a, *r, *w;
+	cJSON *a = cJSON_CreateArray(), *r, *w;
 	const struct compare_row *row;
-	char *out;
 	int i;
 
-	if (!root)
-		return NULL;
-	report_json_schema_add(root, REPORT_JSON_COMPARE);
-	cJSON_AddStringToObject(root, "kernel", c->run[COMPARE_A][0].kernel ?
-				c->run[COMPARE_A][0].kernel : "unknown");
-	cJSON_AddStringToObject(root, "workload",
-				c->run[COMPARE_A][0].workload ?
-				c->run[COMPARE_A][0].workload : "unknown");
-	if (c->vm)
-		cJSON_AddNumberToObject(root, "vm", c->vm);
-	cJSON_AddItemToObject(root, "a", side_json(c, COMPARE_A));
-	cJSON_AddItemToObject(root, "b", side_json(c, COMPARE_B));
-	a = cJSON_AddArrayToObject(root, "thresholds_ms");
-	for (i = 0; i < c->nthresholds; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber(c->threshold_ms[i]));
-	a = cJSON_AddArrayToObject(root, "rows");
 	for (i = 0; i < c->nrows; i++) {
 		row = &c->rows[i];
 		if (!row->cell[COMPARE_A].n && !row->cell[COMPARE_B].n)
@@ -108,6 +92,49 @@ char *report_compare_json(const struct compare *c)
 			}
 		}
 		cJSON_AddItemToArray(a, r);
+	}
+	return a;
+}
+
+char *report_compare_json(const struct compare *c)
+{
+	cJSON *root = cJSON_CreateObject(), *a, *r;
+	char *out;
+	int i;
+
+	if (!root)
+		return NULL;
+	report_json_schema_add(root, REPORT_JSON_COMPARE);
+	cJSON_AddStringToObject(root, "kernel", c->run[COMPARE_A][0].kernel ?
+				c->run[COMPARE_A][0].kernel : "unknown");
+	cJSON_AddStringToObject(root, "workload",
+				c->run[COMPARE_A][0].workload ?
+				c->run[COMPARE_A][0].workload : "unknown");
+	if (c->vm)
+		cJSON_AddNumberToObject(root, "vm", c->vm);
+	cJSON_AddItemToObject(root, "a", side_json(c, COMPARE_A));
+	cJSON_AddItemToObject(root, "b", side_json(c, COMPARE_B));
+	a = cJSON_AddArrayToObject(root, "thresholds_ms");
+	for (i = 0; i < c->nthresholds; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(c->threshold_ms[i]));
+	cJSON_AddItemToObject(root, "rows", rows_json(c));
+	/* Runs of several VMs: each VM of every run alone. */
+	if (c->nvms) {
+		a = cJSON_AddArrayToObject(root, "vms");
+		for (i = 0; i < c->nvms; i++) {
+			const struct compare_run *r0 =
+				&c->vms[i].run[COMPARE_A][0];
+
+			r = cJSON_CreateObject();
+			cJSON_AddNumberToObject(r, "vm", c->vms[i].vm);
+			if (r0->vm_procname)
+				cJSON_AddStringToObject(r, "process",
+							r0->vm_procname);
+			else
+				cJSON_AddNullToObject(r, "process");
+			cJSON_AddItemToObject(r, "rows", rows_json(&c->vms[i]));
+			cJSON_AddItemToArray(a, r);
+		}
 	}
 	out = cJSON_Print(root);
 	cJSON_Delete(root);

@@ -37,6 +37,8 @@ static char *fmt_pct(char *buf, size_t len, double v)
 {
 	if (isnan(v))
 		snprintf(buf, len, "-");
+	else if (fabs(v) >= 10)        /* 1000% and more: 7 columns */
+		snprintf(buf, len, "%+.0f%%", 100.0 * v);
 	else
 		snprintf(buf, len, "%+.1f%%", 100.0 * v);
 	return buf;
@@ -97,6 +99,82 @@ static void table_head(FILE *out, const char *h1, const char *h2,
 		"------------------------------", W_CELL,
 		"------------------------------", W_CELL,
 		"------------------------------");
+}
+
+/* The figures each VM's rows give (keys of compare_row). */
+static const char *const vm_keys[] = {
+	"faults", "leaf_zaps", "tlb_flushes", "npf_service_p99_us",
+	"nx_recovered_pages", "lock_wait_ms",
+};
+
+static const struct compare_row *row_of(const struct compare *c,
+					const char *key)
+{
+	int i;
+
+	for (i = 0; i < c->nrows; i++)
+		if (!strcmp(c->rows[i].key, key))
+			return &c->rows[i];
+	return NULL;
+}
+
+/*
+ * Per VM, each replayed alone: A and B measured (medians), the change,
+ * and B as the replay of A predicts it, with the same marks as the
+ * what-if table.  The capture's own rows above are the host's total.
+ */
+static void vm_tables(FILE *out, const struct compare *c)
+{
+	char x[40], y[40], z[40], p[40], e[40];
+	const struct compare_run *r0;
+	const struct compare_row *r;
+	size_t k;
+	int v;
+
+	fprintf(out, "\n  Per VM, each replayed alone (medians over the runs; "
+		"the tables above\n  are the host's total)\n");
+	fprintf(out, "  %-*s %11s %11s %7s %11s %7s\n", W_LABEL, "metric", "A",
+		"B", "change", "predicted", "error");
+	fprintf(out, "  %.*s ----------- ----------- ------- ----------- "
+		"-------\n", W_LABEL, "------------------------------");
+	for (v = 0; v < c->nvms; v++) {
+		r0 = &c->vms[v].run[COMPARE_A][0];
+		fprintf(out, "  VM %d (%s)\n", c->vms[v].vm,
+			r0->vm_procname ? r0->vm_procname : "process unknown");
+		for (k = 0; k < sizeof(vm_keys) / sizeof(vm_keys[0]); k++) {
+			r = row_of(&c->vms[v], vm_keys[k]);
+			if (!r || (!r->cell[COMPARE_A].n &&
+				   !r->cell[COMPARE_B].n))
+				continue;
+			if (!r->has_pred)
+				snprintf(p, sizeof(p), "-");
+			else if (!r->cell_pred.n)
+				snprintf(p, sizeof(p), "not modelled");
+			else
+				report_fmt_num(p, sizeof(p),
+					       r->cell_pred.median,
+					       r->decimals);
+			fprintf(out, "  %-*s %11s %11s %7s %11s %7s%s\n",
+				W_LABEL, r->label,
+				report_fmt_num(x, sizeof(x),
+					       r->cell[COMPARE_A].median,
+					       r->decimals),
+				report_fmt_num(y, sizeof(y),
+					       r->cell[COMPARE_B].median,
+					       r->decimals),
+				fmt_pct(z, sizeof(z), r->change), p,
+				fmt_pct(e, sizeof(e), r->cell_pred.n ?
+					r->pred_error : NAN),
+				!r->has_pred || !r->cell_pred.n ? "" :
+				!strcmp(r->pred_kind, "restated") ?
+				" restated" :
+				!strcmp(r->pred_kind, "one_sided") ? " <=" :
+				"");
+		}
+	}
+	fprintf(out, "  predicted: B from A, VM by VM, marked as above; -: "
+		"no what-if of the\n  figure (or no A run of the VM passed "
+		"its self-check)\n");
 }
 
 void report_compare_text(FILE *out, const struct compare *c)
@@ -188,6 +266,8 @@ void report_compare_text(FILE *out, const struct compare *c)
 		"restated: B's policy is A's, the figure is A's; <=: at\n"
 		"  most, a bound: the capture leaves it open below "
 		"('mmureplay replay'\n  says how far)\n");
+	if (c->nvms)
+		vm_tables(out, c);
 	fprintf(out, "\n  runs\n");
 	for (i = 0; i < c->n[COMPARE_A] + c->n[COMPARE_B]; i++) {
 		const struct compare_run *run = i < c->n[COMPARE_A] ?

@@ -808,6 +808,53 @@ static const char *tri(int v)
 	return v < 0 ? "-" : v ? "yes" : "no";
 }
 
+/* Per VM (compare.vms): each VM's rows, A, B, the change and B as the
+ * replay of A predicts it, marked as the what-if table marks it. */
+static void compare_vms_html(FILE *o, const struct compare *c)
+{
+	const struct compare_row *r;
+	int v, i;
+
+	fprintf(o, "<h2>Per VM, each replayed alone</h2>\n<table><tr>"
+		"<th>VM</th><th>metric</th><th>A</th><th>B</th><th>change"
+		"</th><th>predicted</th><th>kind</th><th>error</th></tr>\n");
+	for (v = 0; v < c->nvms; v++) {
+		const struct compare *one = &c->vms[v];
+		const char *proc = one->run[COMPARE_A][0].vm_procname;
+
+		for (i = 0; i < one->nrows; i++) {
+			r = &one->rows[i];
+			if (!r->cell[COMPARE_A].n && !r->cell[COMPARE_B].n)
+				continue;
+			fprintf(o, "<tr><td>%d (", one->vm);
+			report_html_esc(o, proc ? proc : "process unknown");
+			fprintf(o, ")</td><td>");
+			report_html_esc(o, r->label);
+			fprintf(o, "</td>");
+			compare_td(o, &r->cell[COMPARE_A], r->decimals);
+			compare_td(o, &r->cell[COMPARE_B], r->decimals);
+			pct_td(o, r->change);
+			if (!r->has_pred)
+				fprintf(o, "<td>-</td><td></td><td>-</td>");
+			else if (!r->cell_pred.n)
+				fprintf(o, "<td>not modelled</td><td></td>"
+					"<td>-</td>");
+			else {
+				compare_td(o, &r->cell_pred, r->decimals);
+				fprintf(o, "<td>%s</td>",
+					!strcmp(r->pred_kind, "restated") ?
+					"restated" : !strcmp(r->pred_kind,
+					"one_sided") ? "at most" : "");
+				pct_td(o, r->pred_error);
+			}
+			fprintf(o, "</tr>\n");
+		}
+	}
+	fprintf(o, "</table>\n<p class=\"note\">The tables above are the "
+		"host's total; here each VM of every run alone, its own "
+		"figures and its own replay, as --vm gives them.</p>\n");
+}
+
 void report_compare_html(FILE *o, const struct compare *c)
 {
 	const struct compare_row *r;
@@ -883,6 +930,8 @@ void report_compare_html(FILE *o, const struct compare *c)
 		}
 		fprintf(o, "</table>\n");
 	}
+	if (c->nvms)
+		compare_vms_html(o, c);
 	fprintf(o, "<h2>Runs</h2>\n<table><tr><th>run</th><th>database</th>"
 		"<th>seconds</th><th>self-check</th></tr>\n");
 	for (s = 0; s < COMPARE_SIDES; s++)

@@ -32,7 +32,7 @@
 	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 6) \
 	X(REPORT_JSON_REPLAY, "mmureplay-replay", 8) \
 	X(REPORT_JSON_SPIKES, "mmureplay-spikes", 1) \
-	X(REPORT_JSON_COMPARE, "mmureplay-compare", 4)
+	X(REPORT_JSON_COMPARE, "mmureplay-compare", 5)
 
 #define REPORT_JSON_SCHEMA_ENUM(id, name, version) id,
 enum report_json_schema {
