@@ -10,7 +10,11 @@ On a real fixture ingested just now (no replay stored):
   - after `mmureplay replay` the report shows the stored runs, without
     the note;
   - a source that cannot be replayed (Debian's probes) gets a report with
-    its summary and one line saying why there is no replay, exit 0.
+    its summary and one line saying why there is no replay, exit 0;
+  - a capture of two VMs under KSM: the capture section lists each VM
+    (pid, process, NPF faults, leaf zaps) and who invalidated and zapped
+    per thread and VM (ksmd for each VM), as `summary --json` gives them,
+    and the per-VM self-check of `fidelity --json`.
 
 usage: test_report.py MMUREPLAY DATA_DIR WORK_DIR
 """
@@ -107,6 +111,40 @@ for name, p in pols.items():
 stored = report(copy)
 check("Replayed for this report" not in stored and
       whatif_rows(stored) == rows, "after replay: the stored runs, the same")
+
+# Two VMs: the capture's VMs and who invalidated, per VM.
+
+
+def table_rows(page, ident):
+    table = page.split('<table id="%s">' % ident, 1)[-1].split("</table>")[0]
+    return [re.findall(r"<td[^>]*>(.*?)</td>", tr)
+            for tr in re.findall(r"<tr>(<td.*?)</tr>", table)]
+
+
+mv = ingest("lttng-kernel-6.1.192-patched-multivm-basic-basic-ksm-vm-identity")
+page = report(mv)
+sm = json.loads(run([mmr, "summary", mv, "--json"]).stdout)
+fid = json.loads(run([mmr, "fidelity", mv, "--json"]).stdout)
+got = [(r[0], r[1], r[2], r[6], r[7])
+       for r in table_rows(page, "capture-vms") if r[0] != "none"]
+want = [(str(v["vm"]), str(v["pid"]), v["procname"],
+         "{:,}".format(v["faults"]), "{:,}".format(v["leaf_zaps"]))
+        for v in sm["vms"]]
+check(got == want and len(got) == 2,
+      "two VMs: the report's VMs %s, summary's %s" % (got, want))
+got = sorted((r[0], r[1], r[2], r[3])
+             for r in table_rows(page, "capture-sources"))
+want = sorted((x["thread"], str(x["vm"]) if x["vm"] else "-",
+               "{:,}".format(x["invalidations"]),
+               "{:,}".format(x["leaf_zaps"])) for x in sm["sources"])
+check(got == want and ("ksmd", "1") in [g[:2] for g in got] and
+      ("ksmd", "2") in [g[:2] for g in got],
+      "two VMs: who invalidated, per thread and VM: %s, summary %s"
+      % (got, want))
+vm_rows = page.split('<h2 id="vms">', 1)[-1].split("</table>")[0]
+check([v["ok"] for v in fid["vms"]] == [True, True] and
+      vm_rows.count('<td class="ok">ok</td>') == 2,
+      "two VMs: each VM's self-check in the report, as fidelity's")
 
 deb = ingest("lttng-kernel-6.1.192-stock-basic-debian-probes")
 page = report(deb)

@@ -216,6 +216,93 @@ static void html_figure_row(FILE *o, const struct summary *s,
 	fprintf(o, "<td>%.1f</td></tr>\n", rate);
 }
 
+/*
+ * The capture's VMs (table vm) with their own threads' faults and leaf
+ * zaps, a row of none (kernel threads' work, which the replay gives the
+ * VM whose state it changes); then who invalidated and zapped, per
+ * thread name and VM, and the patched notifier's event kinds.  As the
+ * summary's text gives them.
+ */
+static void section_capture_vms(FILE *o, const struct summary *s)
+{
+	int i;
+
+	if (s->nvms) {
+		fprintf(o, "<table id=\"capture-vms\"><tr><th>VM</th>"
+			"<th>pid</th><th>process</th><th>created (s)</th>"
+			"<th>destroyed (s)</th><th>vCPUs</th><th>NPF faults"
+			"</th><th>leaf zaps</th></tr>\n");
+		for (i = 0; i < s->nvms; i++) {
+			const struct summary_vm *v = &s->vms[i];
+
+			if (s->narrowed_vm && v->id != s->narrowed_vm)
+				continue;
+			fprintf(o, "<tr><td>%lld</td><td>%lld</td><td>",
+				(long long)v->id, (long long)v->pid);
+			report_html_esc(o, v->procname ? v->procname : "?");
+			fprintf(o, "</td>");
+			if (v->created_ts >= 0)
+				fprintf(o, "<td>%.3f</td>",
+					(double)v->created_ts / 1e9);
+			else
+				fprintf(o, "<td>before</td>");
+			if (v->destroyed_ts >= 0)
+				fprintf(o, "<td>%.3f</td>",
+					(double)v->destroyed_ts / 1e9);
+			else
+				fprintf(o, "<td>-</td>");
+			td_count(o, (double)v->vcpus);
+			td_count(o, (double)v->faults);
+			td_count(o, (double)v->leaf_zaps);
+			fprintf(o, "</tr>\n");
+		}
+		if (!s->narrowed_vm) {
+			fprintf(o, "<tr><td>none</td><td></td><td></td><td>"
+				"</td><td></td><td></td>");
+			td_count(o, (double)s->novm_faults);
+			td_count(o, (double)s->novm_leaf_zaps);
+			fprintf(o, "</tr>\n");
+		}
+		fprintf(o, "</table>\n<p class=\"note\">none: rows of "
+			"threads in no VM's process (%lld in all): kernel "
+			"threads' work, which the replay gives the VM whose "
+			"state it changes.</p>\n",
+			(long long)s->rows_unattributed);
+	}
+	if (!s->nsources)
+		return;
+	fprintf(o, "<table id=\"capture-sources\"><tr><th>thread</th>"
+		"<th>VM</th><th>invalidations</th><th>leaf zaps</th></tr>\n");
+	for (i = 0; i < s->nsources; i++) {
+		const struct summary_source *src = &s->sources[i];
+
+		fprintf(o, "<tr><td>");
+		report_html_esc(o, src->procname);
+		if (src->vm)
+			fprintf(o, "</td><td>%lld</td>", (long long)src->vm);
+		else
+			fprintf(o, "</td><td>-</td>");
+		td_count(o, (double)src->invalidations);
+		td_count(o, (double)src->leaf_zaps);
+		fprintf(o, "</tr>\n");
+	}
+	fprintf(o, "</table>\n<p class=\"note\">Who invalidated and "
+		"zapped: invalidation starts and leaf zaps per thread name and "
+		"VM (-: no VM).");
+	for (i = 0; i < SUMMARY_NOTIFY_KINDS; i++)
+		if (s->notifier_events[i] >= 0)
+			break;
+	if (i < SUMMARY_NOTIFY_KINDS) {
+		fprintf(o, "  By notifier event (patched kernel):");
+		for (; i < SUMMARY_NOTIFY_KINDS; i++)
+			if (s->notifier_events[i] >= 0)
+				fprintf(o, " %s %lld", summary_notify_names[i],
+					(long long)s->notifier_events[i]);
+		fputc('.', o);
+	}
+	fprintf(o, "</p>\n");
+}
+
 static void section_capture(FILE *o, const struct summary *s)
 {
 	int i;
@@ -273,6 +360,7 @@ static void section_capture(FILE *o, const struct summary *s)
 		report_html_esc(o, s->truncated_reason);
 		fprintf(o, "</p>\n");
 	}
+	section_capture_vms(o, s);
 	section_latency(o, &s->latency);
 	section_counters(o, s);
 	fprintf(o, "<details><summary>raw events (%d names)</summary>\n"
