@@ -238,7 +238,11 @@ NEEDED = {"lttng-kernel-6.1.192-patched-bgsnapshot-perm-upgrade-on",
           "lttng-kernel-6.1.192-patched-bgsnapshot-latprobe",
           "lttng-kernel-6.1.192-stock-nxrecovery-dirtylog",
           "lttng-kernel-6.1.192-stock-basic-thp-split",
-          "lttng-kernel-6.1.192-stock-basic-debian-probes"}
+          "lttng-kernel-6.1.192-stock-basic-debian-probes",
+          "lttng-kernel-6.1.192-patched-multivm-bgsnapshot-nxrecovery-"
+          "perm-upgrade-off",
+          "lttng-kernel-6.1.192-patched-multivm-bgsnapshot-nxrecovery-"
+          "perm-upgrade-on"}
 sanitize = bool(os.environ.get("MMR_SANITIZE"))
 fixtures = trace_fixtures(data)
 if sanitize:
@@ -345,6 +349,16 @@ for pair in ("bgsnapshot-perm-upgrade", "nxrecovery-skip-dirty"):
                 # The rows with a what-if first, so they are mutated.
                 docs.setdefault("compare what_if", dict(doc, rows=wi))
 
+# compare on the two-VM A/B pair: a block per VM (vms).
+mv = "lttng-kernel-6.1.192-patched-multivm-bgsnapshot-nxrecovery-perm-upgrade-"
+if (mv + "off", "lttng") in dbs and (mv + "on", "lttng") in dbs:
+    rc, doc = output(["compare", "--a", dbs[(mv + "off", "lttng")], "--b",
+                      dbs[(mv + "on", "lttng")], "--json"], "compare two VMs")
+    if doc:
+        validate("compare", doc, "compare two VMs")
+        if doc.get("vms"):
+            seen.add("compare vms")
+
 # spikes --against: the latency-probe run against the other bgsnapshot
 # run of its kernel.
 lp = dbs[("lttng-kernel-6.1.192-patched-bgsnapshot-latprobe", "lttng")]
@@ -355,7 +369,8 @@ if doc:
         seen.add("spikes against")
         docs.setdefault("spikes against", doc)
 
-for shape in ("spikes against", "compare overlap", "compare what_if", "summary probes", "summary unknown", "upgrade inference",
+for shape in ("spikes against", "compare overlap", "compare what_if",
+              "compare vms", "summary probes", "summary unknown", "upgrade inference",
               "fidelity mismatches", "replay withheld", "replay unverified",
               "not_modelled", "sweep policy", "spikes top",
               "spikes threshold"):
@@ -371,9 +386,10 @@ OPTIONAL = {
                  r"vms", r"vm_attribution", r"verdict/vms_ok"],
     "replay": [r"self_check/upgrade_inference",
                r"self_check/upgrade_inference/(precision|recall)",
-               r"policies/\*", r"policies/\*/not_modelled"],
+               r"policies/\*", r"policies/\*/not_modelled",
+               r"vms", r"vm_attribution", r"self_check/verdict/vms_ok"],
     "spikes": [r"against"],
-    "compare": [r"rows/\*/what_if"],
+    "compare": [r"rows/\*/what_if", r"vms"],
 }
 OPEN_MAPS = {"summary": [r"raw_event_counts", r"raw_event_mapping"]}
 # Keys of maps whose names are data (raw events, probes, vCPUs, policies).

@@ -20,8 +20,6 @@ from mmrtest import check, finish, fresh_dir, ingest_fixture, run
 mmr, pending, work = sys.argv[1:4]
 fresh_dir(work)
 KINDS = {
-    # Fails on its exemptions alone (no mismatch): README.
-    "lttng-kernel-6.12.117-stock-multivm-nxrecovery-bgsnapshot": set(),
 }
 present = sorted(d for d in os.listdir(pending)
                  if os.path.exists(os.path.join(pending, d, "trace.tar.xz")))
@@ -38,15 +36,4 @@ for name in present:
           % (name, sorted(KINDS[name]), r.returncode, sorted(kinds)))
     print("%s: fails as said: %s" % (name, {k: n for k, n in
           f["mismatches_by_kind"].items() if n}))
-# Rule batch_period is seen on this capture alone: switched off, VM 2's
-# batch that paused 150 ms is taken as two (recovery_batch).
-name = "lttng-kernel-6.12.117-stock-multivm-nxrecovery-bgsnapshot"
-if name in present:
-    db = os.path.join(work, name, "capture.db")
-    r = run([mmr, "fidelity", db, "--json", "--vm", "2", "--rule-off",
-             "batch_period"])
-    f = json.loads(r.stdout)
-    check(r.returncode == 6 and f["mismatches_by_kind"]["recovery_batch"] > 0,
-          "batch_period off: %s VM 2 fails with recovery_batch (%s)"
-          % (name, f["mismatches_by_kind"]))
 finish()

@@ -348,6 +348,8 @@ static void handle(struct engine *e, const struct model_event *ev)
 	if (!t)
 		return;
 	e->ev = ev;
+	t->prev_seq = t->last_seq;
+	t->last_seq = ev->seq;
 	if (!e->began_decided)
 		began_decide(e, ev);
 	if (t->npending_next)

@@ -131,6 +131,10 @@
 	X(RULE_NX_DIRTY_UNTRACKED, "nx_dirty_untracked") \
 	/* a traced batch ends at its end event, not at a pause */ \
 	X(RULE_MEASURED_BATCH, "measured_batch") \
+	/* without batch events, the worker's free of an L1 table KVM's \
+	 * NX list does not hold is a teardown (engine_teardown.c \
+	 * worker_tears_down()) */ \
+	X(RULE_UNLISTED_FREE, "unlisted_free") \
 	/* the fast path fixes a leaf in place, without spte_changed */ \
 	X(RULE_FAST_FAULT, "fast_fault") \
 	/* a leaf zapped outside any table's removal begins the zap of
@@ -142,6 +146,11 @@
 	/* a fault in a range a thread just flushed, before that thread's
 	 * zap of the entry mapping it, waited on the frozen entry */ \
 	X(RULE_FROZEN_ENTRY, "frozen_entry") \
+	/* without flush events: a fault inside the memslot ioctl between \
+	 * the collapsing thread's previous event and its removal of the \
+	 * table mapping it waited on that table's frozen entry \
+	 * (engine_fault.c fault_pending_explain()) */ \
+	X(RULE_FROZEN_COLLAPSE, "frozen_collapse") \
 	/* the worker's count of NX splits is read before it takes
 	 * mmu_lock: it may miss splits accounted while it waited
 	 * (engine_nx.c nx_count_late(); settled by the trace) */ \

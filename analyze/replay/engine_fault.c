@@ -261,6 +261,28 @@ static enum fault_exempt pending_holder(const struct engine *e,
 }
 
 /*
+ * The collapse of a dirty-logged slot's 4K tables when logging stops
+ * (6.12: kvm_mmu_zap_collapsible_sptes() under the read lock) freezes
+ * each table's parent entry, flushes its range, then writes it
+ * non-present and traces the removal; a vCPU faulting under it in
+ * between retries on the frozen entry.  The patched kernel traces the
+ * flush (fault_frozen_begin()); without flush events the span shows as
+ * the collapsing thread's gap: fault p came after that thread's
+ * previous event, and its change now removes the table mapping p.
+ * Such a fault is tied to its own entry's removal as frozen_entry is,
+ * and counted as one (uncapped).  What this cannot catch: a fault in
+ * that gap that no state required.
+ */
+static int frozen_collapse(const struct engine *e, const struct thread_ctx *t,
+			   const struct pending_fault *p, int level,
+			   uint64_t old)
+{
+	return engine_rule(e, RULE_FROZEN_COLLAPSE) &&
+		!e->scan->seen[MEV_TLB_FLUSH] && level > TDP_LEVEL_4K &&
+		!spte_leaf(e->fmt, old, level) && t->prev_seq < p->pend_seq;
+}
+
+/*
  * Thread t changed (as, level, gfn) from old to new: the pending faults
  * on the pages it covers whose exemption t holds, and whose access old
  * permitted and new does not, were taken on this change before it was
@@ -296,6 +318,9 @@ void fault_pending_explain(struct engine *e, const struct thread_ctx *t,
 			i++;
 			continue;
 		}
+		if (why == EXEMPT_SET_REGION && frozen_collapse(e, t, p, level,
+								 old))
+			why = EXEMPT_FROZEN_ENTRY;
 		e->res->faults_predicted++;
 		e->res->faults_exempt[why]++;
 		pending_remove(e, i);

@@ -213,6 +213,8 @@ struct thread_ctx {
 	int64_t contention_ts;          /* 0: not waiting for a lock */
 	int in_setregion;               /* KVM_SET_USER_MEMORY_REGION */
 	uint64_t setregion_seq;         /* ... the seq of its entry */
+	/* The seq of its event being handled, and of the one before. */
+	uint64_t last_seq, prev_seq;
 	int in_dirtylog;                /* KVM_{GET,CLEAR}_DIRTY_LOG */
 	int npending_next;              /* its faults waiting on a batch */
 	/* A ranged TLB flush it traced, until its next event: the entry
@@ -567,6 +569,9 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 			   const struct model_event *ev);
 void nx_split_drop(struct engine *e, struct nx_splits *l, uint64_t gfn);
+/* Does KVM's NX list, as the trace shows it, hold a table at gfn's 2M
+ * entry? */
+int nx_listed(const struct engine *e, uint64_t gfn);
 #define NX_TABLE_TRACED 1u
 #define NX_TABLE_POLICY 2u
 #define NX_TABLE_KNOWN 4u       /* the unlink was traced */

@@ -41,6 +41,12 @@ static int64_t nx_value_ts(uint64_t v)
 	return (int64_t)(v >> NX_COUNT_BITS);
 }
 
+int nx_listed(const struct engine *e, uint64_t gfn)
+{
+	return nx_value_count(u64map_get(&e->nx_traced.split_map,
+					 tdp_align(gfn, TDP_LEVEL_4K + 1))) != 0;
+}
+
 static void nx_split_add(struct engine *e, struct nx_splits *l,
 			 uint64_t gfn, int64_t ts)
 {

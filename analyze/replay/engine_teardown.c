@@ -74,14 +74,28 @@ static int collapse_of(const struct engine *e, const struct thread_ctx *t,
  * after another thread zapped the leaves (seen with two VMs: the VMM
  * thread zapped every 4K leaf, the worker freed the tables).
  */
-static int worker_tears_down(const struct engine *e)
+static int worker_tears_down(const struct engine *e, int level, uint64_t gfn)
 {
 	/* A capture that began mid-batch frees before the first begin
 	 * event: only once a traced batch ended is a free outside one
 	 * known to be no recovery. */
-	return engine_rule(e, RULE_MEASURED_BATCH) &&
-		e->last_batch.batch_measured &&
-		!(e->batch.batch_active && e->batch.batch_measured);
+	if (engine_rule(e, RULE_MEASURED_BATCH) &&
+	    e->last_batch.batch_measured &&
+	    !(e->batch.batch_active && e->batch.batch_measured))
+		return 1;
+	/*
+	 * Without batch events (a stock kernel): the worker recovers only
+	 * tables KVM's list holds (kvm_recover_nx_huge_pages() takes them
+	 * from possible_nx_huge_pages), so its free of an L1 table the list
+	 * does not hold, once the model's list is KVM's, is a teardown (seen
+	 * on stock 6.12: the worker freed a VM's 16 unlisted tables at its
+	 * exit, after the VMM thread zapped their leaves).  What this cannot
+	 * catch: a list the model holds wrong, which the batch's size check
+	 * then fails on.
+	 */
+	return engine_rule(e, RULE_UNLISTED_FREE) && level == TDP_LEVEL_4K &&
+		e->nx_list_known && !e->scan->seen[MEV_NX_RECOVERY] &&
+		!nx_listed(e, gfn);
 }
 
 void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
@@ -120,7 +134,8 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 	/* Freed inside an invalidation or a fault: part of that context. */
 	if (t->ctx_kind == CTX_WINDOW || t->ctx_kind == CTX_FAULT)
 		return;
-	kind = t->is_worker && !worker_tears_down(e) ? CTX_RECOVERY :
+	kind = t->is_worker && !worker_tears_down(e, level, gfn) ?
+		CTX_RECOVERY :
 		CTX_TEARDOWN;
 	engine_ctx_open(e, t, kind, ev, gfn);
 	t->sp_level = level;
