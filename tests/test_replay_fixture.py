@@ -65,10 +65,11 @@ check(fid["check_kind"] == {
     "measured" else "unchecked"}, "check kinds %s" % fid["check_kind"])
 check(set(fid["exempt"]) == {"invalidation_window", "nx_recovery_batch",
                              "set_memory_region", "dirty_log_ioctl",
-                             "racing_vcpu", "frozen_entry"} and
+                             "racing_vcpu", "frozen_entry", "write_gap"} and
       fid["exempt_share"] == sum(fid["exempt"].values()) / max(nfaults, 1)
       and fid["exempt_capped_share"] == (sum(fid["exempt"].values())
                                          - fid["exempt"]["frozen_entry"]
+                                         - fid["exempt"]["write_gap"]
                                          - fid["exempt"]["racing_vcpu"])
       / max(nfaults, 1)
       and fid["exempt_capped_share"] <= 0.05 and all(fid["verdict"].values()),

@@ -156,6 +156,8 @@
 	  r->faults_exempt[EXEMPT_RACING_VCPU], RM_SELF_CHECK) \
 	X(RM_EXEMPT_FROZEN_ENTRY, "exempt.frozen_entry", \
 	  r->faults_exempt[EXEMPT_FROZEN_ENTRY], RM_SELF_CHECK) \
+	X(RM_EXEMPT_WRITE_GAP, "exempt.write_gap", \
+	  r->faults_exempt[EXEMPT_WRITE_GAP], RM_SELF_CHECK) \
 	X(RM_FLUSHES_MEASURED, "flushes_measured", r->flushes_measured, \
 	  RM_SELF_CHECK) \
 	X(RM_PEAK_TDP_ENTRIES, "peak_tdp_entries", r->peak_tdp_entries, \

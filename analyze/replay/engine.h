@@ -97,7 +97,13 @@
 	 * the zap's flush ran, and the flusher's next event is that \
 	 * entry's zap (engine_fault.c fault_frozen_begin()); not capped \
 	 * (metrics/fidelity.h) */ \
-	X(EXEMPT_FROZEN_ENTRY, "frozen_entry")
+	X(EXEMPT_FROZEN_ENTRY, "frozen_entry") \
+	/* without flush events: the fault came after the changing \
+	 * thread's previous event, and that thread's next event changed \
+	 * the fault's own entry (or removed the table mapping it): the \
+	 * write came in that gap, before its tracepoint (engine_fault.c \
+	 * write_gap()); not capped */ \
+	X(EXEMPT_WRITE_GAP, "write_gap")
 
 /*
  * The model's rules that a test can switch off (replay_opts.rules_off,
@@ -146,11 +152,11 @@
 	/* a fault in a range a thread just flushed, before that thread's
 	 * zap of the entry mapping it, waited on the frozen entry */ \
 	X(RULE_FROZEN_ENTRY, "frozen_entry") \
-	/* without flush events: a fault inside the memslot ioctl between \
-	 * the collapsing thread's previous event and its removal of the \
-	 * table mapping it waited on that table's frozen entry \
-	 * (engine_fault.c fault_pending_explain()) */ \
-	X(RULE_FROZEN_COLLAPSE, "frozen_collapse") \
+	/* without flush events: a fault inside a span, explained by the \
+	 * change of its own entry that the span's thread traced next \
+	 * after the fault, came in the gap between that write and its \
+	 * tracepoint (engine_fault.c write_gap()) */ \
+	X(RULE_WRITE_GAP, "write_gap") \
 	/* the worker's count of NX splits is read before it takes
 	 * mmu_lock: it may miss splits accounted while it waited
 	 * (engine_nx.c nx_count_late(); settled by the trace) */ \

@@ -100,9 +100,10 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 	fprintf(out, "%s\n", f->exempt_ok ? "" : "  <-");
 	if (f->exempt_capped_share < f->exempt_share)
 		fprintf(out, "  of which capped: %.2f%% (explained by a span: "
-			"a window, a batch, an ioctl;\n  racing_vcpu and "
-			"frozen_entry are each tied to a change of the "
-			"faulting entry)\n", 100.0 * f->exempt_capped_share);
+			"a window, a batch, an ioctl;\n  racing_vcpu, "
+			"frozen_entry and write_gap are each tied to a change "
+			"of the\n  faulting entry)\n",
+			100.0 * f->exempt_capped_share);
 	fprintf(out, "\n  memslots %s, permission upgrades %s, dirty logging "
 		"%s, lock waits %s\n", replay_source_name(r->slots_src),
 		replay_source_name(r->upgrade_src),
