@@ -83,18 +83,35 @@ def ingest_fixture(mmr, fixture_dir, work, db_name="capture.db"):
     return trace, db
 
 
+def fixture_step():
+    """Of the fixtures, the sweeping and per-fixture tests take every
+    step-th: 4 under the sanitizers (scripts/test.sh --sanitize sets
+    MMR_SANITIZE), MMR_FIXTURE_STEP where set (CI's regular run sets 2,
+    .ci/run), else 1: all, as a developer's run and the README's test
+    command take them."""
+    if os.environ.get("MMR_SANITIZE"):
+        return 4
+    step = os.environ.get("MMR_FIXTURE_STEP", "1")
+    return int(step) if step.isdigit() and int(step) > 0 else 1
+
+
+def sliced():
+    """Whether this run takes a slice of the fixtures (fixture_step())."""
+    return fixture_step() > 1
+
+
 def trace_fixtures(data):
-    """The fixtures of data/ that hold a CTF trace, sorted.  Under the
-    sanitizers (scripts/test.sh --sanitize sets MMR_SANITIZE) every fourth:
-    the same code paths at a quarter of the time; the regular run keeps
-    them all."""
+    """The fixtures of data/ that hold a CTF trace, sorted; every
+    fixture_step()-th of them: the same code paths in a fraction of the
+    time."""
     fixtures = sorted(d for d in os.listdir(data)
                       if os.path.exists(os.path.join(data, d,
                                                      "trace.tar.xz")))
-    if os.environ.get("MMR_SANITIZE"):
-        print("sanitizer build: %d of %d fixtures" % (len(fixtures[::4]),
-                                                      len(fixtures)))
-        fixtures = fixtures[::4]
+    step = fixture_step()
+    if step > 1:
+        print("a slice: %d of %d fixtures (every %dth)"
+              % (len(fixtures[::step]), len(fixtures), step))
+        fixtures = fixtures[::step]
     return fixtures
 
 
@@ -103,21 +120,21 @@ SKIPPED = 77
 
 
 def quarter_only(fixture_dir):
-    """A per-fixture test (one ctest entry per fixture) under the
-    sanitizers runs on the fixtures trace_fixtures() keeps there, every
-    fourth, and exits SKIPPED (ctest: skipped, not failed) on the others:
-    the same code paths at a quarter of the time, as the sweeping tests.
-    The regular run keeps them all."""
-    if not os.environ.get("MMR_SANITIZE"):
+    """A per-fixture test (one ctest entry per fixture) runs on the
+    fixtures trace_fixtures() keeps (every fixture_step()-th: a quarter
+    under the sanitizers) and exits SKIPPED (ctest: skipped, not failed)
+    on the others, as the sweeping tests.  A developer's run keeps them
+    all."""
+    step = fixture_step()
+    if step == 1:
         return
     fixture_dir = os.path.abspath(fixture_dir)
     data = os.path.dirname(fixture_dir)
     kept = sorted(d for d in os.listdir(data)
                   if os.path.exists(os.path.join(data, d,
-                                                 "trace.tar.xz")))[::4]
+                                                 "trace.tar.xz")))[::step]
     if os.path.basename(fixture_dir) not in kept:
-        print("skipped under the sanitizers: not one of every fourth "
-              "fixture")
+        print("skipped in a slice: not one of every %dth fixture" % step)
         sys.exit(SKIPPED)
 
 

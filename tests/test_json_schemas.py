@@ -47,7 +47,7 @@ import jsonschema
 from jsonschema import Draft202012Validator
 
 from mmrtest import (check, damage_leaf_zaps, db_rows, finish, fresh_dir,
-                     run, trace_fixtures)
+                     run, sliced, trace_fixtures)
 
 mmr, schemas_dir, data, work = sys.argv[1:5]
 fresh_dir(work)
@@ -228,9 +228,10 @@ def all_outputs(db, what):
         check(not errs, "%s: stored manifest: %s" % (what, errs[:5]))
 
 
-# 1. Every fixture, every input it holds.  Under the sanitizers
-# (scripts/test.sh --sanitize) every fourth fixture and the ones the
-# shapes below need: the same code paths in a fraction of the time.
+# 1. Every fixture, every input it holds.  In a slice (the sanitizers:
+# every fourth fixture; CI's regular run: every second) those and the
+# ones the shapes below need: the same code paths in a fraction of the
+# time.
 NEEDED = {"lttng-kernel-6.1.192-patched-bgsnapshot-perm-upgrade-on",
           "lttng-kernel-6.1.192-patched-bgsnapshot-perm-upgrade-off",
           "lttng-kernel-6.1.192-patched-nxrecovery-skip-dirty-on",
@@ -243,9 +244,9 @@ NEEDED = {"lttng-kernel-6.1.192-patched-bgsnapshot-perm-upgrade-on",
           "perm-upgrade-off",
           "lttng-kernel-6.1.192-patched-multivm-bgsnapshot-nxrecovery-"
           "perm-upgrade-on"}
-sanitize = bool(os.environ.get("MMR_SANITIZE"))
+sliced_run = sliced()
 fixtures = trace_fixtures(data)
-if sanitize:
+if sliced_run:
     extra = NEEDED - set(fixtures)
     print("and %d more that the shapes below need" % len(extra))
     fixtures = sorted(set(fixtures) | extra)
@@ -284,7 +285,7 @@ for fx in fixtures:
             dbs[(fx, kind)] = db
             all_outputs(db, "%s %s" % (fx, kind))
 check(len({fx for fx, _ in dbs}) == len(fixtures) and
-      len(dbs) >= len(fixtures) + (0 if sanitize else 4),
+      len(dbs) >= len(fixtures) + (0 if sliced_run else 4),
       "every fixture and input ingested: %d DBs" % len(dbs))
 
 # 2. The shapes no fixture gives as it is.
