@@ -547,7 +547,11 @@ static void gen_nx_access(struct model *m)
 		gen_entry(m, v);
 		return;
 	}
-	EMIT(m, v, C_SPTE_REQ, gfn, nx_pfn(gfn), 1);
+	/* The goal level as kvm_mmu_spte_requested traces it, before
+	 * disallowed_hugepage_adjust(): a fetch's is 4K (the NX
+	 * workaround), a read's the host's 2M even where a split table
+	 * makes it map 4K. */
+	EMIT(m, v, C_SPTE_REQ, gfn, nx_pfn(gfn), fetch ? 1 : 2);
 	if (r->state == NX_HUGE) {
 		EMIT(m, v, C_SPTE_CHANGED, g2, nx_huge_spte(m, g2),
 		     REMOVED_SPTE, 2, 0);
