@@ -258,8 +258,8 @@ struct batch {
 	 * the least the ratio gives from a count that missed the splits
 	 * accounted while the worker waited for mmu_lock. */
 	int64_t sps_observed, sps_predicted, sps_min;
-	/* Tables the worker zapped (traced frees; not the pages it skipped
-	 * as dirty-logged). */
+	/* Tables the worker zapped in a traced batch (frees; not the pages
+	 * it skipped as dirty-logged). */
 	int64_t tables_zapped;
 	/* What the size rests on, from its start: the lists' counts, the
 	 * splits each may hold that the worker's count missed, and the

@@ -446,9 +446,10 @@ void nx_batch_close(struct engine *e)
 	}
 	/* Recovery under the read lock (kernel-series patch 8) flushes
 	 * the TLB after each page it zaps, under the write lock once per
-	 * lock hold.  A table zapped counts as a zap that flushes, empty or
-	 * not: kvm_tdp_mmu_zap_sp() returns true for every table it
-	 * unlinks (NUMA hinting may have zapped all its leaves before). */
+	 * lock hold.  A table a traced batch zapped counts as a zap that
+	 * flushes, empty or not: kvm_tdp_mmu_zap_sp() returns true for
+	 * every table it unlinks (NUMA hinting may have zapped all its
+	 * leaves before). */
 	overlay_flush_account(e, b->batch_first_seq, b->batch_last_ts, 0,
 			      b->zaps_predicted + b->tables_zapped,
 			      b->zaps_observed + b->tables_zapped,
@@ -702,7 +703,11 @@ void nx_recovery_ctx_open(struct engine *e, struct thread_ctx *t,
 		nx_batch_first_page(e, gfn);
 	}
 	e->batch.sps_observed += level == TDP_LEVEL_4K;
-	e->batch.tables_zapped += level == TDP_LEVEL_4K;
+	/* Only in a traced batch: a free outside one may be the VM's
+	 * teardown (a late cut sees no batch end to tell it by), which
+	 * flushes nothing of its own. */
+	e->batch.tables_zapped += level == TDP_LEVEL_4K &&
+		e->batch.batch_measured;
 	rec.gfn = gfn;
 	rec.dirty_logged = engine_dirty_logged_at(e, gfn, ev->seq);
 	rec.dirty_src = e->slots.measured ? REPLAY_SRC_MEASURED :
