@@ -509,12 +509,6 @@ void fault_ctx_close(struct engine *e, struct thread_ctx *t)
 }
 
 /*
- * kvm_mmu_spte_requested: the fault's goal level, traced before the walk
- * of kvm_tdp_mmu_map().  A present huge leaf above it is zapped (one
- * leaf zap for the fault's context); a fault retried before the walk
- * traces no request and zaps nothing.
- */
-/*
  * How the host maps the fault's 2M region, which decides whether an
  * exec fault's new table is an NX split recovery will come for:
  * kvm_tdp_mmu_map() accounts it only where fault->req_level, the
@@ -577,6 +571,12 @@ void host_level_part(struct engine *e, uint64_t gs, uint64_t ge)
 	}
 }
 
+/*
+ * kvm_mmu_spte_requested: the fault's goal level, traced before the walk
+ * of kvm_tdp_mmu_map().  A present huge leaf above it is zapped (one
+ * leaf zap for the fault's context); a fault retried before the walk
+ * traces no request and zaps nothing.
+ */
 void engine_on_spte_request(struct engine *e, struct thread_ctx *t,
 			    const struct model_event *ev)
 {

@@ -84,15 +84,15 @@ void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 	inv.upgrade_src = e->scan->upgrade_src;
 	e->res->upgrade_windows += inv.is_upgrade;
 	t->ctx_keep = policy_keeps_invalidation(e->opts->policy, &inv);
-	for (i = 0; i < t->win_nranges; i++)
+	for (i = 0; i < t->win_nranges; i++) {
 		host_level_part(e, t->win_ranges[i].start,
 				t->win_ranges[i].end);
-	for (i = 0; i < t->win_nranges; i++)
 		t->ctx_predicted +=
 			overlay_context_range(e, t, t->win_ranges[i].as_id,
 					      t->win_ranges[i].start,
 					      t->win_ranges[i].end, 0,
 					      ZAP_NOTIFIER);
+	}
 	window_list_add(e, t);
 }
 

@@ -896,6 +896,13 @@ static const char *tri(int v)
 	return v < 0 ? "-" : v ? "yes" : "no";
 }
 
+/* A what-if figure's kind, as the text marks it ("" for a prediction). */
+static const char *kind_word(const struct compare_row *r)
+{
+	return !strcmp(r->pred_kind, "restated") ? "restated" :
+		!strcmp(r->pred_kind, "one_sided") ? "at most" : "";
+}
+
 /* Per VM (compare.vms): each VM's rows, A, B, the change and B as the
  * replay of A predicts it, marked as the what-if table marks it. */
 static void compare_vms_html(FILE *o, const struct compare *c)
@@ -929,10 +936,7 @@ static void compare_vms_html(FILE *o, const struct compare *c)
 					"<td>-</td>");
 			else {
 				compare_td(o, &r->cell_pred, r->decimals);
-				fprintf(o, "<td>%s</td>",
-					!strcmp(r->pred_kind, "restated") ?
-					"restated" : !strcmp(r->pred_kind,
-					"one_sided") ? "at most" : "");
+				fprintf(o, "<td>%s</td>", kind_word(r));
 				pct_td(o, r->pred_error);
 			}
 			fprintf(o, "</tr>\n");
@@ -1006,12 +1010,7 @@ void report_compare_html(FILE *o, const struct compare *c)
 			else
 				compare_td(o, &r->cell_pred, r->decimals);
 			/* The kind, as the text says it. */
-			if (!strcmp(r->pred_kind, "restated") ||
-			    !strcmp(r->pred_kind, "one_sided"))
-				fprintf(o, "<td>%s</td>", strcmp(r->pred_kind,
-					"restated") ? "at most" : "restated");
-			else
-				fprintf(o, "<td></td>");
+			fprintf(o, "<td>%s</td>", kind_word(r));
 			compare_td(o, &r->cell[COMPARE_B], r->decimals);
 			pct_td(o, r->pred_error);
 			fprintf(o, "<td>%s</td></tr>\n", tri(r->pred_inside));
