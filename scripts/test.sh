@@ -26,9 +26,9 @@ if [ "${1:-}" = "--sanitize" ]; then
 	# Keep plugins mapped so their frames (and the suppressions) resolve.
 	export LIBBABELTRACE2_NO_DLCLOSE=1
 	export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0"
-	# The fixture-sweeping tests take every fourth fixture here, and
+	# The fixture-sweeping tests take every eighth fixture here, and
 	# of the per-fixture ones (ingest_, replay_, late_cut_) those of
-	# every fourth run, the others skip (tests/mmrtest.py).
+	# every eighth run, the others skip (tests/mmrtest.py).
 	export MMR_SANITIZE=1
 	export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 	export ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0"

@@ -85,12 +85,12 @@ def ingest_fixture(mmr, fixture_dir, work, db_name="capture.db"):
 
 def fixture_step():
     """Of the fixtures, the sweeping and per-fixture tests take every
-    step-th: 4 under the sanitizers (scripts/test.sh --sanitize sets
+    step-th: 8 under the sanitizers (scripts/test.sh --sanitize sets
     MMR_SANITIZE), MMR_FIXTURE_STEP where set (CI's regular run sets 2,
     .ci/run), else 1: all, as a developer's run and the README's test
     command take them."""
     if os.environ.get("MMR_SANITIZE"):
-        return 4
+        return 8
     step = os.environ.get("MMR_FIXTURE_STEP", "1")
     return int(step) if step.isdigit() and int(step) > 0 else 1
 
@@ -98,8 +98,8 @@ def fixture_step():
 def fixture_offset():
     """The first fixture of the slice: MMR_FIXTURE_OFFSET modulo the
     step (0 where unset).  CI's regular run takes the odd ones, so that
-    with the sanitizer run's every fourth from the first, three of every
-    four fixtures run in CI."""
+    with the sanitizer run's every eighth from the first, five of every
+    eight fixtures run in CI."""
     off = os.environ.get("MMR_FIXTURE_OFFSET", "0")
     return int(off) % fixture_step() if off.isdigit() else 0
 
@@ -128,9 +128,9 @@ def trace_fixtures(data):
 SKIPPED = 77
 
 
-def quarter_only(fixture_dir):
+def slice_only(fixture_dir):
     """A per-fixture test (one ctest entry per fixture) runs on the
-    fixtures trace_fixtures() keeps (every fixture_step()-th: a quarter
+    fixtures trace_fixtures() keeps (every fixture_step()-th: an eighth
     under the sanitizers) and exits SKIPPED (ctest: skipped, not failed)
     on the others, as the sweeping tests.  A developer's run keeps them
     all."""

@@ -17,10 +17,10 @@ import re
 import sys
 
 from mmrtest import (bt_env, bt_events, check, db_rows, extract_fixture,
-                     finish, fresh_dir, quarter_only, run, summary_json, u64)
+                     finish, fresh_dir, slice_only, run, summary_json, u64)
 
 mmr, fixture, work = sys.argv[1:4]
-quarter_only(fixture)
+slice_only(fixture)
 fresh_dir(work)
 trace = extract_fixture(fixture, work)
 db = os.path.join(work, "capture.db")

@@ -14,7 +14,7 @@ Checked:
     fixtures' trace.dat, tracefs text and perf CTF too) and summary,
     fidelity, replay and spikes --json (default and --threshold-us) of
     each DB validate; so do the fixture's manifest.json and the copy
-    ingest stores in the DB (under --sanitize: every fourth fixture and
+    ingest stores in the DB (under --sanitize: every eighth fixture and
     those the shapes below need).  A source that cannot replay (exit 7)
     writes no JSON at all;
   - compare --json on the two A/B pairs, one and two runs a side, and
@@ -229,7 +229,7 @@ def all_outputs(db, what):
 
 
 # 1. Every fixture, every input it holds.  In a slice (the sanitizers:
-# every fourth fixture; CI's regular run: every second) those and the
+# every eighth fixture; CI's regular run: every second) those and the
 # ones the shapes below need: the same code paths in a fraction of the
 # time.
 NEEDED = {"lttng-kernel-6.1.192-patched-bgsnapshot-perm-upgrade-on",

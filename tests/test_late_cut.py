@@ -42,10 +42,10 @@ import sqlite3
 import sys
 
 from mmrtest import (check, finish, fresh_dir, ingest_fixture, late_cut,
-                     quarter_only, run)
+                     slice_only, run)
 
 mmr, fixture, work = sys.argv[1:4]
-quarter_only(fixture)
+slice_only(fixture)
 fresh_dir(work)
 name = os.path.basename(os.path.normpath(fixture))
 trace, whole_db = ingest_fixture(mmr, fixture, work)

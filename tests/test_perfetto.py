@@ -4,7 +4,7 @@ numbers Perfetto publishes), not by mmureplay's own code.
 
 usage: test_perfetto.py MMUREPLAY DATA_DIR WORK_DIR PROTO_DIR
 
-Per fixture (every fourth under the sanitizers):
+Per fixture (every eighth under the sanitizers):
   - protoc decodes the export as perfetto.protos.Trace, and no field is
     left undecoded (a bare field number in its output: a field number
     the export got wrong);

@@ -16,10 +16,10 @@ import sqlite3
 import sys
 
 from mmrtest import (bt_events, check, damage_leaf_zaps, extract_fixture,
-                     finish, fresh_dir, quarter_only, run)
+                     finish, fresh_dir, slice_only, run)
 
 mmr, fixture, work, stream_check = sys.argv[1:5]
-quarter_only(fixture)
+slice_only(fixture)
 name = os.path.basename(fixture)
 fresh_dir(work)
 trace = extract_fixture(fixture, work)
