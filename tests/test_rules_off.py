@@ -104,6 +104,12 @@ reports), as measured on the lab captures:
                       listed (4K host pages), after the VMM thread zapped
                       their leaves; off, a recovery batch of 16 where the
                       model's list held none (recovery_batch)
+  thp_collapse        patched 6.1 nxrecovery under KSM and khugepaged
+                      (recorded before the rule): ksmd's splits leave no
+                      leaf above 4K, khugepaged collapses 19 regions whose
+                      exec refaults KVM accounts as splits (a batch's
+                      count of 10, 3 taken, 7 left); off, the model counts
+                      none (recovery_batch, nx_count)
   batch_period        the first capture: a batch of 12 pages paused 150 ms
                       after its first; off, VM 2 takes it for two
                       (recovery_batch)
@@ -295,6 +301,7 @@ MV612S2 = "lttng-kernel-6.12.118-stock-multivm-nxrecovery-bgsnapshot"
 NX612S = "lttng-kernel-6.12.118-stock-nxrecovery"
 KHP612S = "lttng-kernel-6.12.118-stock-nxrecovery-khugepaged"
 KSMNX612 = "lttng-kernel-6.12.118-patched-nxrecovery-ksm"
+KHPKSM = "lttng-kernel-6.1.192-patched-nxrecovery-ksm-khugepaged"
 SEEN = [("late_change", RO, "fault_not_required"),
         ("window_install", PU, "zap_count"),
         ("double_start", PU, "zap_count"),
@@ -318,6 +325,8 @@ SEEN = [("late_change", RO, "fault_not_required"),
         ("nx_huge_host,nx_host_level", MV612, "nx_count"),
         ("nx_host_level", KSMNX, "nx_count"),
         ("nx_host_level", KSMNX612, "nx_count"),
+        ("thp_collapse", KHPKSM, "recovery_batch"),
+        ("thp_collapse", KHPKSM, "nx_count"),
         ("batch_period", MV612S, "recovery_batch"),
         ("unlisted_free", MV612S2, "recovery_batch"),
         ("measured_batch", MV612, "recovery_batch"),
@@ -335,7 +344,7 @@ SEEN = [("late_change", RO, "fault_not_required"),
 for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612, RL612,
              KPT2, KPT2_612, NXL612, MV612, MEMCG, MEMCGP, MS61, MS612,
              RL612R, LW612, KSMNX, KSMNX612, MV612S, MV612S2, NX612S,
-             KHP612S):
+             KHP612S, KHPKSM):
     rc, f = fidelity(name)
     check(rc == 0 and f["ok"], "%s passes with every rule on" % name)
 for rules, name, kind in SEEN:

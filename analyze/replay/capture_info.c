@@ -141,6 +141,17 @@ int capture_info_read(sqlite3 *db, struct capture_info *ci)
 		ci->workers[ci->nworkers++] = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
 	st = NULL;
+	/* khugepaged is one kernel thread of that name (mm/khugepaged.c
+	 * start_stop_khugepaged()). */
+	if (sqlite3_prepare_v2(db, "SELECT DISTINCT tid FROM thread WHERE "
+			       "procname = 'khugepaged'", -1, &st, NULL) !=
+	    SQLITE_OK)
+		goto end;
+	while (sqlite3_step(st) == SQLITE_ROW &&
+	       ci->ncollapsers < CAPTURE_MAX_WORKERS)
+		ci->collapsers[ci->ncollapsers++] = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	st = NULL;
 	if (sqlite3_prepare_v2(db, "SELECT EXISTS (SELECT 1 FROM thread)", -1,
 			       &st, NULL) != SQLITE_OK)
 		goto end;

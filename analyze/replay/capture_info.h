@@ -33,6 +33,10 @@ struct capture_info {
 	int64_t npf_exit_reason;
 	int32_t workers[CAPTURE_MAX_WORKERS];
 	int nworkers;
+	/* khugepaged's threads: their invalidations of a whole 2M region
+	 * are THP collapses (engine_fault.c host_level_collapse()). */
+	int32_t collapsers[CAPTURE_MAX_WORKERS];
+	int ncollapsers;
 	/* The NX recovery worker can be told: its events were traced, or
 	 * the source names threads (perf's CTF without --all names none). */
 	int workers_known;

@@ -104,6 +104,8 @@ static struct thread_ctx *thread_get(struct engine *e, int32_t tid,
 		if (e->opts->nx_worker_tids[i] == tid &&
 		    !(e->opts->nx_off && engine_rule(e, RULE_NX_OFF)))
 			t->is_worker = 1;
+	for (i = 0; i < e->opts->n_collapser_tids; i++)
+		t->is_collapser |= e->opts->collapser_tids[i] == tid;
 	return t;
 }
 

@@ -182,6 +182,10 @@
 	/* ... nor in a 2M region the host maps 4K, as the region's last \
 	 * fault showed (engine_fault.c host_level_note()) */ \
 	X(RULE_NX_HOST_LEVEL, "nx_host_level") \
+	/* khugepaged's invalidation of a whole 2M region is a THP \
+	 * collapse: the region is no longer known 4K (engine_fault.c \
+	 * host_level_collapse()) */ \
+	X(RULE_THP_COLLAPSE, "thp_collapse") \
 	/* an untraced batch ends at a pause of half the period, not of \
 	 * 50 ms (engine_nx.c nx_batch_gap()) */ \
 	X(RULE_BATCH_PERIOD, "batch_period") \
@@ -358,6 +362,8 @@ struct replay_opts {
 	const struct spte_format *fmt;
 	const int32_t *nx_worker_tids;  /* the recovery threads */
 	int n_nx_worker_tids;
+	const int32_t *collapser_tids;  /* khugepaged's */
+	int n_collapser_tids;
 	int nx_workers_known;   /* 0: the source cannot tell the worker */
 	int64_t npf_exit_reason;        /* SVM 0x400, VMX 48 */
 	/* What a fault's error_code is (model/fault.h): MEV_ISA_VMX an

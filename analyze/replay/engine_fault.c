@@ -522,12 +522,13 @@ void fault_ctx_close(struct engine *e, struct thread_ctx *t)
  *     in a dirty-logged slot requests req_level itself (the goal level
  *     before disallowed_hugepage_adjust(), which comes after the
  *     tracepoint): 4K, or 2M and above.
- * So does an invalidation of part of a region (host_level_part()).  The
+ * So does an invalidation of part of a region (host_level_part()), and
+ * khugepaged's collapse of a whole one (host_level_collapse()).  The
  * last of these stands until the next: KSM splits the THP it merges a
- * page of, and the region stays 4K until a fault shows it huge again
- * (khugepaged's collapse).  What it cannot catch: a region that changed
- * with no fault since (a collapse, a split) before an exec fault that
- * does not show it (its page in place).
+ * page of, and the region stays 4K until a fault or a collapse shows it
+ * huge again.  What it cannot catch: a region that changed with no
+ * fault or collapse since (a split by a whole-region invalidation)
+ * before an exec fault that does not show it (its page in place).
  */
 static void host_level_note(struct engine *e, const struct thread_ctx *t,
 			    const struct model_event *ev)
@@ -569,6 +570,29 @@ void host_level_part(struct engine *e, uint64_t gs, uint64_t ge)
 		if (u64map_put(&e->host_level, r, HOST_4K) < 0)
 			e->nomem = 1;
 	}
+}
+
+/*
+ * khugepaged's invalidation of [gs, ge): collapse_huge_page() invalidates
+ * exactly the 2M it collapses (MMU_NOTIFY_CLEAR, the PMD's range) before
+ * it copies the 4K pages into a new THP and maps it with one PMD, so
+ * each region it covers whole is mapped huge afterwards, whatever showed
+ * it 4K before (KSM's split, a reclaim).  A collapse that fails after
+ * the notifier (an isolation that fails, a page pinned) leaves the 4K
+ * pages: the next fault's pfn off its place shows that (host_level_note()).
+ * What it cannot catch: a failed collapse followed by an exec fault on
+ * a 4K page that happens to sit at its place in the region.
+ */
+void host_level_collapse(struct engine *e, uint64_t gs, uint64_t ge)
+{
+	uint64_t r;
+
+	if (!engine_rule(e, RULE_NX_HOST_LEVEL) ||
+	    !engine_rule(e, RULE_THP_COLLAPSE))
+		return;
+	for (r = (gs + 511) >> 9; (r + 1) << 9 <= ge; r++)
+		if (u64map_put(&e->host_level, r, HOST_HUGE) < 0)
+			e->nomem = 1;
 }
 
 /*

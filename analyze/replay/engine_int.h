@@ -184,6 +184,7 @@ struct thread_ctx {
 	uint64_t sp_known[TDP_TABLE_ENTRIES / 64];
 	/* The thread, across contexts. */
 	int is_worker;                  /* an NX recovery thread */
+	int is_collapser;               /* khugepaged */
 	/* First traced within CAPTURE_EDGE_NS of the capture's start, and
 	 * no event of it but SPTE changes and flushes yet: on a capture
 	 * that began mid-run, it may be inside a context that began
@@ -491,6 +492,7 @@ enum { HOST_4K = 1, HOST_HUGE = 2 };
 /* An invalidation of [gs, ge): regions it covers in part are mapped 4K
  * by the host from now on (engine_fault.c). */
 void host_level_part(struct engine *e, uint64_t gs, uint64_t ge);
+void host_level_collapse(struct engine *e, uint64_t gs, uint64_t ge);
 
 /* engine_overlay.c */
 void engine_on_spte(struct engine *e, struct thread_ctx *t,

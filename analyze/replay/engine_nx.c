@@ -267,9 +267,13 @@ static void nx_batch_span_settle(struct engine *e)
  * seen on a VM without THP beside one with it, one kvm module forcing
  * nx_huge_pages for both), and so is a 2M region whose last fault
  * showed the host mapping it 4K (rule nx_host_level, engine_fault.c
- * host_level_note(): KSM splits the THP it merges a page of).  What it
- * cannot catch: a VM backed huge whose capture shows no huge leaf (the
- * recovery checks then fail).
+ * host_level_note(): KSM splits the THP it merges a page of).  The
+ * region's own evidence of a huge host page (a fault's goal level, a
+ * THP collapse: host_level_collapse()) stands against the VM-wide
+ * guess: under KSM a VM may never show a huge leaf while khugepaged
+ * collapses regions its exec faults then split.  What it cannot catch:
+ * a VM backed huge whose capture shows neither (the recovery checks
+ * then fail).
  */
 static void nx_table_link(struct engine *e, uint64_t key, uint64_t addr,
 			  unsigned flags);
@@ -279,6 +283,8 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 {
 	int level = mev_role_level(ev->u.sp.role);
 	int flip = 0, dirty = 0;
+	uint64_t host = engine_rule(e, RULE_NX_HOST_LEVEL) ?
+		u64map_get(&e->host_level, ev->u.sp.gfn >> 9) : 0;
 
 	/* A new root: its entries are known (tdp.h), none present.  A
 	 * table below is known from its link (engine_on_spte()): a vCPU
@@ -293,9 +299,9 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 	if (level != TDP_LEVEL_4K ||
 	    t->ctx_kind != CTX_FAULT || !t->fault_fetch ||
 	    (e->opts->nx_off && engine_rule(e, RULE_NX_OFF)) ||
-	    (!e->scan->huge_leaves && engine_rule(e, RULE_NX_HUGE_HOST)) ||
-	    (engine_rule(e, RULE_NX_HOST_LEVEL) &&
-	     u64map_get(&e->host_level, ev->u.sp.gfn >> 9) == HOST_4K))
+	    (!e->scan->huge_leaves && engine_rule(e, RULE_NX_HUGE_HOST) &&
+	     host != HOST_HUGE) ||
+	    host == HOST_4K)
 		return;
 	if (engine_rule(e, RULE_NX_DIRTY_UNTRACKED)) {
 		if (e->slots.measured && engine_rule(e, RULE_SLOT_SWAP))

@@ -87,6 +87,9 @@ void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 	for (i = 0; i < t->win_nranges; i++) {
 		host_level_part(e, t->win_ranges[i].start,
 				t->win_ranges[i].end);
+		if (t->is_collapser)
+			host_level_collapse(e, t->win_ranges[i].start,
+					    t->win_ranges[i].end);
 		t->ctx_predicted +=
 			overlay_context_range(e, t, t->win_ranges[i].as_id,
 					      t->win_ranges[i].start,

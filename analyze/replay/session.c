@@ -78,6 +78,8 @@ static enum replay_status session_prepare(struct replay_session *s,
 	s->opts.fmt = ci->fmt;
 	s->opts.nx_worker_tids = ci->workers;
 	s->opts.n_nx_worker_tids = ci->nworkers;
+	s->opts.collapser_tids = ci->collapsers;
+	s->opts.n_collapser_tids = ci->ncollapsers;
 	s->opts.nx_workers_known = ci->workers_known;
 	s->opts.npf_exit_reason = ci->npf_exit_reason;
 	s->opts.fault_isa = ci->isa;
