@@ -221,6 +221,7 @@ static int run(struct cli_args *a)
 end:
 	replay_metrics_free_runs(r.runs, r.n);
 	free(r.vms);
+	spikes_free(&r.sp);
 	summary_free(&r.s);
 	return rc;
 }

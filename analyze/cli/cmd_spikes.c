@@ -51,6 +51,8 @@ const struct cli_command cli_cmd_spikes = {
 	"mmu_lock wait, a remote TLB flush (the last two need the patched\n"
 	"kernel).  The same is shown for about 1,000 non-spike samples, so an\n"
 	"activity that is always there does not pass for a cause.\n"
+	"On a capture of several VMs: each VM's samples, spikes, p99 and\n"
+	"worst sample, then the host's total; each listed spike names its VM.\n"
 	"With --against DB2 (another run of the same workload, e.g. the\n"
 	"knob-on side of an A/B): per workload phase (the workload's marker\n"
 	"ioctls), the samples of each run at or above one threshold (US, or\n"
@@ -158,6 +160,7 @@ static int run(struct cli_args *a)
 			a->str[OPT_JSON] ? json(&o, a->path) : NULL, text, &o,
 			a->path);
 end:
+	spikes_free(&o.s);
 	free(o.a);
 	free(o.b);
 	return rc;

@@ -529,7 +529,14 @@ int tables_thread_note(struct ingest_tables *t, int64_t tid, int64_t pid,
 	const char *iname, *iraw;
 	char clean[256];
 
-	if (th && th->vm.pid == pid && strcmp(th->raw, name) == 0)
+	/* A source that does not give the process (LTTng-UST's events
+	 * carry vtid and procname, not the pid) naming a thread the kernel
+	 * trace named with its process, by the same name, is that thread:
+	 * in one PID namespace the vtid is the tid.  Its process stays
+	 * known, and so its VM.  What this cannot catch: an application in
+	 * another PID namespace whose vtid and name are a host thread's. */
+	if (th && (th->vm.pid == pid || (pid < 0 && th->vm.pid >= 0)) &&
+	    strcmp(th->raw, name) == 0)
 		return 0;
 	iraw = strpool_intern(&t->strings, name);
 	iname = strpool_intern(&t->strings, name_clean(clean, sizeof(clean),

@@ -144,7 +144,8 @@ void tables_row_commit(struct ingest_tables *t);
 /* Intern a string that a row carries; NULL: no memory. */
 const char *tables_intern(struct ingest_tables *t, const char *s);
 /* A thread row the first time (tid, procname) is seen, with its
- * process (pid; -1: the trace does not say); -1: no memory. */
+ * process (pid; -1: the trace does not say: a thread named before with
+ * its process and the same name keeps it); -1: no memory. */
 int tables_thread_note(struct ingest_tables *t, int64_t tid, int64_t pid,
 		       const char *procname, uint64_t seq);
 

@@ -10,9 +10,13 @@
 
 #include "db/db.h"
 #include "metrics/latency.h"
+#include "util/assert.h"
 #include "util/log.h"
+#include "util/valcount.h"
 
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *const spike_activity_name[SPIKE_ACTIVITIES] = {
@@ -27,20 +31,28 @@ static const char *const table_name[T_N] = {
 	"lock_wait", "tlb_flush",
 };
 
-/* Does a row of the table in [s0, s1) show the activity?  ?1 s0, ?2 s1. */
+/*
+ * Does a row of the table in [s0, s1) show the activity?  ?1 s0, ?2 s1,
+ * ?3 the probed gfn, ?4 the sample's VM: the rows of that VM and of no
+ * VM (kernel threads, which may be what hit it), as --vm narrows; 0:
+ * every row (a sample of no VM).
+ */
+#define OF_VM " AND (?4 = 0 OR vm = ?4 OR vm IS NULL)"
 static const char *const table_any[T_N] = {
-	"SELECT 1 FROM fault WHERE seq >= ?1 AND seq < ?2 AND (gpa >> 12) = ?3 "
-	"LIMIT 1",
+	"SELECT 1 FROM fault WHERE seq >= ?1 AND seq < ?2 AND (gpa >> 12) = ?3"
+	OF_VM " LIMIT 1",
 	"SELECT old_spte, new_spte, level FROM spte_change WHERE seq >= ?1 AND "
 	"seq < ?2 AND ((level = 1 AND gfn = ?3) OR (level = 2 AND gfn = ?3 & "
-	"~511) OR (level = 3 AND gfn = ?3 & ~262143))",
-	"SELECT 1 FROM notifier WHERE seq >= ?1 AND seq < ?2 AND phase = 0 "
-	"LIMIT 1",
-	"SELECT 1 FROM nx_recovery WHERE seq >= ?1 AND seq < ?2 LIMIT 1",
-	"SELECT tid FROM sp_free WHERE seq >= ?1 AND seq < ?2",
-	"SELECT 1 FROM lock_wait WHERE seq >= ?1 AND seq < ?2 LIMIT 1",
-	"SELECT 1 FROM tlb_flush WHERE seq >= ?1 AND seq < ?2 LIMIT 1",
+	"~511) OR (level = 3 AND gfn = ?3 & ~262143))" OF_VM,
+	"SELECT 1 FROM notifier WHERE seq >= ?1 AND seq < ?2 AND phase = 0"
+	OF_VM " LIMIT 1",
+	"SELECT 1 FROM nx_recovery WHERE seq >= ?1 AND seq < ?2" OF_VM
+	" LIMIT 1",
+	"SELECT tid FROM sp_free WHERE seq >= ?1 AND seq < ?2" OF_VM,
+	"SELECT 1 FROM lock_wait WHERE seq >= ?1 AND seq < ?2" OF_VM " LIMIT 1",
+	"SELECT 1 FROM tlb_flush WHERE seq >= ?1 AND seq < ?2" OF_VM " LIMIT 1",
 };
+#undef OF_VM
 
 struct spike_ctx {
 	sqlite3 *db;
@@ -91,9 +103,10 @@ static int is_worker(const struct spike_ctx *c, int64_t tid)
 	return 0;
 }
 
-/* The activity bits of the window [t0, the sample at seq1]. */
+/* The activity bits of the window [t0, the sample at seq1] of a sample
+ * of VM vm (0: none). */
 static unsigned window_activity(struct spike_ctx *c, int64_t t0,
-				int64_t seq1, uint64_t gfn)
+				int64_t seq1, uint64_t gfn, int vm)
 {
 	unsigned bits = 0;
 	int t, a;
@@ -105,6 +118,7 @@ static unsigned window_activity(struct spike_ctx *c, int64_t t0,
 		sqlite3_bind_int64(st, 2, seq1);
 		if (t == T_FAULT || t == T_SPTE)
 			sqlite3_bind_int64(st, 3, (int64_t)gfn);
+		sqlite3_bind_int(st, 4, vm);
 		a = -1;
 		while (sqlite3_step(st) == SQLITE_ROW && a < 0) {
 			switch (t) {
@@ -174,6 +188,55 @@ static void count_bits(unsigned bits, int64_t *with, int64_t *none)
 	*none += bits == 0;
 }
 
+/*
+ * The VMs' rows (vms[0]: no VM's): the table vm's ids, so an id past
+ * the last is a row the canonical tables cannot hold.  Returns 0, or
+ * -1 (logged).
+ */
+static int vms_alloc(sqlite3 *db, struct spikes *out, struct valcount **vc)
+{
+	sqlite3_stmt *st = NULL;
+	int i, n = -1;
+
+	if (sqlite3_prepare_v2(db, "SELECT coalesce(max(id), 0) FROM vm", -1,
+			       &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (n < 0)
+		return sql_fail(db);
+	out->vms = calloc((size_t)n + 1, sizeof(*out->vms));
+	*vc = calloc((size_t)n + 1, sizeof(**vc));
+	if (!out->vms || !*vc) {
+		log_error("%s: out of memory", sqlite3_db_filename(db, "main"));
+		return -1;
+	}
+	out->nvms = n + 1;
+	for (i = 0; i <= n; i++)
+		valcount_init(&(*vc)[i]);
+	return 0;
+}
+
+/* Each VM's p99 and maximum, from its samples' distribution. */
+static void vms_finish(struct spikes *out, struct valcount *vc)
+{
+	static const double p99[1] = { 0.99 };
+	int i;
+
+	for (i = 0; i < out->nvms; i++) {
+		MR_ASSERT(vc[i].n == out->vms[i].samples);
+		valcount_quantiles(&vc[i], p99, 1, &out->vms[i].p99_ns,
+				   &out->vms[i].max_ns);
+	}
+}
+
+void spikes_free(struct spikes *s)
+{
+	free(s->vms);
+	s->vms = NULL;
+	s->nvms = 0;
+}
+
 int spikes_compute(sqlite3 *db, const struct spte_format *fmt,
 		   int64_t threshold_ns, int top,
 		   const int32_t *worker_tids, int nworkers,
@@ -182,12 +245,13 @@ int spikes_compute(sqlite3 *db, const struct spte_format *fmt,
 	struct spike_ctx c = { db, fmt, worker_tids, nworkers, { 0 }, { 0 },
 			       { 0 } };
 	sqlite3_stmt *st = NULL;
+	struct valcount *vc = NULL;
 	struct latency lat;
 	struct spike sp;
 	char sql[128];
 	int64_t thr, stride, others = 0;
 	uint64_t n = 0;
-	int t, i, rc = -1;
+	int t, i, rc = -1, nvc = 0;
 
 	memset(out, 0, sizeof(*out));
 	out->narrowed_vm = db_narrowed_vm(db, NULL);
@@ -196,6 +260,9 @@ int spikes_compute(sqlite3 *db, const struct spte_format *fmt,
 		top = SPIKES_TOP_MAX;
 	if (latency_compute(db, LATENCY_NPF_NONE, &lat) < 0)
 		return -1;
+	if (vms_alloc(db, out, &vc) < 0)
+		goto end;
+	nvc = out->nvms;
 	for (i = 0; i < lat.nprobes; i++)
 		out->samples += lat.probe[i].n;
 	/* Every k-th non-spike sample: about SPIKES_BASELINE_MAX of them. */
@@ -217,9 +284,9 @@ int spikes_compute(sqlite3 *db, const struct spte_format *fmt,
 		sqlite3_finalize(st);
 		st = NULL;
 	}
-	if (sqlite3_prepare_v2(db, "SELECT seq, ts, probe, ns, gfn FROM "
-			       "latency_sample ORDER BY seq", -1, &st, NULL) !=
-	    SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT seq, ts, probe, ns, gfn, "
+			       "coalesce(vm, 0) FROM latency_sample ORDER BY "
+			       "seq", -1, &st, NULL) != SQLITE_OK)
 		goto sql_error;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if (!(++n & 0x3ff))
@@ -230,6 +297,20 @@ int spikes_compute(sqlite3 *db, const struct spte_format *fmt,
 		sp.probe = sqlite3_column_int64(st, 2);
 		sp.ns = sqlite3_column_int64(st, 3);
 		sp.gfn = (uint64_t)sqlite3_column_int64(st, 4);
+		sp.vm = sqlite3_column_int(st, 5);
+		if (sp.vm < 0 || sp.vm >= out->nvms) {
+			log_error("%s: latency_sample seq %" PRId64 ": vm %d "
+				  "is not in table vm",
+				  sqlite3_db_filename(db, "main"), sp.seq,
+				  sp.vm);
+			goto end;
+		}
+		out->vms[sp.vm].samples++;
+		if (valcount_add(&vc[sp.vm], sp.ns) < 0) {
+			log_error("%s: out of memory",
+				  sqlite3_db_filename(db, "main"));
+			goto end;
+		}
 		thr = threshold_ns;
 		for (i = 0; !thr && i < lat.nprobes; i++)
 			if (lat.probe_id[i] == sp.probe)
@@ -239,24 +320,30 @@ int spikes_compute(sqlite3 *db, const struct spte_format *fmt,
 				continue;
 			sp.activity = window_activity(&c, sp.ts - sp.ns -
 						      SPIKES_SLACK_NS, sp.seq,
-						      sp.gfn);
+						      sp.gfn, sp.vm);
 			out->baseline_n++;
 			count_bits(sp.activity, out->baseline_with,
 				   &out->baseline_none);
 			continue;
 		}
 		sp.activity = window_activity(&c, sp.ts - sp.ns -
-					      SPIKES_SLACK_NS, sp.seq, sp.gfn);
+					      SPIKES_SLACK_NS, sp.seq, sp.gfn,
+					      sp.vm);
 		out->spikes++;
+		out->vms[sp.vm].spikes++;
 		count_bits(sp.activity, out->with, &out->with_none);
 		top_insert(out, top, &sp);
 	}
+	vms_finish(out, vc);
 	rc = 0;
 	goto end;
 sql_error:
 	sql_fail(db);
 end:
 	log_progress_end();
+	for (i = 0; i < nvc; i++)
+		valcount_free(&vc[i]);
+	free(vc);
 	sqlite3_finalize(st);
 	for (t = 0; t < T_N; t++) {
 		sqlite3_finalize(c.seek[t]);

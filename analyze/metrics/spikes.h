@@ -48,7 +48,15 @@ extern const char *const spike_activity_name[SPIKE_ACTIVITIES];
 struct spike {
 	int64_t seq, ts, ns, probe;
 	uint64_t gfn;
+	int vm;                         /* its row's vm, 0: no VM's */
 	unsigned activity;              /* bit per enum spike_activity */
+};
+
+/* One VM's samples (vm 0: those of no VM, unattributed), at the
+ * capture's thresholds. */
+struct spikes_vm {
+	int64_t samples, spikes;
+	int64_t p99_ns, max_ns;         /* nearest-rank, of its samples */
 };
 
 struct spikes {
@@ -63,17 +71,23 @@ struct spikes {
 	int64_t baseline_n, baseline_with[SPIKE_ACTIVITIES], baseline_none;
 	struct spike top[SPIKES_TOP_MAX];       /* largest first */
 	int ntop;
+	/* Per VM: vms[0] the samples of no VM, vms[i] VM i's (table vm),
+	 * i < nvms; the rows sum to samples and spikes. */
+	struct spikes_vm *vms;
+	int nvms;
 };
 
 /*
  * threshold_ns 0: each probe phase's p99.  top: how many of the largest
  * spikes to keep (<= SPIKES_TOP_MAX).  fmt decodes the SPTEs; the worker
- * tids are the NX recovery threads (capture_info).  0, or -1 after an SQL error
- * (logged).
+ * tids are the NX recovery threads (capture_info).  Returns 0, or -1
+ * after an SQL error or out of memory (logged); out is then still to be
+ * freed with spikes_free().
  */
 int spikes_compute(sqlite3 *db, const struct spte_format *fmt,
 		   int64_t threshold_ns, int top,
 		   const int32_t *worker_tids, int nworkers,
 		   struct spikes *out);
+void spikes_free(struct spikes *s);
 
 #endif

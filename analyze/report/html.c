@@ -802,13 +802,47 @@ static void section_spikes(FILE *o, const struct spikes *sp)
 			100.0 * (double)sp->with[k] / (double)sp->spikes : 0.0,
 			sp->baseline_n ? 100.0 * (double)sp->baseline_with[k] /
 			(double)sp->baseline_n : 0.0);
-	fprintf(o, "</table>\n<table><tr><th>time s</th><th>probe</th>"
-		"<th>latency us</th><th>gfn</th><th>activity</th></tr>\n");
+	fprintf(o, "</table>\n");
+	if (spikes_per_vm(sp)) {
+		fprintf(o, "<p>Per VM, at the same thresholds (-: samples of "
+			"no VM's thread):</p>\n<table><tr><th>VM</th><th>"
+			"samples</th><th>spikes</th><th>p99 us</th><th>max us"
+			"</th></tr>\n");
+		for (i = 1; i <= sp->nvms; i++) {
+			const struct spikes_vm *r = &sp->vms[i % sp->nvms];
+
+			if (i == sp->nvms && !r->samples)
+				break;
+			if (i < sp->nvms)
+				fprintf(o, "<tr><td>%d</td>", i);
+			else
+				fprintf(o, "<tr><td>-</td>");
+			fprintf(o, "<td>%" PRId64 "</td><td>%" PRId64 "</td>",
+				r->samples, r->spikes);
+			if (r->samples)
+				fprintf(o, "<td>%.1f</td><td>%.1f</td></tr>\n",
+					(double)r->p99_ns / 1e3,
+					(double)r->max_ns / 1e3);
+			else
+				fprintf(o, "<td>-</td><td>-</td></tr>\n");
+		}
+		fprintf(o, "<tr><td>host</td><td>%" PRId64 "</td><td>%" PRId64
+			"</td><td></td><td></td></tr>\n</table>\n",
+			sp->samples, sp->spikes);
+	}
+	/* The VM column where the capture tells VMs apart. */
+	fprintf(o, "<table><tr><th>time s</th>%s<th>probe</th><th>latency "
+		"us</th><th>gfn</th><th>activity</th></tr>\n",
+		sp->nvms > 1 ? "<th>VM</th>" : "");
 	for (i = 0; i < sp->ntop; i++) {
-		fprintf(o, "<tr><td>%.6f</td><td>%" PRId64 "</td><td>%.1f</td>"
-			"<td>0x%" PRIx64 "</td><td>", (double)sp->top[i].ts / 1e9,
-			sp->top[i].probe, (double)sp->top[i].ns / 1e3,
-			sp->top[i].gfn);
+		fprintf(o, "<tr><td>%.6f</td>", (double)sp->top[i].ts / 1e9);
+		if (sp->nvms > 1 && sp->top[i].vm)
+			fprintf(o, "<td>%d</td>", sp->top[i].vm);
+		else if (sp->nvms > 1)
+			fprintf(o, "<td>-</td>");
+		fprintf(o, "<td>%" PRId64 "</td><td>%.1f</td>"
+			"<td>0x%" PRIx64 "</td><td>", sp->top[i].probe,
+			(double)sp->top[i].ns / 1e3, sp->top[i].gfn);
 		for (k = 0; k < SPIKE_ACTIVITIES; k++)
 			if (sp->top[i].activity & (1U << k))
 				fprintf(o, "%s ", spike_activity_name[k]);

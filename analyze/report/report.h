@@ -31,7 +31,7 @@
 	X(REPORT_JSON_SUMMARY, "mmureplay-summary", 6) \
 	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 7) \
 	X(REPORT_JSON_REPLAY, "mmureplay-replay", 9) \
-	X(REPORT_JSON_SPIKES, "mmureplay-spikes", 1) \
+	X(REPORT_JSON_SPIKES, "mmureplay-spikes", 2) \
 	X(REPORT_JSON_COMPARE, "mmureplay-compare", 5)
 
 #define REPORT_JSON_SCHEMA_ENUM(id, name, version) id,
@@ -129,6 +129,9 @@ void report_html(FILE *out, const struct summary *s,
 		 const struct spikes *sp, const struct timeline *tl,
 		 const char *replay_note, const char *db_path);
 
+/* Whether the spikes have rows per VM to show: samples, VMs, and no
+ * --vm. */
+int spikes_per_vm(const struct spikes *s);
 /* Latency spikes and the MMU activity in their windows. */
 void report_spikes_text(FILE *out, const struct spikes *s,
 			const char *db_path);

@@ -11,7 +11,7 @@
 # UST_BUF_MB, CAPTURE_TOOL, CAPTURE_ARGS, STATS, ATTACH_AFTER,
 # SNAPSHOT_AT, STATEDUMP, MEMSLOT_REF, SELFTEST, SELFTEST_ARGS,
 # SELFTEST_PATH, SELFTEST_SRC, HUGEPAGES, SIMULATE_HANG, MULTI_N,
-# MULTI_WL_I, MULTI_ARGS_I, KSM, KHUGEPAGED, MEMCG_MB, NUMA_BAL,
+# MULTI_WL_I, MULTI_ARGS_I, MULTI_BIN_I, KSM, KHUGEPAGED, MEMCG_MB, NUMA_BAL,
 # EXTRA_MODULES, EXTRA_PROBES.  Loads kvm/kvm_amd
 # with the parameters, records the workload with an LTTng kernel session,
 # and writes to the raw output disk /dev/vdc a tar of /out: trace/ (CTF),
@@ -83,7 +83,9 @@
 # "hugepages": asked and reserved).
 #
 # MULTI_N=N (run.sh multi): N workloads (MULTI_WL_I with MULTI_ARGS_I,
-# I = 1..N), each its own process and so its own VM, started at once
+# I = 1..N; MULTI_BIN_I the binary where it is not the workload's own,
+# the UST variant of run.sh multi --ust, run as UST=1 runs one), each
+# its own process and so its own VM, started at once
 # in the one session; each writes workload-I.log (echoed to the console
 # as "VM I: ..."), workload.log is their concatenation afterwards.  Each
 # has TIMEOUT and the 60 s after its RESULT line; workload_rc is the
@@ -641,11 +643,17 @@ mono_ns() {
 # pid and start time (/tmp/vm-I.pid), echo its log to the console,
 # wait; rc and end time into /tmp/vm-I.end.
 run_vm() {
-	local i=$1 wl args p s e r
-	eval "wl=\$MULTI_WL_$i args=\$MULTI_ARGS_$i"
+	local i=$1 wl args bin p s e r
+	eval "wl=\$MULTI_WL_$i args=\$MULTI_ARGS_$i bin=\${MULTI_BIN_$i:-\$wl}"
 	mono_ns s
 	# shellcheck disable=SC2086
-	wl_exec "$LAB/bin/$wl" $args >"$OUT/workload-$i.log" 2>&1 &
+	if [ "$bin" != "$wl" ]; then
+		# run.sh multi --ust: the UST variant registers with the session.
+		wl_exec env LTTNG_UST_REGISTER_TIMEOUT=30000 LTTNG_UST_ALLOW_BLOCKING=1 \
+			"$LAB/bin/$bin" $args >"$OUT/workload-$i.log" 2>&1 &
+	else
+		wl_exec "$LAB/bin/$wl" $args >"$OUT/workload-$i.log" 2>&1 &
+	fi
 	p=$!
 	echo "$p ${s:-null}" >"/tmp/vm-$i.pid"
 	tail -n +1 -f --pid="$p" "$OUT/workload-$i.log" | sed -u "s/^/VM $i: /" &

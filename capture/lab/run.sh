@@ -28,8 +28,10 @@
 #                         session; the run waits for all of them (each
 #                         with --timeout).  kvm's parameters are the union
 #                         of the workloads' defaults and --knob (one kvm
-#                         module: nxrecovery's apply to every VM).  Not
-#                         with selftest, `--`, --ust, --stats,
+#                         module: nxrecovery's apply to every VM).  With
+#                         --ust each bgsnapshot VM runs bgsnapshot-ust
+#                         (its latency probe; one VM at least must be
+#                         bgsnapshot).  Not with selftest, `--`, --stats,
 #                         --capture-tool, --attach-after, --snapshot-at.
 #                         manifest.json: workload "multi", workload_args
 #                         the comma list, workload_rc the first VM's
@@ -341,8 +343,11 @@ defaults() {
 if [ "$WORKLOAD" = multi ]; then
 	[ "$HAVE_WARGS" -eq 0 ] ||
 		{ echo "run.sh: multi: no '--', give each VM's arguments with --vm-args VM:ARGS" >&2; exit 2; }
-	[ $((CAPTURE_TOOL + UST + STATS)) -eq 0 ] && [ -z "$ATTACH_AFTER$SNAPSHOT_AT" ] ||
-		{ echo "run.sh: multi does not combine with --ust, --stats, --capture-tool, --attach-after or --snapshot-at" >&2; exit 2; }
+	[ $((CAPTURE_TOOL + STATS)) -eq 0 ] && [ -z "$ATTACH_AFTER$SNAPSHOT_AT" ] ||
+		{ echo "run.sh: multi does not combine with --stats, --capture-tool, --attach-after or --snapshot-at" >&2; exit 2; }
+	# --ust: each bgsnapshot VM runs bgsnapshot-ust (its latency probe).
+	[ "$UST" -eq 0 ] || [[ " ${MULTI[*]} " == *" bgsnapshot "* ]] ||
+		{ echo "run.sh: multi --ust wants a bgsnapshot VM (the one workload with a UST variant)" >&2; exit 2; }
 	# MULTI_ARGS[i]: VM i+1's arguments; the union of the kvm defaults.
 	MULTI_ARGS=() ALL_KVM=()
 	for i in "${!MULTI[@]}"; do
@@ -514,12 +519,17 @@ nice -n 10 make -s -C "$WL_DIR" >/dev/null || die "make -C capture/workloads fai
 BIN=$WORKLOAD
 if [ "$UST" -eq 1 ]; then
 	BIN=$WORKLOAD-ust
+	[ "$WORKLOAD" != multi ] || BIN=bgsnapshot-ust
 	nice -n 10 make -s -C "$WL_DIR" "$BIN" >/dev/null ||
 		die "make -C capture/workloads $BIN failed (a UST variant exists for bgsnapshot; needs liblttng-ust-dev)"
 fi
 [ -n "$SELFTEST" ] || [ "$WORKLOAD" = multi ] || [ -x "$WL_DIR/$BIN" ] || die "$WL_DIR/$BIN not built"
-for w in "${MULTI[@]}"; do
-	[ -x "$WL_DIR/$w" ] || die "$WL_DIR/$w not built"
+# MULTI_BIN[i]: the binary VM i+1 runs.
+MULTI_BIN=()
+for i in "${!MULTI[@]}"; do
+	MULTI_BIN[i]=${MULTI[i]}
+	[ "$UST" -eq 0 ] || [ "${MULTI[i]}" != bgsnapshot ] || MULTI_BIN[i]=$BIN
+	[ -x "$WL_DIR/${MULTI_BIN[i]}" ] || die "$WL_DIR/${MULTI_BIN[i]} not built"
 done
 SELFTEST_PATH= SELFTEST_SRC=
 if [ -n "$SELFTEST" ]; then
@@ -557,7 +567,7 @@ mkdir -p "$RUN/bin"
 cp "$HERE/guest-init.sh" "$RUN/init.sh"
 chmod 755 "$RUN/init.sh"
 [ -n "$SELFTEST" ] || [ "$WORKLOAD" = multi ] || cp "$WL_DIR/$BIN" "$RUN/bin/"
-for w in "${MULTI[@]}"; do cp "$WL_DIR/$w" "$RUN/bin/"; done
+for w in "${MULTI_BIN[@]}"; do cp "$WL_DIR/$w" "$RUN/bin/"; done
 [ "$CAPTURE_TOOL" -eq 0 ] || cp "$TOP/capture/mmureplay-capture" "$RUN/bin/"
 if [ "$STATS" -eq 1 ]; then
 	SAMPLER=${MMUREPLAY_BUILD:-$TOP/build}/capture/kvm-stats-sampler
@@ -627,7 +637,8 @@ fi
 		printf 'WORKLOAD_ARGS=%q\n' "$MULTI_LIST"
 		printf 'MULTI_N=%q\n' "${#MULTI[@]}"
 		for i in "${!MULTI[@]}"; do
-			printf 'MULTI_WL_%d=%q\nMULTI_ARGS_%d=%q\n' $((i + 1)) "${MULTI[i]}" $((i + 1)) "${MULTI_ARGS[i]}"
+			printf 'MULTI_WL_%d=%q\nMULTI_ARGS_%d=%q\nMULTI_BIN_%d=%q\n' $((i + 1)) "${MULTI[i]}" \
+				$((i + 1)) "${MULTI_ARGS[i]}" $((i + 1)) "${MULTI_BIN[i]}"
 		done
 	else
 		printf 'WORKLOAD_ARGS=%q\n' "${WARGS[*]}"
