@@ -38,6 +38,7 @@ KVM_CREATE_VM = 0xae01
 LINE = re.compile(r'^\[[0-9.]+\] \S+ (\S+): (.*)$')
 PID = re.compile(r'\bpid = (\d+)')
 TID = re.compile(r'\btid = (\d+)')
+VTID = re.compile(r'\bvtid = (\d+)')
 KVM = re.compile(r'\bkvm = (0x[0-9a-fA-F]+|\d+)')
 FIELD = re.compile(r'\b(fd|cmd|ret|vcpu_id) = (-?\d+)')
 
@@ -62,7 +63,10 @@ def bt_rows_by_pid(trace, canonical, faults):
     13-14), a VM is made at kvm_vm_create, and an event naming a struct
     kvm (field kvm) is that VM's process's, as is every event of its
     thread from an invalidation start or recovery begin naming it to the
-    end: the kernel's word, read from babeltrace2's fields."""
+    end: the kernel's word, read from babeltrace2's fields.  An
+    LTTng-UST event (run.sh multi --ust: the latency probe's) names its
+    thread by vtid: its process is the one the kernel trace gave that
+    thread."""
     p = run(["babeltrace2", "--clock-seconds", "--no-delta", trace])
     check(p.returncode == 0, "babeltrace2 %s" % trace)
     created, in_create = set(), set()
@@ -70,13 +74,22 @@ def bt_rows_by_pid(trace, canonical, faults):
     pid_faults = collections.Counter()
     vcpu_faults = collections.Counter()     # (pid, vcpu_id)
     live, window = {}, {}                   # kvm -> pid, tid -> pid
+    pid_of = {}                             # tid -> pid
     for line in p.stdout.splitlines():
         m = LINE.match(line)
         if not m or m.group(1) not in canonical:
             continue
         name, body = m.groups()
-        pid = int(PID.search(body).group(1))
-        tid = int(TID.search(body).group(1))
+        mp = PID.search(body)
+        if mp:
+            pid = int(mp.group(1))
+            tid = int(TID.search(body).group(1))
+            pid_of[tid] = pid
+        else:
+            # An LTTng-UST event (vtid and procname, no pid): the
+            # process the kernel trace gave that thread.
+            tid = int(VTID.search(body).group(1))
+            pid = pid_of.get(tid)
         f = dict((k, int(v)) for k, v in FIELD.findall(body))
         kvm = KVM.search(body)
         kvm = int(kvm.group(1), 0) if kvm else None
@@ -226,8 +239,11 @@ for fx in fixtures:
           "(%s; lab %s)" % (name, vms, [(v["pid"], v["workload"])
                                         for v in lab]))
     by_pid = dict((v["pid"], v["workload"]) for v in lab)
-    check(all(by_pid.get(v[1], "")[:15] == v[4] for v in vms),
-          "%s: each VM's procname is its workload's" % name)
+    # run.sh multi --ust runs a workload's UST variant, WORKLOAD-ust.
+    check(all(v[4] in (by_pid.get(v[1], "")[:15],
+                       (by_pid.get(v[1], "") + "-ust")[:15]) for v in vms),
+          "%s: each VM's procname is its workload's (%s)"
+          % (name, [(v[1], v[4]) for v in vms]))
     canonical = set(n for (n,) in db_rows(
         db, "SELECT name FROM raw_event WHERE canonical IS NOT NULL"))
     tables = sorted(set(t for (t,) in db_rows(
