@@ -13,6 +13,11 @@ reports), as measured on the lab captures:
                       under KSM (patched 6.1, stock 6.12): vCPUs
                       installing pages while ksmd's write-protect or
                       replacement of them is open (zap_count)
+  window_removal      stock 6.12, two VMs under NUMA balancing (recorded
+                      before the rule): a vCPU's NUMA-hinting window
+                      over its VM's 128 MiB, whose walk yielded the lock
+                      to the VM's recovery worker, which removed 4,259 of
+                      its leaves first (zap_count)
   double_start        bgsnapshot-perm-upgrade-off: the patched kernel's
                       stock and patched start of each window (zap_count)
   huge_split          nxrecovery-dirtylog (stock) and readlock-on: the 2M
@@ -310,6 +315,7 @@ KSMNX612 = "lttng-kernel-6.12.118-patched-nxrecovery-ksm"
 KHPKSM = "lttng-kernel-6.1.192-patched-nxrecovery-ksm-khugepaged"
 KHPKSM2 = KHPKSM + "-2"
 KSM61P = "lttng-kernel-6.1.192-patched-basic-ksm"
+NUMA612M = "lttng-kernel-6.12.118-stock-multivm-nxrecovery-basic-numa-balancing"
 KSM612S = "lttng-kernel-6.12.118-stock-basic-ksm"
 SEEN = [("late_change", RO, "fault_not_required"),
         ("window_install", PU, "zap_count"),
@@ -335,6 +341,7 @@ SEEN = [("late_change", RO, "fault_not_required"),
         ("nx_host_level", KSMNX, "nx_count"),
         ("nx_host_level", KSMNX612, "nx_count"),
         ("window_install", KSM61P, "zap_count"),
+        ("window_removal", NUMA612M, "zap_count"),
         ("window_install", KSM612S, "zap_count"),
         ("thp_collapse", KHPKSM, "recovery_batch"),
         ("thp_collapse", KHPKSM, "nx_count"),
@@ -357,7 +364,7 @@ SEEN = [("late_change", RO, "fault_not_required"),
 for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612, RL612,
              KPT2, KPT2_612, NXL612, MV612, MEMCG, MEMCGP, MS61, MS612,
              RL612R, LW612, KSMNX, KSMNX612, MV612S, MV612S2, NX612S,
-             KHP612S, KHPKSM, KHPKSM2, KSM61P, KSM612S):
+             KHP612S, KHPKSM, KHPKSM2, KSM61P, KSM612S, NUMA612M):
     rc, f = fidelity(name)
     check(rc == 0 and f["ok"], "%s passes with every rule on" % name)
 for rules, name, kind in SEEN:

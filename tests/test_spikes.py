@@ -119,14 +119,21 @@ def activity(ts, ns, seq, gfn):
     return a
 
 
-def expect(threshold_ns, top):
+def nearest_rank(v, p):
+    """The nearest-rank percentile p of the sorted list v."""
+    return v[max(1, math.ceil(p * len(v) - 1e-9)) - 1]
+
+
+def probe_p99():
+    """Each probe phase's nearest-rank p99: its spike threshold."""
     by_probe = {}
     for s in samples:
         by_probe.setdefault(s[2], []).append(s[3])
-    p99 = {}
-    for p, v in by_probe.items():
-        v.sort()
-        p99[p] = v[max(1, math.ceil(0.99 * len(v) - 1e-9)) - 1]
+    return {p: nearest_rank(sorted(v), 0.99) for p, v in by_probe.items()}
+
+
+def expect(threshold_ns, top):
+    p99 = probe_p99()
     stride = len(samples) // 1000 + 1
     spk = {"n": 0, "none": 0, **{n: 0 for n in NAMES}}
     oth = {"n": 0, "none": 0, **{n: 0 for n in NAMES}}
@@ -154,13 +161,7 @@ def expect(threshold_ns, top):
 def expect_vms(threshold_ns):
     """Per VM: [vm, samples, spikes, p99_ns, max_ns], no VM's first (if
     any), then every VM of table vm."""
-    by_probe = {}
-    for s in samples:
-        by_probe.setdefault(s[2], []).append(s[3])
-    p99 = {}
-    for p, v in by_probe.items():
-        v.sort()
-        p99[p] = v[max(1, math.ceil(0.99 * len(v) - 1e-9)) - 1]
+    p99 = probe_p99()
     per = {}
     for seq, ts, probe, ns, gfn in samples:
         d = per.setdefault(sample_vm(seq), [[], 0])
@@ -172,8 +173,7 @@ def expect_vms(threshold_ns):
         v, n = per.get(vm, [[], 0])
         v.sort()
         rows.append({"vm": vm, "samples": len(v), "spikes": n,
-                     "p99_ns": v[max(1, math.ceil(0.99 * len(v) - 1e-9))
-                                 - 1] if v else 0,
+                     "p99_ns": nearest_rank(v, 0.99) if v else 0,
                      "max_ns": v[-1] if v else 0})
     return rows
 

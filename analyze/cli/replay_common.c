@@ -229,6 +229,7 @@ static int replay_policies(sqlite3 *db, const char *path,
 			vms->kthread_events_decided =
 				res[0].kthread_events_decided;
 			vms->kthread_events_left = res[0].kthread_events_left;
+			vms->aged_leaves_moved = res[0].aged_leaves_moved;
 		}
 		return rc;
 	}
@@ -273,6 +274,7 @@ static int replay_policies(sqlite3 *db, const char *path,
 	if (vms && rc == CLI_EXIT_OK) {
 		vms->kthread_events_decided = res[0].kthread_events_decided;
 		vms->kthread_events_left = res[0].kthread_events_left;
+		vms->aged_leaves_moved = res[0].aged_leaves_moved;
 	}
 	return rc;
 }
@@ -373,6 +375,7 @@ int cli_replay_vms(sqlite3 *db, const char *path,
 		replay_vms_close(&split);
 	vms->kthread_events_decided = total->kthread_events_decided;
 	vms->kthread_events_left = total->kthread_events_left;
+	vms->aged_leaves_moved = total->aged_leaves_moved;
 	return rc;
 }
 

@@ -133,6 +133,19 @@ static inline uint64_t spte_pfn(const struct spte_format *f, uint64_t s)
 }
 
 /*
+ * A leaf whose accessed bit alone was cleared: the host aged the page
+ * (kvm_age_gfn(), kvm_test_age_gfn() from the MMU notifier's
+ * clear_young and clear_flush_young).  old and new are both leaves at
+ * their level.
+ */
+static inline int spte_aged(const struct spte_format *f, uint64_t old,
+			    uint64_t new)
+{
+	return spte_accessed(f, old) && !spte_accessed(f, new) &&
+		(old | f->accessed) == (new | f->accessed);
+}
+
+/*
  * The SPTE a huge page split gives entry index of the new table
  * (make_huge_page_split_spte(), Linux 6.1): the huge SPTE with the
  * sub-page's pfn; at 4K without the large bit and executable (TDP pages

@@ -356,6 +356,11 @@ static void handle(struct engine *e, const struct model_event *ev)
 		began_decide(e, ev);
 	if (t->npending_next)
 		fault_pending_thread_event(e, t);
+	/* The aging's flush follows its clears (clear_flush_young): any
+	 * other event of the thread ends the aging (engine_on_tlb_flush()). */
+	if (t->aged && ev->kind != MEV_SPTE_CHANGE &&
+	    ev->kind != MEV_TLB_FLUSH)
+		t->aged = 0;
 	switch (ev->kind) {
 	case MEV_SPTE_CHANGE:
 		t->route_as = roots_route(e, t, ev);

@@ -182,6 +182,10 @@
 	/* ... nor in a 2M region the host maps 4K, as the region's last \
 	 * fault showed (engine_fault.c host_level_note()) */ \
 	X(RULE_NX_HOST_LEVEL, "nx_host_level") \
+	/* a leaf of an open window's range another thread removes \
+	 * before the window's walk reached it is not the window's \
+	 * (engine_window.c window_removal()) */ \
+	X(RULE_WINDOW_REMOVAL, "window_removal") \
 	/* khugepaged's invalidation of a whole 2M region is a THP \
 	 * collapse: the region is no longer known 4K (engine_fault.c \
 	 * host_level_collapse()) */ \
@@ -477,6 +481,9 @@ struct replay_result {
 	 * events of the capture the replay gave a VM, and those it could
 	 * not (vm_attr.h); the same for every VM of the capture. */
 	int64_t kthread_events_decided, kthread_events_left;
+	/* Aged leaves the replay gave the VM whose state held them, over
+	 * the VM of the thread that aged them (replay/vm_attr.h). */
+	int64_t aged_leaves_moved;
 	/* A host's total of VMs replayed alone: how many VMs failed their
 	 * own self-check (set by the caller that judged them). */
 	int64_t vms_failed;

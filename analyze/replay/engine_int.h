@@ -160,6 +160,10 @@ struct thread_ctx {
 	int win_measured;               /* patched: its end event closes it */
 	int64_t win_racing;             /* stock: installs before its walk
 					 * may have run (window_install()) */
+	/* Its walk's last zap: the range's index and the gfn (walked 0:
+	 * none yet); window_removal(). */
+	int win_walked, win_walk_range;
+	uint64_t win_walk_gfn;
 	/* CTX_FAULT */
 	int fault_fetch;                /* the open fault is an exec fault */
 	int fault_write;                /* ... a write fault */
@@ -529,6 +533,9 @@ int window_covers(const struct thread_ctx *t, int as_id, uint64_t gfn,
 int window_any_covers(struct engine *e, int as_id, uint64_t gfn,
 		      int zapping);
 void window_install(struct engine *e, struct thread_ctx *self, int as_id,
+		    int level, uint64_t gfn);
+void window_walked(struct thread_ctx *t, int as_id, uint64_t gfn);
+void window_removal(struct engine *e, struct thread_ctx *self, int as_id,
 		    int level, uint64_t gfn);
 
 /* engine_fault.c */

@@ -508,9 +508,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		engine_ctx_close(e, t);
 	/* The accessed bit alone cleared: the host aged the page (see
 	 * engine_on_tlb_flush()). */
-	if (was_leaf && is_leaf && spte_accessed(f, old) &&
-	    !spte_accessed(f, new) && (old | f->accessed) ==
-	    (new | f->accessed))
+	if (was_leaf && is_leaf && spte_aged(f, old, new))
 		t->aged = 1;
 	/* A known context's change of the entry ends its doubt (see
 	 * below): a zap's is judged by what the doubt says first. */
@@ -577,10 +575,13 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 			if (!window_covers(t, roots_orig(e, as), gfn, span))
 				engine_mismatch(e, MISMATCH_ZAP_OUTSIDE,
 						ev->seq, ev->ts, gfn, 0, 1);
+			window_walked(t, roots_orig(e, as), gfn);
 		} else if (t->ctx_kind == CTX_NONE && !unknown_ctx) {
 			engine_mismatch(e, MISMATCH_ZAP_UNEXPLAINED, ev->seq,
 					ev->ts, gfn, 0, 1);
 		}
+		if (e->nopen_windows && engine_rule(e, RULE_WINDOW_REMOVAL))
+			window_removal(e, t, roots_orig(e, as), level, gfn);
 		if (t->ctx_keep) {
 			e->res->zaps_kept++;
 			engine_whatif(e, REPLAY_WHATIF_ZAP_KEPT, ev, level, gfn);

@@ -71,6 +71,7 @@ void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 	engine_ctx_open(e, t, CTX_WINDOW, ev, 0);
 	t->win_measured = ev->u.notifier.has_event;
 	t->win_racing = 0;
+	t->win_walked = 0;
 	t->win_hva_start = ev->u.notifier.hva_start;
 	t->win_hva_end = ev->u.notifier.hva_end;
 	slots_hva_to_gfn(&e->slots, ev->u.notifier.hva_start,
@@ -174,6 +175,63 @@ void window_install(struct engine *e, struct thread_ctx *self, int as_id,
 			win->ctx_predicted++;
 		else if (!win->ctx_observed && engine_rule(e, RULE_STOCK_RACE))
 			win->win_racing++;
+	}
+}
+
+/* Where t's walk is: its zap of (as_id, gfn). */
+void window_walked(struct thread_ctx *t, int as_id, uint64_t gfn)
+{
+	int j;
+
+	for (j = 0; j < t->win_nranges; j++)
+		if (t->win_ranges[j].as_id == as_id &&
+		    gfn >= t->win_ranges[j].start &&
+		    gfn < t->win_ranges[j].end) {
+			t->win_walked = 1;
+			t->win_walk_range = j;
+			t->win_walk_gfn = gfn;
+			return;
+		}
+}
+
+/*
+ * A leaf of an open invalidation's range that another thread removes
+ * before the invalidation's walk reached it is not the walk's: the walk
+ * finds it gone.  kvm_tdp_mmu_unmap_gfn_range() walks each range in gfn
+ * order and may yield mmu_lock on the way (tdp_mmu_iter_cond_resched(),
+ * a blockable notifier), and the NX recovery worker takes the lock
+ * then: seen on stock 6.12 with two VMs under NUMA balancing, a vCPU's
+ * NUMA-hinting invalidation of its whole 128 MiB found 4,259 of its
+ * leaves removed by the worker's recovery meanwhile (predicted 24,592,
+ * traced 20,333).  A leaf behind the walk was zapped by it, so one
+ * removed there now was installed after it and was never counted.
+ * What it cannot catch: a walk that does not go in gfn order, a range
+ * of several memslots walked out of the model's order.
+ */
+void window_removal(struct engine *e, struct thread_ctx *self, int as_id,
+		    int level, uint64_t gfn)
+{
+	struct thread_ctx *win;
+	size_t i;
+	int j;
+
+	for (i = 0; i < e->nopen_windows; i++) {
+		win = e->open_windows[i];
+		if (win == self || win->ctx_keep || win->ctx_predicted <= 0)
+			continue;
+		for (j = 0; j < win->win_nranges; j++)
+			if (win->win_ranges[j].as_id == as_id &&
+			    gfn < win->win_ranges[j].end &&
+			    win->win_ranges[j].start < gfn +
+			    tdp_level_pages(level))
+				break;
+		if (j == win->win_nranges)
+			continue;
+		if (win->win_walked && (j < win->win_walk_range ||
+					(j == win->win_walk_range &&
+					 gfn <= win->win_walk_gfn)))
+			continue;
+		win->ctx_predicted--;
 	}
 }
 

@@ -205,6 +205,7 @@ enum replay_status replay_session_run(struct replay_session *s,
 	if (st == REPLAY_OK && s->kattr) {
 		res->kthread_events_decided = s->kattr->events_decided;
 		res->kthread_events_left = s->kattr->events_left;
+		res->aged_leaves_moved = s->kattr->aged_moved;
 	}
 	return st;
 }

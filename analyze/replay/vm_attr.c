@@ -33,6 +33,10 @@ struct pass {
 	int nvms;
 	uint64_t all;                   /* every VM's bit */
 	struct ptrmap threads;          /* tid -> struct kthread */
+	/* tid -> the VM of the leaf it aged last, until its next event:
+	 * a flush then is that VM's. */
+	struct u64map aged_by;
+	int64_t naged_by;               /* entries not 0 */
 	int nomem;
 };
 
@@ -75,12 +79,62 @@ static uint64_t zap_fits(const struct pass *p, const struct model_event *ev,
 	return fits;
 }
 
+/*
+ * The VM of an aged leaf: the one VM whose state holds the leaf as the
+ * change found it (its value but for the accessed and dirty bits, which
+ * the CPU sets with no event), else 0 (none, or several: a page shared
+ * at one gfn).
+ */
+static int aged_vm(const struct pass *p, const struct model_event *ev)
+{
+	int v, found = 0, as = ev->u.spte.as_id, level = ev->u.spte.level;
+	uint64_t hw = p->fmt->accessed | p->fmt->dirty;
+
+	for (v = 0; v < p->nvms; v++) {
+		if (!tdp_stored(&p->leaves[v], as, level, ev->u.spte.gfn) ||
+		    (tdp_get(&p->leaves[v], as, level, ev->u.spte.gfn) |
+		     hw) != (ev->u.spte.old_spte | hw))
+			continue;
+		if (found)
+			return 0;
+		found = v + 1;
+	}
+	return found;
+}
+
 /* ev is vm's: mapped, and its leaves move with it. */
 static void decide(struct pass *p, int vm, const struct model_event *ev)
 {
 	if (u64map_put(&p->out->seq_vm, ev->seq, (uint64_t)vm) < 0)
 		p->nomem = 1;
 	leaves_apply(p, vm, ev);
+}
+
+/*
+ * The event after a thread aged a leaf: a flush is the aged VM's
+ * (kvm_mmu_notifier_clear_flush_young() flushes the VM whose leaf was
+ * young), moved where its row says another; any event ends it.
+ * Returns 0, or -1 when out of memory.
+ */
+static int aged_flush(struct pass *p, const struct model_event *ev)
+{
+	uint64_t tid = (uint64_t)(uint32_t)ev->tid;
+	int v = (int)u64map_get(&p->aged_by, tid);
+
+	if (!v)
+		return 0;
+	if (ev->kind == MEV_TLB_FLUSH && v != ev->vm) {
+		if (ev->vm) {
+			if (u64map_put(&p->out->moved, ev->seq,
+				       (uint64_t)v) < 0)
+				return -1;
+			p->out->aged_moved++;
+		} else {
+			decide(p, v, ev);
+		}
+	}
+	p->naged_by--;
+	return u64map_put(&p->aged_by, tid, 0);
 }
 
 /* The context ends: its held events stay without a VM. */
@@ -183,6 +237,7 @@ enum vm_attr_status vm_attr_run(struct source *src,
 
 	memset(out, 0, sizeof(*out));
 	u64map_init(&out->seq_vm);
+	u64map_init(&out->moved);
 	memset(&p, 0, sizeof(p));
 	if (nvms > VM_ATTR_MAX_VMS)
 		nvms = VM_ATTR_MAX_VMS;
@@ -191,6 +246,7 @@ enum vm_attr_status vm_attr_run(struct source *src,
 	p.nvms = nvms;
 	p.all = nvms == 64 ? ~0ull : (1ull << nvms) - 1;
 	ptrmap_init(&p.threads);
+	u64map_init(&p.aged_by);
 	p.leaves = calloc((size_t)(nvms ? nvms : 1), sizeof(*p.leaves));
 	if (!p.leaves)
 		goto end;
@@ -202,6 +258,31 @@ enum vm_attr_status vm_attr_run(struct source *src,
 	}
 	source_progress(src, "replay: VMs of kernel threads");
 	while (!p.nomem && (ss = source_next(src, &ev)) == SOURCE_OK) {
+		if (p.naged_by && aged_flush(&p, &ev) < 0)
+			goto end;
+		if (ev.kind == MEV_SPTE_CHANGE &&
+		    spte_present_leaf(fmt, ev.u.spte.old_spte,
+				      ev.u.spte.level) &&
+		    spte_present_leaf(fmt, ev.u.spte.new_spte,
+				      ev.u.spte.level) &&
+		    spte_aged(fmt, ev.u.spte.old_spte, ev.u.spte.new_spte) &&
+		    (v = aged_vm(&p, &ev))) {
+			out->aged_decided++;
+			if (v != ev.vm && ev.vm &&
+			    u64map_put(&out->moved, ev.seq, (uint64_t)v) < 0)
+				goto end;
+			if (!u64map_get(&p.aged_by, (uint64_t)(uint32_t)ev.tid))
+				p.naged_by++;
+			if (u64map_put(&p.aged_by, (uint64_t)(uint32_t)ev.tid,
+				       (uint64_t)v) < 0)
+				goto end;
+			out->aged_moved += v != ev.vm && ev.vm;
+			if (ev.vm)
+				leaves_apply(&p, v, &ev);
+			else
+				decide(&p, v, &ev);
+			continue;
+		}
 		if (ev.vm) {
 			leaves_apply(&p, ev.vm, &ev);
 			continue;
@@ -232,6 +313,7 @@ enum vm_attr_status vm_attr_run(struct source *src,
 end:
 	ptrmap_each(&p.threads, kthread_free, &p);
 	ptrmap_free_values(&p.threads);
+	u64map_free(&p.aged_by);
 	for (v = 0; p.leaves && v < nvms; v++)
 		tdp_free(&p.leaves[v]);
 	free(p.leaves);
@@ -243,4 +325,5 @@ end:
 void vm_attr_free(struct vm_attr *a)
 {
 	u64map_free(&a->seq_vm);
+	u64map_free(&a->moved);
 }

@@ -17,7 +17,17 @@
  *     mid-run a VM's state may not show an entry: no contradiction);
  *     none or several (a context that zaps nothing, a page KSM shares
  *     between VMs at one gfn): it stays unattributed and is counted,
- *     never guessed.
+ *     never guessed;
+ *   - a leaf aged (its accessed bit alone cleared) is the VM's whose
+ *     state holds that leaf (its value but for the accessed and dirty
+ *     bits the CPU sets), when one VM's alone does, whatever thread
+ *     aged it: reclaim ages every page of a
+ *     memory cgroup or LRU in whichever thread needs memory (a VM
+ *     process's thread ages another VM's pages under one cgroup, seen
+ *     on patched 6.1 with two VMs under a 64 MiB limit), and the aging
+ *     notifiers have no tracepoint to name the VM.  Its row's own VM,
+ *     the thread's, is overridden (moved), and so is the flush that
+ *     thread traces next (clear_flush_young flushes the VM it aged).
  * Memory: each VM's present leaves and, per kernel thread, the events
  * of its context until it is decided.
  */
@@ -43,6 +53,10 @@ struct vm_attr {
 	int64_t events_decided, events_left;
 	/* Events of a VM's process ingest gave none (thread_vm). */
 	int64_t events_of_process;
+	/* Aged leaves given the VM whose state holds them, over their
+	 * row's (seq -> VM); aged_decided: all those given one here. */
+	struct u64map moved;
+	int64_t aged_decided, aged_moved;
 };
 
 enum vm_attr_status {
@@ -63,11 +77,17 @@ enum vm_attr_status vm_attr_run(struct source *src,
 				const struct u64map *thread_vm,
 				struct vm_attr *out);
 void vm_attr_free(struct vm_attr *a);
-/* Returns the VM ev belongs to: its own, else the one decided here;
- * 0 when none. */
+/* Returns the VM ev belongs to: the one decided here over its own (an
+ * aged leaf), its own, else the one decided here; 0 when none. */
 static inline int vm_attr_of(const struct vm_attr *a,
 			     const struct model_event *ev)
 {
+	int vm;
+
+	if (a->aged_moved && ev->vm && (ev->kind == MEV_SPTE_CHANGE ||
+					ev->kind == MEV_TLB_FLUSH) &&
+	    (vm = (int)u64map_get(&a->moved, ev->seq)))
+		return vm;
 	return ev->vm ? ev->vm : (int)u64map_get(&a->seq_vm, ev->seq);
 }
 

@@ -29,8 +29,8 @@
  */
 #define REPORT_JSON_SCHEMA_LIST(X) \
 	X(REPORT_JSON_SUMMARY, "mmureplay-summary", 6) \
-	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 7) \
-	X(REPORT_JSON_REPLAY, "mmureplay-replay", 9) \
+	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 8) \
+	X(REPORT_JSON_REPLAY, "mmureplay-replay", 10) \
 	X(REPORT_JSON_SPIKES, "mmureplay-spikes", 2) \
 	X(REPORT_JSON_COMPARE, "mmureplay-compare", 5)
 
@@ -73,6 +73,7 @@ struct report_vms {
 	int narrowed;                   /* --vm: its id; 0: every VM */
 	int64_t rows_unattributed;      /* ingest's (meta vm_unattributed) */
 	int64_t kthread_events_decided, kthread_events_left;
+	int64_t aged_leaves_moved;      /* replay/vm_attr.h */
 };
 
 /* Fidelity (self-check) of a capture as JSON / text; vms NULL for a

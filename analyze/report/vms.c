@@ -41,6 +41,11 @@ void report_vms_text(FILE *out, const struct report_vms *vms)
 		report_fmt_count(a, sizeof(a), vms->rows_unattributed),
 		report_fmt_count(b, sizeof(b), vms->kthread_events_decided),
 		report_fmt_count(c, sizeof(c), vms->kthread_events_left));
+	if (vms->aged_leaves_moved)
+		fprintf(out, "  aged leaves of another VM than their thread's "
+			"(reclaim under a shared\n  memory cgroup): %s, given "
+			"the VM whose state held them\n",
+			report_fmt_count(a, sizeof(a), vms->aged_leaves_moved));
 }
 
 /* What ingest and the replay could not give a VM, and the --vm. */
@@ -55,6 +60,8 @@ static void vm_attribution_json(cJSON *root, const struct report_vms *vms)
 				(double)vms->kthread_events_decided);
 	cJSON_AddNumberToObject(o, "kthread_events_left",
 				(double)vms->kthread_events_left);
+	cJSON_AddNumberToObject(o, "aged_leaves_moved",
+				(double)vms->aged_leaves_moved);
 }
 
 /* vm_attribution and the empty "vms" array, returned. */

@@ -264,8 +264,10 @@ esac
 # host_mm_checks: the notifier calls by thread name (run.sh's host
 # memory management options).
 host_mm_checks() {
-	local out by
-	out=$(awk -v wl="$WL" '
+	local out by wls=$WL
+	# run.sh multi: each VM's workload (its UST variant's name too).
+	[ "$WL" != multi ] || wls=$(sed -n 's/^    {"vm": [0-9]*, "workload": "\([a-z]*\)".*/\1 \1-ust/p' "$M" | tr '\n' ' ')
+	out=$(awk -v wls="$wls" '
 	function f(name,   r) {
 		if (match($0, name " = [^,}]+")) {
 			r = substr($0, RSTART + length(name) + 3, RLENGTH - length(name) - 3)
@@ -294,7 +296,7 @@ host_mm_checks() {
 			if (p ~ /^khugepaged$/) c[e, "khp"]++
 			if (p ~ /^kswapd/) c[e, "kswapd"]++
 			if (tid in inrecl) { c[e, "recl"]++; if (p !~ /^kswapd/) c[e, "reclwl"]++ }
-			if (p == wl && !(tid in insys)) c[e, "nosys"]++
+			if (index(" " wls " ", " " p " ") && !(tid in insys)) c[e, "nosys"]++
 		}
 	}
 	END {
@@ -314,7 +316,7 @@ host_mm_checks() {
 		check "memcg: notifier calls by reclaim ($by)" "[ $((HM_KSWAPD + HM_RECLWL)) -gt 0 ]"
 	fi
 	[[ " $HOSTMM " != *" numa_balancing "* ]] ||
-		check "numa balancing: notifier calls by $WL outside its mprotect/madvise/ioctls but KVM_RUN" "[ $HM_NOSYS -gt 0 ]"
+		check "numa balancing: notifier calls by ${wls% } outside its mprotect/madvise/ioctls but KVM_RUN" "[ $HM_NOSYS -gt 0 ]"
 }
 
 ARGS=$(sed -n 's/^  "workload_args": "\(.*\)",$/\1/p' "$M")
