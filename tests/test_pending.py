@@ -28,10 +28,6 @@ KINDS = {
 CUTS = {
     "lttng-kernel-6.1.192-patched-multivm-nxrecovery-basic-ksm":
         (0.5, {"nx_count", "recovery_batch"}),
-    # Two VMs in one memory cgroup: the whole capture passes; cut at
-    # 30% (4 s) it does not (zap_count); test_late_cut cuts there too.
-    "lttng-kernel-6.1.192-patched-multivm-nxrecovery-basic-memcg-limit":
-        (0.3, {"zap_count", "zap_outside_range", "flush_context"}),
 }
 present = sorted(d for d in os.listdir(pending)
                  if os.path.exists(os.path.join(pending, d, "trace.tar.xz")))

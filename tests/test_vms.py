@@ -17,6 +17,9 @@ thread babeltrace2's (ksmd, NUMA hinting).
 Each VM of the captures under tests/data passes its own self-check
 (fidelity replays each alone), and --vm narrows to one (summary: the
 VM's events alone, its faults babeltrace2's of its pid).
+Each patched capture cut late at 30% (its VMs from before the cut) gives
+each VM the struct kvm address its process's kvm_vm_create gave it in
+the whole capture, and every row naming an address that address's VM.
 What this cannot catch: a process with several VMs at once (no capture
 has one), whose threads the vCPU fds tell apart.  A sliced run
 (mmrtest.fixture_step() > 1) takes every second capture.
@@ -30,7 +33,7 @@ import sqlite3
 import sys
 
 from mmrtest import (check, db_rows, extract_fixture, finish, fixture_offset,
-                     fixture_step, fresh_dir, run)
+                     fixture_step, fresh_dir, late_cut, run)
 
 mmr, data, work = sys.argv[1:4]
 fresh_dir(work)
@@ -63,19 +66,39 @@ def bt_rows_by_pid(trace, canonical, faults):
     13-14), a VM is made at kvm_vm_create, and an event naming a struct
     kvm (field kvm) is that VM's process's, as is every event of its
     thread from an invalidation start or recovery begin naming it to the
-    end: the kernel's word, read from babeltrace2's fields.  An
+    end: the kernel's word, read from babeltrace2's fields.  An address
+    named before its kvm_vm_create is the VM created next there (the
+    notifier is registered before the event), if none there was
+    destroyed between; a context naming an address of no VM is no VM's,
+    never its thread's process's.  An
     LTTng-UST event (run.sh multi --ust: the latency probe's) names its
     thread by vtid: its process is the one the kernel trace gave that
     thread."""
     p = run(["babeltrace2", "--clock-seconds", "--no-delta", trace])
     check(p.returncode == 0, "babeltrace2 %s" % trace)
+    lines = p.stdout.splitlines()
+    # kvm -> [(line, pid of a creation, or None: a destruction)]
+    made = collections.defaultdict(list)
+    for i, line in enumerate(lines):
+        m = LINE.match(line)
+        if m and m.group(1) in ("kvm_vm_create", "kvm_vm_destroy"):
+            made[int(KVM.search(m.group(2)).group(1), 0)].append(
+                (i, int(PID.search(m.group(2)).group(1))
+                 if m.group(1) == "kvm_vm_create" else None))
+
+    def made_next(kvm, i):
+        for j, pid in made.get(kvm, ()):
+            if j > i:
+                return pid
+        return None
+
     created, in_create = set(), set()
     per_pid, before = collections.Counter(), collections.Counter()
     pid_faults = collections.Counter()
     vcpu_faults = collections.Counter()     # (pid, vcpu_id)
     live, window = {}, {}                   # kvm -> pid, tid -> pid
     pid_of = {}                             # tid -> pid
-    for line in p.stdout.splitlines():
+    for i, line in enumerate(lines):
         m = LINE.match(line)
         if not m or m.group(1) not in canonical:
             continue
@@ -105,14 +128,14 @@ def bt_rows_by_pid(trace, canonical, faults):
                 created.add(pid)
         owner = pid if pid in created else None
         if kvm is not None and name != "kvm_vm_create":
-            owner = live.get(kvm)
+            owner = live.get(kvm, made_next(kvm, i))
             if name.endswith(("_start", "_begin")):
                 window[tid] = owner
             elif name.endswith("_end"):
                 window.pop(tid, None)
             if name == "kvm_vm_destroy":
                 live.pop(kvm, None)
-        elif window.get(tid) is not None:
+        elif tid in window:
             owner = window[tid]
         if owner is not None:
             pid = owner
@@ -195,6 +218,33 @@ def check_replay_vms(name, db, ids):
     check(all(re.search(r"^\s+%d\s+\d+\s+\S+\s+\S+\s+[\d,]+" % i, t,
                         re.M) for i in ids) and "Per VM" in t,
           "%s: replay's text has a row per VM:\n%s" % (name, t))
+
+
+def check_cut_kvm(name, trace, db, w):
+    """A patched capture cut late (its VMs from before the cut, their
+    kvm_vm_create gone): each VM learns its struct kvm address from its
+    own process's work, never from its thread's reclaim of another VM's
+    memory; so each address the cut gives a VM is the one the whole
+    capture's kvm_vm_create gave that VM's process, and every row naming
+    an address is the VM of that address's process (or of none, said)."""
+    owner = dict(db_rows(db, "SELECT kvm, pid FROM vm WHERE kvm IS NOT "
+                             "NULL"))
+    if not owner:
+        return
+    cut, k, _ = late_cut(trace, 0.3, os.path.join(w, "cut"))
+    cdb = os.path.join(w, "cut.db")
+    check(run([mmr, "ingest", "-q", cut, "-o", cdb]).returncode == 0,
+          "%s: ingest the cut at %d s" % (name, k))
+    learnt = db_rows(cdb, "SELECT kvm, pid FROM vm WHERE kvm IS NOT NULL")
+    check(all(owner.get(a) == pid for a, pid in learnt),
+          "%s: the cut at %d s gives each VM its process's struct kvm "
+          "(cut %s, whole %s)" % (name, k, learnt, owner))
+    for table in ("notifier", "nx_recovery"):
+        wrong = db_rows(cdb, "SELECT count(*) FROM %s t JOIN vm ON vm.id "
+                             "= t.vm WHERE t.kvm IS NOT NULL AND t.kvm IS "
+                             "NOT vm.kvm" % table)[0][0]
+        check(wrong == 0, "%s: the cut at %d s gives %d %s rows a VM "
+              "other than the one they name" % (name, k, wrong, table))
 
 
 def check_corrupt_vm(name, db, w):
@@ -365,6 +415,7 @@ for fx in fixtures:
               "%s: --vm 1 replays VM 1 alone" % name)
         check_replay_vms(name, db, [v[0] for v in vms])
         check_corrupt_vm(name, db, w)
+        check_cut_kvm(name, trace, db, w)
     print("%s: %s, %d rows of no VM" % (
         name, ", ".join("VM %d pid %d: %d" % (v[0], v[1], rows[v[0]])
                         for v in vms), none))

@@ -230,6 +230,8 @@ static int replay_policies(sqlite3 *db, const char *path,
 				res[0].kthread_events_decided;
 			vms->kthread_events_left = res[0].kthread_events_left;
 			vms->aged_leaves_moved = res[0].aged_leaves_moved;
+			vms->aged_leaves_unknown =
+				res[0].aged_leaves_unknown;
 		}
 		return rc;
 	}
@@ -275,6 +277,7 @@ static int replay_policies(sqlite3 *db, const char *path,
 		vms->kthread_events_decided = res[0].kthread_events_decided;
 		vms->kthread_events_left = res[0].kthread_events_left;
 		vms->aged_leaves_moved = res[0].aged_leaves_moved;
+		vms->aged_leaves_unknown = res[0].aged_leaves_unknown;
 	}
 	return rc;
 }
@@ -376,6 +379,7 @@ int cli_replay_vms(sqlite3 *db, const char *path,
 	vms->kthread_events_decided = total->kthread_events_decided;
 	vms->kthread_events_left = total->kthread_events_left;
 	vms->aged_leaves_moved = total->aged_leaves_moved;
+	vms->aged_leaves_unknown = total->aged_leaves_unknown;
 	return rc;
 }
 

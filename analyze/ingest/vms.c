@@ -67,7 +67,8 @@ int vms_init(struct vms *v, const struct catalog *cat)
 	v->vcpu_kind = calloc((size_t)cat->nentries + 1, 1);
 	v->kvm_col = malloc((size_t)cat->nentries + 1);
 	v->kvm_phase = malloc((size_t)cat->nentries + 1);
-	if (!v->vcpu_kind || !v->kvm_col || !v->kvm_phase)
+	v->event_col = malloc((size_t)cat->nentries + 1);
+	if (!v->vcpu_kind || !v->kvm_col || !v->kvm_phase || !v->event_col)
 		return -1;
 	for (i = 0; i < cat->nentries; i++) {
 		const struct catalog_entry *e = &cat->entries[i];
@@ -78,6 +79,7 @@ int vms_init(struct vms *v, const struct catalog *cat)
 		/* Columns are few (CATALOG_MAX_COLS): an index fits. */
 		col = catalog_entry_col(e, "kvm");
 		v->kvm_col[i] = (signed char)col;
+		v->event_col[i] = (signed char)catalog_entry_col(e, "event");
 		phase = catalog_entry_col(e, "phase");
 		v->kvm_phase[i] = (signed char)(col >= 0 && phase >= 0 &&
 			e->cols[phase].nfields == 0 &&
@@ -99,9 +101,11 @@ void vms_free(struct vms *v)
 	ptrmap_free_values(&v->procs);
 	u64map_free(&v->kvm_vm);
 	free(v->list);
+	free(v->spans);
 	free(v->vcpu_kind);
 	free(v->kvm_col);
 	free(v->kvm_phase);
+	free(v->event_col);
 }
 
 static struct vms_proc *proc_get(struct vms *v, int64_t pid, int create)
@@ -262,6 +266,8 @@ static enum vms_reason row_thread_vm(struct vms *v, struct vms_thread *th,
 			 on_return(v, th, procname, r) < 0)
 			*nomem = 1;
 	}
+	if (th->window_vm < 0)
+		return VMS_UNKNOWN_KVM;
 	if (th->window_vm) {
 		r->vm = th->window_vm;
 		return VMS_REASONS;
@@ -344,6 +350,63 @@ static void on_destroy(struct vms *v, int64_t vm, const struct ingest_row *r)
 			p->live_vm = v->list[i].id;
 }
 
+/*
+ * Whether row r, naming a struct kvm, can only be the work of that VM's
+ * own process: a notifier event only a process's own syscalls or task
+ * work make on its mm (munmap, exit, mprotect, NUMA hinting), or an
+ * event that is no notifier's (a recovery batch).
+ */
+static int own_work(const struct vms *v, const struct ingest_row *r)
+{
+	int col = v->event_col[r->kind];
+	int64_t ev;
+
+	if (col < 0)
+		return 1;
+	if (r->nullmask & (1u << col))
+		return 0;
+	ev = r->v[col].i;
+	return ev == MEV_MMU_NOTIFY_UNMAP || ev == MEV_MMU_NOTIFY_PROTECTION_VMA;
+}
+
+/*
+ * Row r names struct kvm address kvm, the VM named (0: not known yet);
+ * phase is its event's (0 opens a context, 1 closes one, -1 neither).
+ * A context opened naming an address not known is a span until its
+ * thread's next opening or closing row; any other row naming one is a
+ * span of its own.  Returns 0, or -1 when out of memory.
+ */
+static int span_note(struct vms *v, struct vms_thread *th,
+		     const struct ingest_row *r, uint64_t kvm, int64_t named,
+		     int phase)
+{
+	struct vms_span *s;
+
+	if (th && th->window_span && phase >= 0) {
+		s = &v->spans[th->window_span - 1];
+		th->window_span = 0;
+		if (phase == 1 && s->kvm == kvm) {
+			s->hi = r->seq;
+			return 0;
+		}
+		s->hi = r->seq - 1;
+	}
+	if (named)
+		return 0;
+	if (ALLOC_GROW(v->spans, v->nspans + 1, v->capspans))
+		return -1;
+	s = &v->spans[v->nspans++];
+	s->tid = r->tid;
+	s->kvm = kvm;
+	s->lo = r->seq;
+	s->hi = r->seq;
+	if (th && phase == 0) {
+		s->hi = INT64_MAX;      /* until the context's end */
+		th->window_span = v->nspans;
+	}
+	return 0;
+}
+
 int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
 	    struct ingest_row *r)
 {
@@ -374,7 +437,7 @@ int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
 		r->vm = named;
 		why = VMS_REASONS;
 	} else if (kvm && why == VMS_REASONS && !th->window_vm &&
-		   !v->list[r->vm - 1].kvm &&
+		   own_work(v, r) && !v->list[r->vm - 1].kvm &&
 		   v->list[r->vm - 1].destroyed_seq < 0) {
 		/* A VM from before the capture, named by its own process. */
 		if (u64map_put(&v->kvm_vm, kvm, (uint64_t)r->vm) < 0)
@@ -385,8 +448,10 @@ int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
 		/* Never the thread's guess: the event says whose it is. */
 		why = VMS_UNKNOWN_KVM;
 	}
+	if (kvm && span_note(v, th, r, kvm, named, v->kvm_phase[k]) < 0)
+		return -1;
 	if (th && kvm && v->kvm_phase[k] >= 0)
-		th->window_vm = v->kvm_phase[k] == 0 ? named : 0;
+		th->window_vm = v->kvm_phase[k] != 0 ? 0 : named ? named : -1;
 	if (named && k == v->destroy_kind)
 		on_destroy(v, named, r);
 	if (why == VMS_REASONS)
@@ -406,36 +471,95 @@ static void bind_known(sqlite3_stmt *st, int i, int64_t x, int known)
 }
 
 /*
- * Rows that name a struct kvm before its kvm_vm_create.  The event is
- * traced in KVM_CREATE_VM once the VM's fd is known, after
- * kvm_create_vm() registered the MMU notifier on the process's mm: an
- * invalidation of that mm in between (ksmd scanning it) names the VM
- * being made.  Such a row is the VM created next at that address, if no
- * VM at that address was destroyed between the two.  Returns the rows
- * given a VM (counted under unknown_kvm when written), or -1 on an SQL
- * error.
+ * The VM address kvm turned out to be at seq: a VM from before the
+ * capture learnt to have it, alive then; else the VM created next at
+ * that address, if no VM at that address was destroyed between the two.
+ * The second is kvm_vm_create's order: the event is traced in
+ * KVM_CREATE_VM once the VM's fd is known, after kvm_create_vm()
+ * registered the MMU notifier on the process's mm, so an invalidation of
+ * that mm in between (ksmd scanning it) names the VM being made.
+ * Returns its id, or 0: none.
  */
-static int64_t vms_named_early(sqlite3 *db)
+static int64_t span_vm(const struct vms *v, uint64_t kvm, int64_t seq)
 {
-	static const char *const tables[] = { "notifier", "nx_recovery" };
-	char sql[768];
-	int64_t n = 0;
+	const struct vms_vm *next = NULL;
 	size_t i;
 
-	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
-		snprintf(sql, sizeof(sql),
-			 "UPDATE %1$s SET vm = (SELECT id FROM vm WHERE "
-			 "vm.kvm = %1$s.kvm AND vm.created_seq > %1$s.seq "
-			 "ORDER BY created_seq LIMIT 1) WHERE vm IS NULL AND "
-			 "kvm IS NOT NULL AND EXISTS (SELECT 1 FROM vm WHERE "
-			 "vm.kvm = %1$s.kvm AND vm.created_seq > %1$s.seq AND "
-			 "NOT EXISTS (SELECT 1 FROM vm d WHERE d.kvm = vm.kvm "
-			 "AND d.destroyed_seq > %1$s.seq AND d.destroyed_seq "
-			 "< vm.created_seq))", tables[i]);
-		if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-			return -1;
-		n += sqlite3_changes(db);
+	for (i = 0; i < v->nvms; i++) {
+		const struct vms_vm *m = &v->list[i];
+
+		if (m->kvm != kvm)
+			continue;
+		if (m->created_seq < 0 &&
+		    (m->destroyed_seq < 0 || m->destroyed_seq > seq))
+			return m->id;
+		if (m->created_seq > seq &&
+		    (!next || m->created_seq < next->created_seq))
+			next = m;
 	}
+	for (i = 0; next && i < v->nvms; i++)
+		if (v->list[i].kvm == kvm && v->list[i].destroyed_seq > seq &&
+		    v->list[i].destroyed_seq < next->created_seq)
+			return 0;
+	return next ? next->id : 0;
+}
+
+/*
+ * Gives the rows of v->spans the VM their address turned out to be, in
+ * every table with a vm column but the replay's.  Returns the rows given
+ * one (counted under unknown_kvm when written), or -1 on an SQL error.
+ */
+static int64_t spans_store(const struct vms *v, sqlite3 *db)
+{
+	sqlite3_stmt *tables = NULL, *up = NULL;
+	int64_t n = -1, vm;
+	size_t i;
+	int r;
+
+	if (sqlite3_prepare_v2(db, "SELECT m.name FROM sqlite_master m "
+			       "WHERE m.type = 'table' AND m.name NOT LIKE "
+			       "'replay%' AND EXISTS (SELECT 1 FROM "
+			       "pragma_table_info(m.name) p WHERE p.name = "
+			       "'vm')", -1, &tables, NULL) != SQLITE_OK)
+		goto end;
+	n = 0;
+	while ((r = sqlite3_step(tables)) == SQLITE_ROW) {
+		char *sql = sqlite3_mprintf(
+			"UPDATE \"%w\" SET vm = ?1 WHERE seq BETWEEN ?2 AND ?3 "
+			"AND vm IS NULL AND (?2 = ?3 OR tid = ?4)",
+			sqlite3_column_text(tables, 0));
+
+		if (!sql || sqlite3_prepare_v2(db, sql, -1, &up, NULL) !=
+		    SQLITE_OK) {
+			sqlite3_free(sql);
+			n = -1;
+			goto end;
+		}
+		sqlite3_free(sql);
+		for (i = 0; i < v->nspans; i++) {
+			const struct vms_span *s = &v->spans[i];
+
+			if (!(vm = span_vm(v, s->kvm, s->lo)))
+				continue;
+			sqlite3_bind_int64(up, 1, vm);
+			sqlite3_bind_int64(up, 2, s->lo);
+			sqlite3_bind_int64(up, 3, s->hi);
+			sqlite3_bind_int64(up, 4, s->tid);
+			if (sqlite3_step(up) != SQLITE_DONE) {
+				n = -1;
+				goto end;
+			}
+			n += sqlite3_changes(db);
+			sqlite3_reset(up);
+		}
+		sqlite3_finalize(up);
+		up = NULL;
+	}
+	if (r != SQLITE_DONE)
+		n = -1;
+end:
+	sqlite3_finalize(up);
+	sqlite3_finalize(tables);
 	return n;
 }
 
@@ -445,7 +569,7 @@ int vms_store(const struct vms *v, sqlite3 *db)
 	char key[64];
 	size_t i;
 	int rc = -1;
-	int64_t early = 0;
+	int64_t resolved = 0;
 
 	if (sqlite3_prepare_v2(db, "INSERT INTO vm (id, pid, fd, created_seq, "
 			       "created_ts, procname, kvm, destroyed_seq, "
@@ -473,15 +597,14 @@ int vms_store(const struct vms *v, sqlite3 *db)
 			goto end;
 		sqlite3_reset(st);
 	}
-	if (v->unattributed[VMS_UNKNOWN_KVM] &&
-	    (early = vms_named_early(db)) < 0)
+	if (v->nspans && (resolved = spans_store(v, db)) < 0)
 		goto end;
-	MR_ASSERT(early <= v->unattributed[VMS_UNKNOWN_KVM]);
+	MR_ASSERT(resolved <= v->unattributed[VMS_UNKNOWN_KVM]);
 	for (i = 0; i < VMS_REASONS; i++) {
 		snprintf(key, sizeof(key), "vm_unattributed:%s",
 			 reason_names[i]);
 		if (db_meta_set_int(db, key, v->unattributed[i] -
-				    (i == VMS_UNKNOWN_KVM ? early : 0)) !=
+				    (i == VMS_UNKNOWN_KVM ? resolved : 0)) !=
 		    DB_OK)
 			goto end;
 	}

@@ -21,7 +21,18 @@
  * (an invalidation's start and end, a recovery batch's begin and end) is
  * that VM's, as is every row of its thread between a start and its end.
  * An address no kvm_vm_create showed (a VM from before the capture) is
- * learnt from a row of that VM's own process.
+ * learnt from a row of that VM's own process that only the process's own
+ * work makes: a munmap or exit (MMU_NOTIFY_UNMAP), an mprotect, NUMA
+ * hinting or userfaultfd write-protect (MMU_NOTIFY_PROTECTION_VMA), its
+ * recovery worker's batch (6.12's vhost task); never reclaim, KSM or
+ * migration (MMU_NOTIFY_CLEAR, _MIGRATE, ...), which a VM process's
+ * thread does to any mm of its memory cgroup or node.  A row naming an address
+ * not known yet (a VM from before the capture, whose own process names
+ * it later; a VM being made, before its kvm_vm_create), and every row of
+ * its thread until its context ends, waits: never the thread's guess
+ * (reclaim under a memory cgroup invalidates another VM's memory from a
+ * VM process's thread).  vms_store() gives those rows the VM the address
+ * turned out to be, where it did.
  * Every other row has no VM, counted by reason (enum vms_reason):
  * threads of a process with no VM (kernel threads: kswapd, ksmd,
  * khugepaged, 6.1's NX recovery kthread), of a process with several and
@@ -62,7 +73,9 @@ struct vms_thread {
 	int64_t pid;            /* -1: the trace does not say */
 	int64_t vm;             /* named by its last KVM ioctl; 0: none */
 	int64_t window_vm;      /* named by its open invalidation or
-				 * recovery batch (patched); 0: none */
+				 * recovery batch (patched); 0: none;
+				 * -1: an address not known yet */
+	size_t window_span;     /* that one's span in vms.spans, plus 1 */
 	int64_t made_vm;        /* kvm_vm_create inside its KVM_CREATE_VM */
 	int in_ioctl;
 	int64_t ioctl_fd;
@@ -79,12 +92,21 @@ struct vms_vm {
 	int64_t destroyed_seq, destroyed_ts;    /* -1: not destroyed */
 };
 
+/* Rows of thread tid from seq lo to hi (inclusive) naming, or inside
+ * a context naming, struct kvm address kvm before it was known. */
+struct vms_span {
+	int64_t tid, lo, hi;
+	uint64_t kvm;
+};
+
 struct vms {
 	struct ptrmap procs;            /* pid -> struct vms_proc */
 	struct u64map kvm_vm;           /* live struct kvm address -> id */
 	struct vms_vm *list;
 	size_t nvms, capvms;
 	int64_t unattributed[VMS_REASONS];
+	struct vms_span *spans;         /* in seq order of lo */
+	size_t nspans, capspans;
 	int64_t rows_pid;               /* rows whose thread had a pid */
 	/* The ioctl entry and exit catalogue entries and their columns
 	 * (fd, cmd; ret); -1 where the catalogue has none. */
@@ -96,6 +118,9 @@ struct vms {
 	 * phase (0 opens a context of that VM in the thread, 1 closes it,
 	 * -1 neither). */
 	signed char *kvm_col, *kvm_phase;
+	/* Per catalogue entry: its column "event" (the notifier's enum
+	 * mmu_notifier_event), or -1. */
+	signed char *event_col;
 	/* kvm_vm_create and kvm_vm_destroy's entries (-1: none) and the
 	 * creation's pid and fd columns. */
 	int create_kind, destroy_kind, col_cpid, col_cfd;
@@ -114,7 +139,9 @@ void vms_free(struct vms *v);
  */
 int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
 	    struct ingest_row *r);
-/* Stores table vm and the meta counts of unattributed rows. */
+/* Stores table vm, gives the rows of vms.spans the VM each address
+ * turned out to be (where one did), and stores the meta counts of the
+ * rows left unattributed. */
 int vms_store(const struct vms *v, sqlite3 *db);
 
 #endif

@@ -15,6 +15,7 @@
 #define MEV_PAGE_SHIFT 12
 
 /* enum mmu_notifier_event (include/linux/mmu_notifier.h). */
+#define MEV_MMU_NOTIFY_UNMAP 0
 #define MEV_MMU_NOTIFY_PROTECTION_VMA 2
 
 /* kvm_x86_exit's isa field: KVM_ISA_VMX, KVM_ISA_SVM

@@ -484,6 +484,9 @@ struct replay_result {
 	/* Aged leaves the replay gave the VM whose state held them, over
 	 * the VM of the thread that aged them (replay/vm_attr.h). */
 	int64_t aged_leaves_moved;
+	/* Aged leaves no VM's state held a leaf of that page at, with
+	 * several VMs: given none, not their thread's VM. */
+	int64_t aged_leaves_unknown;
 	/* A host's total of VMs replayed alone: how many VMs failed their
 	 * own self-check (set by the caller that judged them). */
 	int64_t vms_failed;

@@ -206,6 +206,7 @@ enum replay_status replay_session_run(struct replay_session *s,
 		res->kthread_events_decided = s->kattr->events_decided;
 		res->kthread_events_left = s->kattr->events_left;
 		res->aged_leaves_moved = s->kattr->aged_moved;
+		res->aged_leaves_unknown = s->kattr->aged_unknown;
 	}
 	return st;
 }

@@ -82,24 +82,38 @@ static uint64_t zap_fits(const struct pass *p, const struct model_event *ev,
 /*
  * The VM of an aged leaf: the one VM whose state holds the leaf as the
  * change found it (its value but for the accessed and dirty bits, which
- * the CPU sets with no event), else 0 (none, or several: a page shared
- * at one gfn).
+ * the CPU sets with no event), else the one whose leaf there maps the
+ * same page (a permission its state missed); 0 when none or several (a
+ * page shared at one gfn).  *unknown is set when no VM's leaf there
+ * maps that page: on a capture that began mid-run, a leaf no event
+ * showed yet, or at a gfn another VM also maps.
  */
-static int aged_vm(const struct pass *p, const struct model_event *ev)
+static int aged_vm(const struct pass *p, const struct model_event *ev,
+		   int *unknown)
 {
-	int v, found = 0, as = ev->u.spte.as_id, level = ev->u.spte.level;
-	uint64_t hw = p->fmt->accessed | p->fmt->dirty;
+	int v, found = 0, same_page = 0, npage = 0;
+	int as = ev->u.spte.as_id, level = ev->u.spte.level;
+	uint64_t hw = p->fmt->accessed | p->fmt->dirty, held;
+	uint64_t pfn = spte_pfn(p->fmt, ev->u.spte.old_spte);
 
+	*unknown = 0;
 	for (v = 0; v < p->nvms; v++) {
-		if (!tdp_stored(&p->leaves[v], as, level, ev->u.spte.gfn) ||
-		    (tdp_get(&p->leaves[v], as, level, ev->u.spte.gfn) |
-		     hw) != (ev->u.spte.old_spte | hw))
+		if (!tdp_stored(&p->leaves[v], as, level, ev->u.spte.gfn))
 			continue;
-		if (found)
-			return 0;
-		found = v + 1;
+		held = tdp_get(&p->leaves[v], as, level, ev->u.spte.gfn);
+		if ((held | hw) == (ev->u.spte.old_spte | hw)) {
+			if (found)
+				return 0;
+			found = v + 1;
+		} else if (spte_pfn(p->fmt, held) == pfn) {
+			same_page = v + 1;
+			npage++;
+		}
 	}
-	return found;
+	if (found)
+		return found;
+	*unknown = npage == 0;
+	return npage == 1 ? same_page : 0;
 }
 
 /* ev is vm's: mapped, and its leaves move with it. */
@@ -233,7 +247,7 @@ enum vm_attr_status vm_attr_run(struct source *src,
 	struct model_event ev;
 	struct kthread *k;
 	struct pass p;
-	int v;
+	int v, aged, unknown;
 
 	memset(out, 0, sizeof(*out));
 	u64map_init(&out->seq_vm);
@@ -260,13 +274,14 @@ enum vm_attr_status vm_attr_run(struct source *src,
 	while (!p.nomem && (ss = source_next(src, &ev)) == SOURCE_OK) {
 		if (p.naged_by && aged_flush(&p, &ev) < 0)
 			goto end;
-		if (ev.kind == MEV_SPTE_CHANGE &&
-		    spte_present_leaf(fmt, ev.u.spte.old_spte,
-				      ev.u.spte.level) &&
-		    spte_present_leaf(fmt, ev.u.spte.new_spte,
-				      ev.u.spte.level) &&
-		    spte_aged(fmt, ev.u.spte.old_spte, ev.u.spte.new_spte) &&
-		    (v = aged_vm(&p, &ev))) {
+		aged = ev.kind == MEV_SPTE_CHANGE &&
+			spte_present_leaf(fmt, ev.u.spte.old_spte,
+					  ev.u.spte.level) &&
+			spte_present_leaf(fmt, ev.u.spte.new_spte,
+					  ev.u.spte.level) &&
+			spte_aged(fmt, ev.u.spte.old_spte, ev.u.spte.new_spte);
+		unknown = 0;
+		if (aged && (v = aged_vm(&p, &ev, &unknown))) {
 			out->aged_decided++;
 			if (v != ev.vm && ev.vm &&
 			    u64map_put(&out->moved, ev.seq, (uint64_t)v) < 0)
@@ -281,6 +296,15 @@ enum vm_attr_status vm_attr_run(struct source *src,
 				leaves_apply(&p, v, &ev);
 			else
 				decide(&p, v, &ev);
+			continue;
+		}
+		if (unknown && nvms > 1) {
+			/* No VM's: none is known to hold it (a row of no
+			 * VM is not given its thread's process's). */
+			if (ev.vm && u64map_put(&out->moved, ev.seq,
+						VM_ATTR_NO_VM) < 0)
+				goto end;
+			out->aged_unknown++;
 			continue;
 		}
 		if (ev.vm) {

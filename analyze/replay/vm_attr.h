@@ -28,6 +28,9 @@
  *     notifiers have no tracepoint to name the VM.  Its row's own VM,
  *     the thread's, is overridden (moved), and so is the flush that
  *     thread traces next (clear_flush_young flushes the VM it aged).
+ *     With several VMs, an aged leaf no VM's state holds anything at
+ *     (a capture begun mid-run) is no VM's: moved to none, counted in
+ *     aged_unknown, never its thread's guess.
  * Memory: each VM's present leaves and, per kernel thread, the events
  * of its context until it is decided.
  */
@@ -57,7 +60,13 @@ struct vm_attr {
 	 * row's (seq -> VM); aged_decided: all those given one here. */
 	struct u64map moved;
 	int64_t aged_decided, aged_moved;
+	/* With several VMs, aged leaves no VM's state held a leaf of that
+	 * page at: given none (moved, where their row had one). */
+	int64_t aged_unknown;
 };
+
+/* moved's value for an aged leaf of no known VM. */
+#define VM_ATTR_NO_VM ((uint64_t)UINT32_MAX)
 
 enum vm_attr_status {
 	VM_ATTR_OK = 0,
@@ -82,12 +91,13 @@ void vm_attr_free(struct vm_attr *a);
 static inline int vm_attr_of(const struct vm_attr *a,
 			     const struct model_event *ev)
 {
-	int vm;
+	uint64_t moved;
 
-	if (a->aged_moved && ev->vm && (ev->kind == MEV_SPTE_CHANGE ||
+	if ((a->aged_moved || a->aged_unknown) && ev->vm &&
+	    (ev->kind == MEV_SPTE_CHANGE ||
 					ev->kind == MEV_TLB_FLUSH) &&
-	    (vm = (int)u64map_get(&a->moved, ev->seq)))
-		return vm;
+	    (moved = u64map_get(&a->moved, ev->seq)))
+		return moved == VM_ATTR_NO_VM ? 0 : (int)moved;
 	return ev->vm ? ev->vm : (int)u64map_get(&a->seq_vm, ev->seq);
 }
 

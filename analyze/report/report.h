@@ -74,6 +74,7 @@ struct report_vms {
 	int64_t rows_unattributed;      /* ingest's (meta vm_unattributed) */
 	int64_t kthread_events_decided, kthread_events_left;
 	int64_t aged_leaves_moved;      /* replay/vm_attr.h */
+	int64_t aged_leaves_unknown;
 };
 
 /* Fidelity (self-check) of a capture as JSON / text; vms NULL for a

@@ -46,6 +46,11 @@ void report_vms_text(FILE *out, const struct report_vms *vms)
 			"(reclaim under a shared\n  memory cgroup): %s, given "
 			"the VM whose state held them\n",
 			report_fmt_count(a, sizeof(a), vms->aged_leaves_moved));
+	if (vms->aged_leaves_unknown)
+		fprintf(out, "  aged leaves no VM's state knew (a capture begun "
+			"mid-run): %s, given\n  none, not their thread's VM\n",
+			report_fmt_count(a, sizeof(a),
+					 vms->aged_leaves_unknown));
 }
 
 /* What ingest and the replay could not give a VM, and the --vm. */
@@ -62,6 +67,8 @@ static void vm_attribution_json(cJSON *root, const struct report_vms *vms)
 				(double)vms->kthread_events_left);
 	cJSON_AddNumberToObject(o, "aged_leaves_moved",
 				(double)vms->aged_leaves_moved);
+	cJSON_AddNumberToObject(o, "aged_leaves_unknown",
+				(double)vms->aged_leaves_unknown);
 }
 
 /* vm_attribution and the empty "vms" array, returned. */
