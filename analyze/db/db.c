@@ -559,6 +559,15 @@ static int exec_made(sqlite3 *db, char *sql)
 	return r;
 }
 
+int db_vm_tables(sqlite3 *db, sqlite3_stmt **st)
+{
+	return sqlite3_prepare_v2(db, "SELECT m.name FROM main.sqlite_master "
+				  "m WHERE m.type = 'table' AND m.name NOT "
+				  "LIKE 'replay%' AND EXISTS (SELECT 1 FROM "
+				  "pragma_table_info(m.name) p WHERE p.name = "
+				  "'vm')", -1, st, NULL);
+}
+
 enum db_status db_narrow_vm(sqlite3 *db, int vm, int with_none)
 {
 	sqlite3_stmt *tables = NULL;
@@ -566,11 +575,7 @@ enum db_status db_narrow_vm(sqlite3 *db, int vm, int with_none)
 	int r;
 
 	MR_ASSERT(vm > 0 && !db_narrowed_vm(db, NULL));
-	if (sqlite3_prepare_v2(db, "SELECT m.name FROM main.sqlite_master m "
-			       "WHERE m.type = 'table' AND m.name NOT LIKE "
-			       "'replay%' AND EXISTS (SELECT 1 FROM "
-			       "pragma_table_info(m.name) p WHERE p.name = "
-			       "'vm')", -1, &tables, NULL) != SQLITE_OK)
+	if (db_vm_tables(db, &tables) != SQLITE_OK)
 		goto sql_error;
 	while ((r = sqlite3_step(tables)) == SQLITE_ROW)
 		if (exec_made(db, sqlite3_mprintf(

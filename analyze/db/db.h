@@ -94,6 +94,10 @@ enum db_status db_table_count_store(sqlite3 *db, const char *table,
  * without touching the table.  0 when unknown.  Not a count to report.
  */
 int64_t db_table_rows_hint(sqlite3 *db, const char *table);
+/* Prepares *st, whose rows are the names of the canonical event tables:
+ * every table with a vm column but the replay's own.  Returns SQLite's
+ * status. */
+int db_vm_tables(sqlite3 *db, sqlite3_stmt **st);
 /*
  * Narrows db, for this connection, to the events of VM vm (table vm's
  * id): every table with a vm column but the replay's own (the canonical

@@ -516,11 +516,7 @@ static int64_t spans_store(const struct vms *v, sqlite3 *db)
 	size_t i;
 	int r;
 
-	if (sqlite3_prepare_v2(db, "SELECT m.name FROM sqlite_master m "
-			       "WHERE m.type = 'table' AND m.name NOT LIKE "
-			       "'replay%' AND EXISTS (SELECT 1 FROM "
-			       "pragma_table_info(m.name) p WHERE p.name = "
-			       "'vm')", -1, &tables, NULL) != SQLITE_OK)
+	if (db_vm_tables(db, &tables) != SQLITE_OK)
 		goto end;
 	n = 0;
 	while ((r = sqlite3_step(tables)) == SQLITE_ROW) {
