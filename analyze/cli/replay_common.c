@@ -232,6 +232,7 @@ static int replay_policies(sqlite3 *db, const char *path,
 			vms->aged_leaves_moved = res[0].aged_leaves_moved;
 			vms->aged_leaves_unknown =
 				res[0].aged_leaves_unknown;
+			vms->windows_moved = res[0].windows_moved;
 		}
 		return rc;
 	}
@@ -278,6 +279,7 @@ static int replay_policies(sqlite3 *db, const char *path,
 		vms->kthread_events_left = res[0].kthread_events_left;
 		vms->aged_leaves_moved = res[0].aged_leaves_moved;
 		vms->aged_leaves_unknown = res[0].aged_leaves_unknown;
+		vms->windows_moved = res[0].windows_moved;
 	}
 	return rc;
 }
@@ -380,6 +382,7 @@ int cli_replay_vms(sqlite3 *db, const char *path,
 	vms->kthread_events_left = total->kthread_events_left;
 	vms->aged_leaves_moved = total->aged_leaves_moved;
 	vms->aged_leaves_unknown = total->aged_leaves_unknown;
+	vms->windows_moved = total->windows_moved;
 	return rc;
 }
 

@@ -487,6 +487,9 @@ struct replay_result {
 	/* Aged leaves no VM's state held a leaf of that page at, with
 	 * several VMs: given none, not their thread's VM. */
 	int64_t aged_leaves_unknown;
+	/* Without the kernel's word: windows of a VM process's thread the
+	 * replay gave the VM whose leaves they zapped (replay/vm_attr.h). */
+	int64_t windows_moved;
 	/* A host's total of VMs replayed alone: how many VMs failed their
 	 * own self-check (set by the caller that judged them). */
 	int64_t vms_failed;

@@ -121,6 +121,7 @@ int replay_result_merge(struct replay_result *dst,
 	dst->kthread_events_left = src->kthread_events_left;
 	dst->aged_leaves_moved = src->aged_leaves_moved;
 	dst->aged_leaves_unknown = src->aged_leaves_unknown;
+	dst->windows_moved = src->windows_moved;
 	ADD(mismatches_total);
 	add_array(dst->mismatches_by_kind, src->mismatches_by_kind,
 		  MISMATCH_KINDS);

@@ -17,10 +17,15 @@
 /* Events a context holds before a zap tells its VM, at most. */
 #define VM_ATTR_HELD_MAX 65536
 
-/* A kernel thread's open context. */
+/* A kernel thread's open context, or a VM process thread's window
+ * (own: its row's VM, kept when no zap tells another). */
 struct kthread {
 	uint64_t cand;                  /* VMs its zaps fit (bit vm - 1) */
 	int vm;                         /* decided; 0: not yet */
+	int own;
+	int own_fit;                    /* own could hold a leaf it zapped */
+	int own_held;                   /* own's state held one */
+	uint64_t others_held;           /* VMs whose state held one */
 	int zapped;                     /* it zapped a present leaf */
 	struct model_event *held;       /* undecided: its events */
 	size_t nheld, capheld;
@@ -32,6 +37,7 @@ struct pass {
 	struct tdp *leaves;             /* [vm - 1] */
 	int nvms;
 	uint64_t all;                   /* every VM's bit */
+	uint64_t complete;              /* VMs made in the capture */
 	struct ptrmap threads;          /* tid -> struct kthread */
 	/* tid -> the VM of the leaf it aged last, until its next event:
 	 * a flush then is that VM's. */
@@ -151,9 +157,47 @@ static int aged_flush(struct pass *p, const struct model_event *ev)
 	return u64map_put(&p->aged_by, tid, 0);
 }
 
-/* The context ends: its held events stay without a VM. */
+/* ev of window k, decided: moved where the window is another VM's. */
+static void own_give(struct pass *p, struct kthread *k,
+		     const struct model_event *ev)
+{
+	if (k->vm != k->own) {
+		if (u64map_put(&p->out->moved, ev->seq, (uint64_t)k->vm) < 0)
+			p->nomem = 1;
+		p->out->window_events_moved++;
+	}
+	leaves_apply(p, k->vm, ev);
+}
+
+/* The context ends: its held events stay without a VM (a window's,
+ * with its row's). */
 static void context_close(struct pass *p, struct kthread *k)
 {
+	size_t i;
+
+	if (k->own) {
+		/* Another VM's only when one other VM fits all its zaps,
+		 * and none of them could be its own VM's, or its own VM's
+		 * state held none of them and the other's some (a capture
+		 * begun mid-run, where states show what the capture did). */
+		k->vm = k->own;
+		if (k->zapped && k->cand && !(k->cand & (k->cand - 1)) &&
+		    (!k->own_fit ||
+		     (!k->own_held && (k->others_held & k->cand)))) {
+			k->vm = __builtin_ctzll(k->cand) + 1;
+			p->out->windows_moved++;
+		}
+		for (i = 0; i < k->nheld; i++)
+			own_give(p, k, &k->held[i]);
+		k->nheld = 0;
+		k->vm = 0;
+		k->own = 0;
+		k->own_fit = k->own_held = 0;
+		k->others_held = 0;
+		k->zapped = 0;
+		k->cand = p->all;
+		return;
+	}
 	if (!k->nheld && !k->vm)
 		return;
 	if (!k->vm) {
@@ -180,12 +224,17 @@ static void context_event(struct pass *p, struct kthread *k,
 		p->out->events_decided++;
 		return;
 	}
-	if (!k->nheld)
+	if (!k->nheld && !k->own)
 		p->out->contexts++;
 	/* Memory stays bounded: a context that long without a zap that
-	 * tells is left, from here on unattributed. */
+	 * tells is left, from here on unattributed (a window: its row's). */
 	if (k->nheld == VM_ATTR_HELD_MAX) {
-		p->out->events_left++;
+		if (k->own)
+			k->own_fit = 1;         /* its own, from here on */
+		if (k->own)
+			leaves_apply(p, k->own, ev);
+		else
+			p->out->events_left++;
 		return;
 	}
 	if (ALLOC_GROW(k->held, k->nheld + 1, k->capheld)) {
@@ -198,6 +247,19 @@ static void context_event(struct pass *p, struct kthread *k,
 		return;
 	fits = zap_fits(p, ev, &held);
 	k->zapped = 1;
+	if (k->own) {
+		/* A VM made in the capture showed every leaf it had: one
+		 * its state never held is not its.  Decided at its end
+		 * (context_close()), on all its zaps. */
+		uint64_t own = 1ull << (k->own - 1);
+
+		fits &= held | ~p->complete;
+		k->own_fit |= !!(fits & own);
+		k->own_held |= !!(held & own);
+		k->others_held |= held & ~own;
+		k->cand &= fits & ~own;
+		return;
+	}
 	k->cand &= fits;
 	/* One VM left, or one whose state holds the leaf among those left. */
 	held &= k->cand;
@@ -237,9 +299,51 @@ static void kthread_free(void *arg, void *val)
 	free(k->held);
 }
 
+/*
+ * A window of a VM process's thread on a capture whose kernel names no
+ * VM: opened at its invalidation start, it holds the thread's changes
+ * of leaves and its flushes until any other event of the thread.  An
+ * invalidation zaps leaves only: a table the thread changes next is
+ * other work (the VM's teardown after a stock start with no end event,
+ * as the engine's rule window_leaves has it) and ends the window.
+ * Returns 1 when ev went to one (taken), else 0.
+ */
+static int own_window(struct pass *p, const struct model_event *ev)
+{
+	struct kthread *k = ptrmap_get(&p->threads,
+				       (uint64_t)(uint32_t)ev->tid);
+
+	if (ev->kind == MEV_NOTIFIER &&
+	    ev->u.notifier.phase == MEV_PHASE_START) {
+		if (!k && !(k = kthread_get(p, ev->tid))) {
+			p->nomem = 1;
+			return 1;
+		}
+		context_close(p, k);
+		k->own = ev->vm;
+		context_event(p, k, ev);
+		return 1;
+	}
+	if (!k || !k->own)
+		return 0;
+	if ((ev->kind == MEV_SPTE_CHANGE &&
+	     (ev->u.spte.level == 1 ||
+	      spte_present_leaf(p->fmt, ev->u.spte.old_spte,
+				ev->u.spte.level) ||
+	      spte_present_leaf(p->fmt, ev->u.spte.new_spte,
+				ev->u.spte.level))) ||
+	    ev->kind == MEV_TLB_FLUSH) {
+		context_event(p, k, ev);
+		return 1;
+	}
+	context_close(p, k);
+	return 0;
+}
+
 enum vm_attr_status vm_attr_run(struct source *src,
 				const struct spte_format *fmt, int nvms,
 				const struct u64map *thread_vm,
+				int kernel_named, uint64_t complete,
 				struct vm_attr *out)
 {
 	enum vm_attr_status st = VM_ATTR_ERR_NOMEM;
@@ -259,6 +363,7 @@ enum vm_attr_status vm_attr_run(struct source *src,
 	p.out = out;
 	p.nvms = nvms;
 	p.all = nvms == 64 ? ~0ull : (1ull << nvms) - 1;
+	p.complete = complete & p.all;
 	ptrmap_init(&p.threads);
 	u64map_init(&p.aged_by);
 	p.leaves = calloc((size_t)(nvms ? nvms : 1), sizeof(*p.leaves));
@@ -307,6 +412,9 @@ enum vm_attr_status vm_attr_run(struct source *src,
 			out->aged_unknown++;
 			continue;
 		}
+		if (ev.vm && nvms > 1 && !kernel_named &&
+		    own_window(&p, &ev))
+			continue;
 		if (ev.vm) {
 			leaves_apply(&p, ev.vm, &ev);
 			continue;
@@ -321,6 +429,8 @@ enum vm_attr_status vm_attr_run(struct source *src,
 		k = kthread_get(&p, ev.tid);
 		if (!k)
 			goto end;
+		if (k->own)
+			context_close(&p, k);
 		if (ev.kind == MEV_NOTIFIER && ev.u.notifier.phase ==
 		    MEV_PHASE_START)
 			context_close(&p, k);

@@ -31,6 +31,17 @@
  *     With several VMs, an aged leaf no VM's state holds anything at
  *     (a capture begun mid-run) is no VM's: moved to none, counted in
  *     aged_unknown, never its thread's guess.
+ *   - without the kernel's word (no event names its struct kvm), an
+ *     invalidation of a VM process's thread is its VM's only where no
+ *     zap tells another: reclaim under a memory cgroup two VMs share
+ *     runs in whichever thread needs memory and zaps the other VM's
+ *     leaves (stock 6.1: the bgsnapshot VMM thread reclaimed 512-leaf
+ *     runs of the nxrecovery VM's memory).  Its window (its start, then
+ *     its thread's SPTE changes and flushes until any other event) is
+ *     its row's VM's unless none of its zaps could be that VM's (its
+ *     state holds another value there, or never showed the entry and
+ *     the VM was made in the capture) and one other VM's state fits
+ *     them all: then it is moved there, whole, at its end.
  * Memory: each VM's present leaves and, per kernel thread, the events
  * of its context until it is decided.
  */
@@ -63,6 +74,9 @@ struct vm_attr {
 	/* With several VMs, aged leaves no VM's state held a leaf of that
 	 * page at: given none (moved, where their row had one). */
 	int64_t aged_unknown;
+	/* Without the kernel's word: windows of a VM process's thread
+	 * whose zaps were another VM's, and their events (moved). */
+	int64_t windows_moved, window_events_moved;
 };
 
 /* moved's value for an aged leaf of no known VM. */
@@ -77,13 +91,18 @@ enum vm_attr_status {
 /*
  * One pass over src (rewound first) for a capture of nvms VMs (table
  * vm's ids 1..nvms).  thread_vm (may be NULL) maps a thread to the one
- * VM its process ever had: its events that ingest gave none (before
- * the VM showed: on a capture that began mid-run, ingest learns of a
- * VM at its first vCPU event) are that VM's.
+ * VM its process ever had, from before the capture: its events that
+ * ingest gave none (before the VM showed: on a capture that began
+ * mid-run, ingest learns of a VM at its first vCPU event) are that
+ * VM's.  kernel_named: the kernel names each invalidation's VM (the
+ * series' struct kvm in its events): a window's row VM is its own.
+ * complete: the VMs made in the capture (bit id - 1), whose state
+ * showed every leaf they had.
  */
 enum vm_attr_status vm_attr_run(struct source *src,
 				const struct spte_format *fmt, int nvms,
 				const struct u64map *thread_vm,
+				int kernel_named, uint64_t complete,
 				struct vm_attr *out);
 void vm_attr_free(struct vm_attr *a);
 /* Returns the VM ev belongs to: the one decided here over its own (an
@@ -93,9 +112,10 @@ static inline int vm_attr_of(const struct vm_attr *a,
 {
 	uint64_t moved;
 
-	if ((a->aged_moved || a->aged_unknown) && ev->vm &&
-	    (ev->kind == MEV_SPTE_CHANGE ||
-					ev->kind == MEV_TLB_FLUSH) &&
+	if ((a->aged_moved || a->aged_unknown || a->windows_moved) &&
+	    ev->vm && (ev->kind == MEV_SPTE_CHANGE ||
+		       ev->kind == MEV_TLB_FLUSH ||
+		       ev->kind == MEV_NOTIFIER) &&
 	    (moved = u64map_get(&a->moved, ev->seq)))
 		return moved == VM_ATTR_NO_VM ? 0 : (int)moved;
 	return ev->vm ? ev->vm : (int)u64map_get(&a->seq_vm, ev->seq);

@@ -75,6 +75,7 @@ struct report_vms {
 	int64_t kthread_events_decided, kthread_events_left;
 	int64_t aged_leaves_moved;      /* replay/vm_attr.h */
 	int64_t aged_leaves_unknown;
+	int64_t windows_moved;
 };
 
 /* Fidelity (self-check) of a capture as JSON / text; vms NULL for a

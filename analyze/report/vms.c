@@ -51,6 +51,11 @@ void report_vms_text(FILE *out, const struct report_vms *vms)
 			"mid-run): %s, given\n  none, not their thread's VM\n",
 			report_fmt_count(a, sizeof(a),
 					 vms->aged_leaves_unknown));
+	if (vms->windows_moved)
+		fprintf(out, "  invalidations of a VM process's thread whose "
+			"zaps were another VM's\n  (reclaim under a shared "
+			"memory cgroup): %s, given that VM\n",
+			report_fmt_count(a, sizeof(a), vms->windows_moved));
 }
 
 /* What ingest and the replay could not give a VM, and the --vm. */
@@ -69,6 +74,8 @@ static void vm_attribution_json(cJSON *root, const struct report_vms *vms)
 				(double)vms->aged_leaves_moved);
 	cJSON_AddNumberToObject(o, "aged_leaves_unknown",
 				(double)vms->aged_leaves_unknown);
+	cJSON_AddNumberToObject(o, "windows_moved",
+				(double)vms->windows_moved);
 }
 
 /* vm_attribution and the empty "vms" array, returned. */
