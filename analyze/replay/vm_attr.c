@@ -89,23 +89,35 @@ static uint64_t zap_fits(const struct pass *p, const struct model_event *ev,
  * The VM of an aged leaf: the one VM whose state holds the leaf as the
  * change found it (its value but for the accessed and dirty bits, which
  * the CPU sets with no event), else the one whose leaf there maps the
- * same page (a permission its state missed); 0 when none or several (a
- * page shared at one gfn).  *unknown is set when no VM's leaf there
- * maps that page: on a capture that began mid-run, a leaf no event
- * showed yet, or at a gfn another VM also maps.
+ * same page (a permission its state missed), else the one whose table
+ * above it holds no entry the state knows (a huge page split into a
+ * table filled without a trace: the eager split of dirty logging); 0
+ * when none or several (a page shared at one gfn).  *unknown is set
+ * when none of these tells: on a capture that began mid-run, a leaf no
+ * event showed yet, or at a gfn another VM also maps.
  */
 static int aged_vm(const struct pass *p, const struct model_event *ev,
 		   int *unknown)
 {
-	int v, found = 0, same_page = 0, npage = 0;
+	int v, found = 0, same_page = 0, npage = 0, split = 0, nsplit = 0;
 	int as = ev->u.spte.as_id, level = ev->u.spte.level;
 	uint64_t hw = p->fmt->accessed | p->fmt->dirty, held;
 	uint64_t pfn = spte_pfn(p->fmt, ev->u.spte.old_spte);
 
 	*unknown = 0;
 	for (v = 0; v < p->nvms; v++) {
-		if (!tdp_stored(&p->leaves[v], as, level, ev->u.spte.gfn))
+		if (!tdp_stored(&p->leaves[v], as, level, ev->u.spte.gfn)) {
+			held = level < TDP_MAX_LEAF_LEVEL ?
+				tdp_get(&p->leaves[v], as, level + 1,
+					tdp_align(ev->u.spte.gfn,
+						  level + 1)) : 0;
+			if (spte_present(p->fmt, held) &&
+			    !spte_present_leaf(p->fmt, held, level + 1)) {
+				split = v + 1;
+				nsplit++;
+			}
 			continue;
+		}
 		held = tdp_get(&p->leaves[v], as, level, ev->u.spte.gfn);
 		if ((held | hw) == (ev->u.spte.old_spte | hw)) {
 			if (found)
@@ -118,8 +130,10 @@ static int aged_vm(const struct pass *p, const struct model_event *ev,
 	}
 	if (found)
 		return found;
-	*unknown = npage == 0;
-	return npage == 1 ? same_page : 0;
+	if (npage)
+		return npage == 1 ? same_page : 0;
+	*unknown = nsplit != 1;
+	return nsplit == 1 ? split : 0;
 }
 
 /* ev is vm's: mapped, and its leaves move with it. */
