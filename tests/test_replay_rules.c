@@ -8,7 +8,9 @@
  *                  then a write fault on the kept read-only leaf: still
  *                  a fault; no TLB flush for the kept invalidation;
  *   nx-skip-dirty  recovery of a page in a dirty-logged slot: skipped,
- *                  and the exec refault that followed disappears;
+ *                  and the exec refault that followed disappears; the
+ *                  table it kept goes in the collapse when logging
+ *                  stops, and the fault after it is a refault;
  *   nx-readlock    a vCPU's lock wait inside a write-locked recovery
  *                  window: removed; one outside it: kept;
  *   nx-period=MS   twice the recorded period: every other batch is not
@@ -864,6 +866,43 @@ static void test_nx_skip_dirty(void)
 	replay_result_free(&b);
 	replay_result_free(&s);
 	replay_result_free(&c);
+}
+
+/*
+ * A page recovered while dirty logging was on and not executed again
+ * before logging stops: nx-skip-dirty keeps its table, and the collapse
+ * when logging stops (kvm_mmu_zap_collapsible_sptes(), which spares no
+ * NX split) zaps it, though the recorded run, whose worker had freed
+ * it, traces no collapse there; the read fault after it maps 2M under
+ * both, a refault of the collapse under the policy, not avoided.
+ */
+static void test_collapse_kept(void)
+{
+	struct replay_result b, s;
+
+	nev = 0;
+	memslot(0);
+	nx_split(0x200);
+	setregion_entry();
+	memslot_flags(1024, 0, KVM_MEM_LOG_DIRTY_PAGES);
+	syscall_exit(VMM);
+	nx_recover(0x200);
+	setregion_entry();
+	memslot_flags(1024, KVM_MEM_LOG_DIRTY_PAGES, 0);
+	syscall_exit(VMM);
+	fault(0x200, MEV_PFERR_USER);
+	spte(VCPU, 2, 0x200, 0, RW_2M);
+	entry();
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 0 && b.faults == 2 &&
+	      b.zaps[ZAP_DIRTY_LOG_COLLAPSE] == 0);
+	CHECK(run(&policy_nx_skip_dirty, &s) == REPLAY_OK);
+	CHECK(s.zaps_kept == 1 && s.zaps[ZAP_NX_RECOVERY] == 0);
+	CHECK(s.zaps[ZAP_DIRTY_LOG_COLLAPSE] == 1);
+	CHECK(s.faults == 2 && s.faults_avoided == 0 &&
+	      s.refaults[ZAP_DIRTY_LOG_COLLAPSE] == 1);
+	replay_result_free(&b);
+	replay_result_free(&s);
 }
 
 /*
@@ -2496,6 +2535,7 @@ static const struct scenario {
 	  test_stock_mprotect_restriction },
 	{ "self_check_under_recorded_knob", test_recorded_with_knob },
 	{ "nx_skip_dirty_keeps_logged_recovery", test_nx_skip_dirty },
+	{ "collapse_takes_kept_tables", test_collapse_kept },
 	{ "nx_readlock_removes_lock_wait", test_nx_readlock },
 	{ "combined_policies_each_decide", test_policy_combined },
 	{ "nx_period_skips_batches", test_nx_period },

@@ -247,6 +247,7 @@ static void engine_on_syscall(struct engine *e, struct thread_ctx *t,
 		t->in_dirtylog = 1;
 		e->dirtylog_threads++;
 	} else if (!ev->u.sys.entry && (t->in_setregion || t->in_dirtylog)) {
+		teardown_collapse_kept(e, t, ev->ts);
 		e->setregion_threads -= t->in_setregion;
 		e->dirtylog_threads -= t->in_dirtylog;
 		t->in_setregion = t->in_dirtylog = 0;

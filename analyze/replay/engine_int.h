@@ -608,6 +608,10 @@ void nx_recovery_ctx_close(struct engine *e, struct thread_ctx *t);
 void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 		       const struct model_event *ev);
 void teardown_ctx_close(struct engine *e, struct thread_ctx *t);
+/* Thread t's memslot ioctl returns: the policy's kept leaves the
+ * collapse of dirty logging's tables zapped. */
+void teardown_collapse_kept(struct engine *e, const struct thread_ctx *t,
+			    int64_t ts);
 /* A table's unlink by thread tid, and the leaves a new table linked
  * at the entry before its free hides. */
 void teardown_unlinked(struct engine *e, int32_t tid, int as_id, int level,

@@ -66,6 +66,60 @@ static int collapse_of(const struct engine *e, const struct thread_ctx *t,
 		!scan_dirty_at(e->scan, t->setregion_seq);
 }
 
+/* The walk of teardown_collapse_kept(). */
+struct kept_collapse {
+	struct engine *e;
+	const struct thread_ctx *t;
+	int64_t ts;
+};
+
+static void collapse_kept_leaf(void *arg, int level, uint64_t gfn,
+			       uint64_t spte)
+{
+	struct kept_collapse *c = arg;
+	struct engine *e = c->e;
+	uint64_t base = tdp_align(gfn, TDP_LEVEL_4K + 1), parent;
+
+	(void)spte;
+	if (level != TDP_LEVEL_4K || !collapse_of(e, c->t, base) ||
+	    !collapse_of(e, c->t, base + TDP_TABLE_ENTRIES - 1) ||
+	    u64map_get(&e->host_level, base >> 9) == HOST_4K)
+		return;
+	/* The recorded run's table there: the collapse of it is traced
+	 * (its free took the policy's leaves, overlay_context_range()),
+	 * or the region could not map huge. */
+	parent = tdp_get(&e->tdp_obs, 0, TDP_LEVEL_4K + 1, base);
+	if (spte_present(e->fmt, parent) &&
+	    !spte_present_leaf(e->fmt, parent, TDP_LEVEL_4K + 1))
+		return;
+	tdp_clear(&e->tdp_ovl, 0, level, gfn);
+	overlay_zap(e, c->ts, ZAP_DIRTY_LOG_COLLAPSE, 0, level, gfn);
+}
+
+/*
+ * Thread t's KVM_SET_USER_MEMORY_REGION returns.  Where dirty logging
+ * stopped in it, kvm_mmu_zap_collapsible_sptes() zapped every table
+ * under a 2M entry that could map huge (zap_collapsible_spte_range(),
+ * 6.1 and 6.12 alike: an NX split's table is no exception), the tables
+ * a policy kept as well as the recorded run's.  The trace shows the
+ * recorded run's (collapse_of()); a 4K leaf the policy kept in a region
+ * where the recorded run has no table (its worker recovered the page
+ * and no fault mapped it again while logging was on) goes here, as the
+ * collapse's, unless the host maps the region 4K (nothing collapses
+ * there) or the region is not whole in the slot.  The faults on it
+ * after are refaults.  Under the recorded policy the overlay is empty.
+ */
+void teardown_collapse_kept(struct engine *e, const struct thread_ctx *t,
+			    int64_t ts)
+{
+	struct kept_collapse c = { .e = e, .t = t, .ts = ts };
+
+	if (!t->in_setregion || !tdp_size(&e->tdp_ovl))
+		return;
+	tdp_for_each_leaf(&e->tdp_ovl, 0, 0, UINT64_MAX, collapse_kept_leaf,
+			  &c);
+}
+
 /*
  * Whether the NX recovery worker's table free is a teardown.  On a
  * patched capture a batch is traced from its begin to its end event
