@@ -22,9 +22,6 @@ from mmrtest import check, finish, fresh_dir, ingest_fixture, late_cut, run
 mmr, pending, work = sys.argv[1:4]
 fresh_dir(work)
 KINDS = {
-    # Fresh runs recorded to validate the host-pressure rules (issue 22).
-    "lttng-kernel-6.12.118-stock-multivm-nxrecovery-basic-numa-balancing-2":
-        {"zap_count"},
 }
 # Whole captures that pass, whose late cut at share fails: (share,
 # mismatch kinds).

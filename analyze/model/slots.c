@@ -92,6 +92,30 @@ void slots_infer(struct slots *ss, int64_t lo, int64_t hi, uint64_t first)
 	s->base_gfn = first;
 }
 
+/*
+ * The offset (hva - gfn * 4096) a slot maps by.  A measured one is
+ * exact; an inferred one is a range until windows pin it, and then the
+ * offset in it that puts hva and gfn at the same place in a 2 MiB page
+ * is taken when there is one: KVM maps a slot's memory huge only where
+ * they agree (kvm_alloc_memslot_metadata() disallows huge pages in a
+ * slot whose userspace_addr and base_gfn differ there), so VMMs align
+ * guest RAM that way (seen on stock 6.12: windows bounded a slot to
+ * two offsets one page apart, and the lower one took a one-page
+ * invalidation for the page after it).  Else the range's low end.
+ */
+static uint64_t slot_off(const struct slot *s)
+{
+	const int64_t huge = (int64_t)1 << (PAGE_SHIFT + 9);
+	int64_t aligned;
+
+	if (!s->inferred || s->off_lo >= s->off_hi)
+		return (uint64_t)s->off_lo;
+	aligned = (s->off_lo + huge - 1) & ~(huge - 1);
+	if (aligned <= s->off_hi && aligned + huge > s->off_hi)
+		return (uint64_t)aligned;
+	return (uint64_t)s->off_lo;
+}
+
 int slots_hva_to_gfn(const struct slots *ss, uint64_t hs, uint64_t he,
 		     void (*fn)(void *arg, int as_id, uint64_t gs,
 				uint64_t ge), void *arg)
@@ -100,9 +124,7 @@ int slots_hva_to_gfn(const struct slots *ss, uint64_t hs, uint64_t he,
 
 	for (i = 0; i < ss->n; i++) {
 		const struct slot *s = &ss->s[i];
-		/* An inferred offset is a range; its low end is exact once
-		 * two windows pinned it, and safe before (see slots.h). */
-		uint64_t off = (uint64_t)s->off_lo, gs, ge;
+		uint64_t off = slot_off(s), gs, ge;
 
 		if (!s->live || he <= off)
 			continue;

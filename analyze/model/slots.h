@@ -10,8 +10,9 @@
  * to [hva_start - gmin * 4096, hva_end - (gmax + 1) * 4096] (a huge leaf,
  * zapped whole when the window meets part of it, bounds it through the
  * alignment KVM requires for it: see scan.c); windows whose bounds
- * intersect belong to the same slot and narrow it.  Inferred slots say
- * so (slots_inferred()).
+ * intersect belong to the same slot and narrow it; while a range, the
+ * offset in it that agrees with the gfn in 2 MiB is used (slots.c
+ * slot_off()).  Inferred slots say so (slots_inferred()).
  */
 #ifndef MMUREPLAY_MODEL_SLOTS_H
 #define MMUREPLAY_MODEL_SLOTS_H
