@@ -85,6 +85,9 @@
  *                  settles (first in trace order the old ones);
  *   window leaves  a stock invalidation zaps leaves only: a table its
  *                  thread removes later (the VM's teardown) ends it;
+ *   window walk    a window's walk is past the whole span of the huge
+ *                  leaf it zapped: another thread's zap there later is
+ *                  no removal ahead of it;
  *   aging flush    the flush after a thread cleared accessed bits is
  *                  the page aging's, not its fault's.
  */
@@ -1861,6 +1864,42 @@ static void test_stock_window_race(void)
 
 
 /*
+ * Stock 6.12, two VMs under KSM: ksmd's window over a 2M region zapped
+ * the 2M leaf there (traced at its aligned gfn, 0) and, with no end
+ * event, stayed open in the model; the VMM's invalidation of page 1
+ * later zapped a 4K leaf a fault had put in the region since.  Its walk
+ * being at gfn 0, not past the 2M leaf's span, ksmd's window took that
+ * zap for a removal ahead of its walk (rule window_removal): predicted
+ * 0, traced 1.
+ */
+static void test_window_walk_huge(void)
+{
+	struct replay_result b;
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	fault(0, MEV_PFERR_USER);
+	spte(VCPU, 2, 0, 0, RW_2M);
+	entry();
+	e = ev(MEV_NOTIFIER, KTHREAD);
+	e->u.notifier.hva_start = HVA;
+	e->u.notifier.hva_end = HVA + (512 << 12);
+	spte(KTHREAD, 2, 0, RW_2M, 0);
+	fault(1, MEV_PFERR_USER);
+	spte(VCPU, 2, 0, 0, TABLE);
+	spte(VCPU, 1, 1, 0, RW_4K);
+	entry();
+	stock_notifier(1, 1);
+	spte(VMM, 1, 1, RW_4K, 0);
+	syscall_exit(VMM);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.zaps_observed == 2 && b.zaps_predicted == 2);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+}
+
+/*
  * Stock (memslots inferred from the windows): a first window over pages
  * [0x100, 0x300) of the slot zaps only the 2M leaf at 0x200, whose
  * upper half lies beyond the window's end.  Read as "the window holds
@@ -2536,6 +2575,7 @@ static const struct scenario {
 	{ "self_check_under_recorded_knob", test_recorded_with_knob },
 	{ "nx_skip_dirty_keeps_logged_recovery", test_nx_skip_dirty },
 	{ "collapse_takes_kept_tables", test_collapse_kept },
+	{ "window_walk_passes_huge_leaf", test_window_walk_huge },
 	{ "nx_readlock_removes_lock_wait", test_nx_readlock },
 	{ "combined_policies_each_decide", test_policy_combined },
 	{ "nx_period_skips_batches", test_nx_period },

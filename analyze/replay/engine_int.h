@@ -534,7 +534,8 @@ int window_any_covers(struct engine *e, int as_id, uint64_t gfn,
 		      int zapping);
 void window_install(struct engine *e, struct thread_ctx *self, int as_id,
 		    int level, uint64_t gfn);
-void window_walked(struct thread_ctx *t, int as_id, uint64_t gfn);
+void window_walked(struct thread_ctx *t, int as_id, int level,
+		   uint64_t gfn);
 void window_removal(struct engine *e, struct thread_ctx *self, int as_id,
 		    int level, uint64_t gfn);
 

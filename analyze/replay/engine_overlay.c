@@ -575,7 +575,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 			if (!window_covers(t, roots_orig(e, as), gfn, span))
 				engine_mismatch(e, MISMATCH_ZAP_OUTSIDE,
 						ev->seq, ev->ts, gfn, 0, 1);
-			window_walked(t, roots_orig(e, as), gfn);
+			window_walked(t, roots_orig(e, as), level, gfn);
 		} else if (t->ctx_kind == CTX_NONE && !unknown_ctx) {
 			engine_mismatch(e, MISMATCH_ZAP_UNEXPLAINED, ev->seq,
 					ev->ts, gfn, 0, 1);

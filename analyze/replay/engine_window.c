@@ -178,18 +178,26 @@ void window_install(struct engine *e, struct thread_ctx *self, int as_id,
 	}
 }
 
-/* Where t's walk is: its zap of (as_id, gfn). */
-void window_walked(struct thread_ctx *t, int as_id, uint64_t gfn)
+/*
+ * Where t's walk is: past the last gfn its zap of the leaf at (as_id,
+ * level, gfn) covered.  A huge leaf is traced at its aligned gfn and
+ * zapped whole: the walk is past its whole span (seen on stock 6.12:
+ * ksmd zapped a 2M leaf at gfn 0, and the VM's own invalidation of gfn
+ * 1 later, while the stock window was still open in the model, was
+ * taken for a removal ahead of the walk: zap_count).
+ */
+void window_walked(struct thread_ctx *t, int as_id, int level, uint64_t gfn)
 {
+	uint64_t last = gfn + tdp_level_pages(level) - 1;
 	int j;
 
 	for (j = 0; j < t->win_nranges; j++)
 		if (t->win_ranges[j].as_id == as_id &&
-		    gfn >= t->win_ranges[j].start &&
-		    gfn < t->win_ranges[j].end) {
+		    gfn < t->win_ranges[j].end &&
+		    last >= t->win_ranges[j].start) {
 			t->win_walked = 1;
 			t->win_walk_range = j;
-			t->win_walk_gfn = gfn;
+			t->win_walk_gfn = last;
 			return;
 		}
 }
