@@ -26,10 +26,6 @@ KINDS = {
 # Whole captures that pass, whose late cut at share fails: (share,
 # mismatch kinds).
 CUTS = {
-    # Two VMs in one 96 MiB memory cgroup (patched 6.12): the whole
-    # capture passes; cut at 30% (3 s) it does not (flush_context).
-    "lttng-kernel-6.12.118-patched-multivm-nxrecovery-basic-memcg-limit":
-        (0.3, {"flush_context"}),
     "lttng-kernel-6.1.192-patched-multivm-nxrecovery-basic-ksm":
         (0.5, {"nx_count", "recovery_batch"}),
 }

@@ -153,11 +153,17 @@ static void decide(struct pass *p, int vm, const struct model_event *ev)
 static int aged_flush(struct pass *p, const struct model_event *ev)
 {
 	uint64_t tid = (uint64_t)(uint32_t)ev->tid;
-	int v = (int)u64map_get(&p->aged_by, tid);
+	uint64_t a = u64map_get(&p->aged_by, tid);
+	int v = (int)a;
 
-	if (!v)
+	if (!a)
 		return 0;
-	if (ev->kind == MEV_TLB_FLUSH && v != ev->vm) {
+	if (a == VM_ATTR_NO_VM) {
+		/* The leaf it aged was no known VM's: nor is the flush. */
+		if (ev->kind == MEV_TLB_FLUSH && ev->vm &&
+		    u64map_put(&p->out->moved, ev->seq, VM_ATTR_NO_VM) < 0)
+			return -1;
+	} else if (ev->kind == MEV_TLB_FLUSH && v != ev->vm) {
 		if (ev->vm) {
 			if (u64map_put(&p->out->moved, ev->seq,
 				       (uint64_t)v) < 0)
@@ -424,6 +430,12 @@ enum vm_attr_status vm_attr_run(struct source *src,
 						VM_ATTR_NO_VM) < 0)
 				goto end;
 			out->aged_unknown++;
+			/* ... and so is the flush its thread traces next. */
+			if (!u64map_get(&p.aged_by, (uint64_t)(uint32_t)ev.tid))
+				p.naged_by++;
+			if (u64map_put(&p.aged_by, (uint64_t)(uint32_t)ev.tid,
+				       VM_ATTR_NO_VM) < 0)
+				goto end;
 			continue;
 		}
 		if (ev.vm && nvms > 1 && !kernel_named &&
