@@ -202,6 +202,18 @@ static int split_open(sqlite3 *db, const char *path,
  * are the sums over VMs (replay_result_merge()), each VM's figures in
  * vms when asked.
  */
+/* The VM attribution figures of a replay (the capture's: every VM's
+ * run has the same) into vms. */
+static void vms_attribution_take(struct report_vms *vms,
+				 const struct replay_result *r)
+{
+	vms->kthread_events_decided = r->kthread_events_decided;
+	vms->kthread_events_left = r->kthread_events_left;
+	vms->aged_leaves_moved = r->aged_leaves_moved;
+	vms->aged_leaves_unknown = r->aged_leaves_unknown;
+	vms->windows_moved = r->windows_moved;
+}
+
 static int replay_policies(sqlite3 *db, const char *path,
 			   const struct capture_info *ci,
 			   const struct policy *const *pols, int n,
@@ -226,13 +238,7 @@ static int replay_policies(sqlite3 *db, const char *path,
 				      done, NULL, hook);
 		if (rc == CLI_EXIT_OK && vms && vms->n) {
 			rc = vm_keep(db, path, ci, pols, n, res, &vms->vm[0]);
-			vms->kthread_events_decided =
-				res[0].kthread_events_decided;
-			vms->kthread_events_left = res[0].kthread_events_left;
-			vms->aged_leaves_moved = res[0].aged_leaves_moved;
-			vms->aged_leaves_unknown =
-				res[0].aged_leaves_unknown;
-			vms->windows_moved = res[0].windows_moved;
+			vms_attribution_take(vms, &res[0]);
 		}
 		return rc;
 	}
@@ -275,11 +281,7 @@ static int replay_policies(sqlite3 *db, const char *path,
 	if (have_split)
 		replay_vms_close(&split);
 	if (vms && rc == CLI_EXIT_OK) {
-		vms->kthread_events_decided = res[0].kthread_events_decided;
-		vms->kthread_events_left = res[0].kthread_events_left;
-		vms->aged_leaves_moved = res[0].aged_leaves_moved;
-		vms->aged_leaves_unknown = res[0].aged_leaves_unknown;
-		vms->windows_moved = res[0].windows_moved;
+		vms_attribution_take(vms, &res[0]);
 	}
 	return rc;
 }
@@ -378,11 +380,7 @@ int cli_replay_vms(sqlite3 *db, const char *path,
 	}
 	if (have_split)
 		replay_vms_close(&split);
-	vms->kthread_events_decided = total->kthread_events_decided;
-	vms->kthread_events_left = total->kthread_events_left;
-	vms->aged_leaves_moved = total->aged_leaves_moved;
-	vms->aged_leaves_unknown = total->aged_leaves_unknown;
-	vms->windows_moved = total->windows_moved;
+	vms_attribution_take(vms, total);
 	return rc;
 }
 

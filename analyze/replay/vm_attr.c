@@ -177,6 +177,17 @@ static int aged_flush(struct pass *p, const struct model_event *ev)
 	return u64map_put(&p->aged_by, tid, 0);
 }
 
+/* Thread tid aged a leaf of vm (or VM_ATTR_NO_VM): its next flush is
+ * that VM's.  Returns 0, or -1 when out of memory. */
+static int aged_by_set(struct pass *p, int32_t tid, uint64_t vm)
+{
+	uint64_t key = (uint64_t)(uint32_t)tid;
+
+	if (!u64map_get(&p->aged_by, key))
+		p->naged_by++;
+	return u64map_put(&p->aged_by, key, vm);
+}
+
 /* ev of window k, decided: moved where the window is another VM's. */
 static void own_give(struct pass *p, struct kthread *k,
 		     const struct model_event *ev)
@@ -249,12 +260,12 @@ static void context_event(struct pass *p, struct kthread *k,
 	/* Memory stays bounded: a context that long without a zap that
 	 * tells is left, from here on unattributed (a window: its row's). */
 	if (k->nheld == VM_ATTR_HELD_MAX) {
-		if (k->own)
+		if (k->own) {
 			k->own_fit = 1;         /* its own, from here on */
-		if (k->own)
 			leaves_apply(p, k->own, ev);
-		else
+		} else {
 			p->out->events_left++;
+		}
 		return;
 	}
 	if (ALLOC_GROW(k->held, k->nheld + 1, k->capheld)) {
@@ -411,10 +422,7 @@ enum vm_attr_status vm_attr_run(struct source *src,
 			if (v != ev.vm && ev.vm &&
 			    u64map_put(&out->moved, ev.seq, (uint64_t)v) < 0)
 				goto end;
-			if (!u64map_get(&p.aged_by, (uint64_t)(uint32_t)ev.tid))
-				p.naged_by++;
-			if (u64map_put(&p.aged_by, (uint64_t)(uint32_t)ev.tid,
-				       (uint64_t)v) < 0)
+			if (aged_by_set(&p, ev.tid, (uint64_t)v) < 0)
 				goto end;
 			out->aged_moved += v != ev.vm && ev.vm;
 			if (ev.vm)
@@ -431,10 +439,7 @@ enum vm_attr_status vm_attr_run(struct source *src,
 				goto end;
 			out->aged_unknown++;
 			/* ... and so is the flush its thread traces next. */
-			if (!u64map_get(&p.aged_by, (uint64_t)(uint32_t)ev.tid))
-				p.naged_by++;
-			if (u64map_put(&p.aged_by, (uint64_t)(uint32_t)ev.tid,
-				       VM_ATTR_NO_VM) < 0)
+			if (aged_by_set(&p, ev.tid, VM_ATTR_NO_VM) < 0)
 				goto end;
 			continue;
 		}
