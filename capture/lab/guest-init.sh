@@ -102,7 +102,15 @@
 # in, with swap (zram, else a swap file); kernel.numa_balancing=1.  The
 # manifest gets "host_mm": the settings and, after the run, the
 # counters (KSM pages_sharing, khugepaged pages_collapsed, the
-# cgroup's memory.events and swap).  EXTRA_MODULES, EXTRA_PROBES: more
+# cgroup's memory.events and swap).  COMPACTION=1 (run.sh
+# --compaction): fragment holds every other page of all free memory but
+# 160 MiB from before the workload, THP defrag is "defer" (a THP fault
+# that finds no free 2 MiB block wakes kcompactd), and 2 s into the
+# workload vm.compaction_proactiveness becomes 100 (host_mm_start), so
+# that kcompactd migrates guest RAM;
+# the manifest's "compaction" gets /proc/vmstat's compaction and
+# migration counters.  MADV_COLLAPSE=1 (run.sh --madv-collapse) is the
+# workloads' --collapse; recorded as "madv_collapse".  EXTRA_MODULES, EXTRA_PROBES: more
 # lttng probe modules to load (lttng-probe-vmscan for --memcg-limit).
 #
 # MEMSLOT_REF=1 (run.sh --memslot-ref): a second kernel session "ref"
@@ -285,6 +293,23 @@ perf_stop() {
 host_mm_setup() {
 	local k=/sys/kernel/mm/ksm t=/sys/kernel/mm/transparent_hugepage f
 	MEMCG_DIR= SWAP_KIND= HM_KSM=null HM_KHP=null HM_MEMCG=null HM_NUMA=null
+	HM_COMPACT=null HM_COLLAPSE=false FRAG_PID=
+	[ "${MADV_COLLAPSE:-0}" != 1 ] || HM_COLLAPSE=true
+	if [ "${COMPACTION:-0}" = 1 ]; then
+		# All free memory but 160 MiB: no free 2 MiB block is left, so
+		# a THP fault fails and, with defrag "defer", wakes kcompactd.
+		FRAG_MIB=$(awk '/^MemFree/ { m = int($2 / 1024) - 160; print (m < 64 ? 64 : m) }' /proc/meminfo)
+		echo defer >/sys/kernel/mm/transparent_hugepage/defrag
+		"$LAB/bin/fragment" "$FRAG_MIB" >/tmp/fragment.log 2>&1 &
+		FRAG_PID=$!
+		for _ in $(seq 1 600); do
+			grep -q '^FRAGMENT ready' /tmp/fragment.log && break
+			kill -0 "$FRAG_PID" 2>/dev/null || break
+			sleep 0.5
+		done
+		log "compaction: $(head -c 200 /tmp/fragment.log) proactiveness=$(cat /proc/sys/vm/compaction_proactiveness 2>/dev/null || echo absent) thp defrag: $(cat /sys/kernel/mm/transparent_hugepage/defrag) free: $(awk '/^MemFree/ { print $2 " kB" }' /proc/meminfo)"
+		HM_COMPACT="{\"fragment_mib\": $FRAG_MIB, \"thp_defrag\": \"defer\", \"ready\": $(grep -q '^FRAGMENT ready' /tmp/fragment.log && echo true || echo false)"
+	fi
 	if [ "${KSM:-0}" = 1 ]; then
 		if [ -w $k/run ]; then
 			echo 10000 >$k/pages_to_scan
@@ -337,9 +362,30 @@ host_mm_setup() {
 	fi
 }
 
+# As the workload starts: proactive compaction 2 s later (COMPACTION),
+# in the background.
+host_mm_start() {
+	[ -n "$FRAG_PID" ] || return 0
+	(
+		sleep 2
+		if echo 100 >/proc/sys/vm/compaction_proactiveness; then
+			log "compaction: proactiveness 100"
+		else
+			log "compaction: no vm.compaction_proactiveness (before Linux 5.9)"
+		fi
+	) &
+}
+
 # After the workload: the counters into the HM_* objects (closed here).
 host_mm_after() {
 	local k=/sys/kernel/mm/ksm t=/sys/kernel/mm/transparent_hugepage/khugepaged ev
+	if [ "$HM_COMPACT" != null ]; then
+		kill "$FRAG_PID" 2>/dev/null
+		wait "$FRAG_PID" 2>/dev/null
+		ev=$(awk '$1 ~ /^(compact_|pgmigrate_)/ { printf "%s\"%s\": %s", (n++ ? ", " : ""), $1, $2 }' /proc/vmstat)
+		HM_COMPACT="$HM_COMPACT, \"proactiveness\": $(cat /proc/sys/vm/compaction_proactiveness 2>/dev/null || echo null), \"vmstat\": {$ev}}"
+		log "compaction after: $HM_COMPACT"
+	fi
 	if [ "$HM_KSM" != null ]; then
 		[ ! -r $k/pages_sharing ] ||
 			HM_KSM="$HM_KSM, \"pages_shared\": $(cat $k/pages_shared), \"pages_sharing\": $(cat $k/pages_sharing), \"full_scans\": $(cat $k/full_scans)"
@@ -755,6 +801,7 @@ vms_json() {
 run_workload() {
 	local wpid tpid spid deadline done_at
 
+	host_mm_start
 	[ -z "${MULTI_N:-}" ] || { run_multi; return; }
 	log "workload start: $WORKLOAD $WORKLOAD_ARGS"
 	cd "$OUT" || return 1
@@ -908,7 +955,7 @@ $params
   "lost_packets": ${lost:-null},
   "workload_bin": $(json_str "${SELFTEST_PATH:-${WORKLOAD_BIN:-$WORKLOAD}}"),
   "selftest": $(if [ -n "${SELFTEST:-}" ]; then echo "{\"name\": $(json_str "$SELFTEST"), \"args\": $(json_str "$SELFTEST_ARGS"), \"path\": $(json_str "$SELFTEST_PATH"), \"source\": $(json_str "${SELFTEST_SRC:-}"), \"linkage\": \"static\"}"; else echo null; fi),
-  "host_mm": {"ksm": $HM_KSM, "khugepaged": $HM_KHP, "memcg": $HM_MEMCG, "numa_balancing": $HM_NUMA},
+  "host_mm": {"ksm": $HM_KSM, "khugepaged": $HM_KHP, "memcg": $HM_MEMCG, "numa_balancing": $HM_NUMA, "compaction": $HM_COMPACT, "madv_collapse": $HM_COLLAPSE},
   "hugepages": $(if [ -n "${HUGEPAGES:-}" ]; then echo "{\"page_kb\": 2048, \"asked\": $HUGEPAGES, \"reserved\": ${HP_RESERVED:-null}}"; else echo null; fi),
   "ust": $(if [ "${UST:-0}" = 1 ]; then echo "{\"channel\": {\"name\": \"uch0\", \"mode\": \"discard\", \"buffers\": \"per-uid\", \"subbuf_size_mb\": 1, \"per_cpu_buffer_mb\": ${UST_BUF_MB:-8}}, \"events\": $(json_str "${UST_EVENTS:-mmureplay:*}"), \"contexts\": \"vtid,procname\", \"trace_dir\": \"trace/ust\"}"; else echo null; fi),
   "discarded_events": ${disc:-null},

@@ -104,14 +104,17 @@ field_or_none() { local v; v=$(field "$1"); echo "${v:-none}"; }
 		echo "- UST: $(sed -n 's/^  "ust": {.*"events": "\([^"]*\)".*/\1/p' "$SRC/manifest.json")" \
 			"from $(field workload_bin) (channel uch0, per-UID buffers, contexts vtid,procname)"
 	fi
-	# run.sh --ksm, --khugepaged, --memcg-limit, --numa-balancing.
+	# run.sh --ksm, --khugepaged, --memcg-limit, --numa-balancing,
+	# --compaction (objects), --madv-collapse (a flag).
 	python3 - "$SRC/manifest.json" <<'PY' || true
 import json, sys
 h = json.load(open(sys.argv[1])).get("host_mm") or {}
 for k, v in h.items():
-    if v:
+    if isinstance(v, dict):
         print("- host mm, %s: %s" % (k, ", ".join("%s %s" % (a, json.dumps(b))
                                                 for a, b in v.items())))
+    elif v:
+        print("- host mm, %s: %s" % (k, json.dumps(v)))
 PY
 	echo "- discarded events: $(field discarded_events)"
 	if [ -d "$DEST/ref" ]; then

@@ -82,7 +82,22 @@
 #                         RAM (notifier calls by the workload's threads,
 #                         its vCPU's inside KVM_RUN, outside any
 #                         mprotect/madvise)
-#                         These four are recorded in manifest.json's
+#   --compaction          kcompactd migrates guest RAM: before the
+#                         workload, capture/workloads/fragment holds
+#                         every other page of all the L1 guest's free
+#                         memory but 160 MiB (so the workload's 4 KiB
+#                         pages land in pageblocks shared with its, and
+#                         no free 2 MiB block is left), THP defrag is
+#                         "defer" (a failed THP fault wakes kcompactd),
+#                         and 2 s after the workload starts
+#                         vm.compaction_proactiveness is set to 100
+#                         (notifier calls by the thread kcompactd0)
+#   --madv-collapse       basic and nxrecovery get --collapse (their RAM
+#                         filled as 4 KiB pages, then MADV_COLLAPSE of
+#                         the whole of it once the guest runs): the VMM
+#                         collapses its own guest RAM into THPs (notifier
+#                         calls by the VMM's thread, inside madvise(2))
+#                         These six are recorded in manifest.json's
 #                         "host_mm" (settings, and the counters after the
 #                         run: KSM pages_sharing, khugepaged
 #                         pages_collapsed, memory.events, swap used);
@@ -265,7 +280,7 @@ usage() { sed -n '3,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 case $1 in -h|--help) usage; exit 0 ;; esac
 WORKLOAD=$1
 shift
-SELFTEST= HUGEPAGES= KSM=0 KHUGEPAGED=0 MEMCG_MB= NUMA_BAL=0
+SELFTEST= HUGEPAGES= KSM=0 KHUGEPAGED=0 MEMCG_MB= NUMA_BAL=0 COMPACTION=0 MADV_COLLAPSE=0
 if [ "$WORKLOAD" = selftest ]; then
 	case ${1:-} in
 	''|-*) echo "run.sh: selftest TEST: which test (see BUILD-STATUS in the rootfs's /opt/kvm-selftests/SERIES/)" >&2; exit 2 ;;
@@ -320,6 +335,8 @@ while [ $# -gt 0 ]; do
 	--khugepaged) KHUGEPAGED=1; shift ;;
 	--memcg-limit) MEMCG_MB=${2:?}; shift 2 ;;
 	--numa-balancing) NUMA_BAL=1; shift ;;
+	--compaction) COMPACTION=1; shift ;;
+	--madv-collapse) MADV_COLLAPSE=1; shift ;;
 	--vm-args) VM_ARGS+=("${2:?}"); shift 2 ;;
 	--) shift; WARGS=("$@"); HAVE_WARGS=1; break ;;
 	-h|--help) usage; exit 0 ;;
@@ -388,14 +405,17 @@ fi
 [ "$HAVE_WARGS" -eq 1 ] || WARGS=("${DEF_ARGS[@]}")
 [ -z "$MEMCG_MB" ] || { [[ $MEMCG_MB =~ ^[0-9]+$ ]] && [ "$MEMCG_MB" -ge 4 ]; } ||
 	{ echo "run.sh: --memcg-limit wants MiB (>= 4)" >&2; exit 2; }
-# host_mm_args WORKLOAD ARGS: ARGS plus the guest RAM options --ksm and
-# --khugepaged want of WORKLOAD (capture/workloads/vmm.h).
+# host_mm_args WORKLOAD ARGS: ARGS plus the guest RAM options --ksm,
+# --khugepaged and --madv-collapse want of WORKLOAD
+# (capture/workloads/vmm.h).
 host_mm_args() {
 	local wl=$1 a=$2
 	case $wl in basic|bgsnapshot|nxrecovery) ;; *) echo "$a"; return ;; esac
 	[ "$KSM" -eq 0 ] || [[ " $a " == *" --mergeable "* ]] || a="$a --mergeable"
 	[ "$KHUGEPAGED" -eq 0 ] || [ "$wl" = bgsnapshot ] || [[ " $a " == *" --hugepage-late "* ]] ||
 		a="$a --hugepage-late"
+	[ "$MADV_COLLAPSE" -eq 0 ] || [ "$wl" = bgsnapshot ] || [[ " $a " == *" --collapse "* ]] ||
+		a="$a --collapse"
 	echo "${a# }"
 }
 if [ -z "$SELFTEST" ] && [ "$WORKLOAD" != multi ]; then
@@ -568,6 +588,7 @@ cp "$HERE/guest-init.sh" "$RUN/init.sh"
 chmod 755 "$RUN/init.sh"
 [ -n "$SELFTEST" ] || [ "$WORKLOAD" = multi ] || cp "$WL_DIR/$BIN" "$RUN/bin/"
 for w in "${MULTI_BIN[@]}"; do cp "$WL_DIR/$w" "$RUN/bin/"; done
+[ "$COMPACTION" -eq 0 ] || cp "$WL_DIR/fragment" "$RUN/bin/"
 [ "$CAPTURE_TOOL" -eq 0 ] || cp "$TOP/capture/mmureplay-capture" "$RUN/bin/"
 if [ "$STATS" -eq 1 ]; then
 	SAMPLER=${MMUREPLAY_BUILD:-$TOP/build}/capture/kvm-stats-sampler
@@ -647,6 +668,7 @@ fi
 		"$SELFTEST" "${WARGS[*]}" "$SELFTEST_PATH" "$SELFTEST_SRC"
 	printf 'HUGEPAGES=%q\n' "$HUGEPAGES"
 	printf 'KSM=%q\nKHUGEPAGED=%q\nMEMCG_MB=%q\nNUMA_BAL=%q\n' "$KSM" "$KHUGEPAGED" "$MEMCG_MB" "$NUMA_BAL"
+	printf 'COMPACTION=%q\nMADV_COLLAPSE=%q\n' "$COMPACTION" "$MADV_COLLAPSE"
 	printf 'EXTRA_MODULES=%q\nEXTRA_PROBES=%q\n' "$EXTRA_MODULES" "$EXTRA_PROBES"
 	printf 'KVM_PARAMS=%q\n' "${KVM_PARAMS# }"
 	printf 'KVM_AMD_PARAMS=%q\n' "${AMD_PARAMS# }"
@@ -688,6 +710,8 @@ fi
 [ "$KHUGEPAGED" -eq 0 ] || echo "    host mm: THP always, khugepaged scanning fast"
 [ -z "$MEMCG_MB" ] || echo "    host mm: the workload in a memory cgroup, memory.max ${MEMCG_MB}M, with swap"
 [ "$NUMA_BAL" -eq 0 ] || echo "    host mm: two NUMA nodes, NUMA balancing on"
+[ "$COMPACTION" -eq 0 ] || echo "    host mm: free memory fragmented before the workload, THP defrag defer, proactive compaction (kcompactd)"
+[ "$MADV_COLLAPSE" -eq 0 ] || echo "    host mm: the VMM collapses its guest RAM (MADV_COLLAPSE)"
 [ -z "$ATTACH_AFTER" ] || echo "    late start: the session is created ${ATTACH_AFTER}s after the workload starts"
 [ -z "$SNAPSHOT_AT" ] || echo "    flight recorder: ${SNAP_KB} KiB per CPU, one snapshot ${SNAPSHOT_AT}s after the workload starts"
 [ "$MEMSLOT_REF" -eq 0 ] || echo "    memslot reference: session ref (kvm_memslot_change) from before the workload into ref-trace/"

@@ -52,7 +52,8 @@
 #               packet sequence numbers it holds: a first one above 0 is
 #               a CPU whose beginning the flight recorder overwrote
 #   host mm     (run.sh --ksm, --khugepaged, --memcg-limit,
-#               --numa-balancing; the manifest's "host_mm") the
+#               --numa-balancing, --compaction, --madv-collapse; the
+#               manifest's "host_mm") the
 #               notifier calls (kvm_unmap_hva_range, the patched
 #               kvm_invalidate_range_start, 6.1's change_pte
 #               kvm_set_spte_hva) and the aging calls (kvm_age_hva) are
@@ -63,7 +64,9 @@
 #               inside reclaim (it says which); --numa-balancing some by
 #               the workload's threads outside its mprotect, madvise and
 #               ioctl calls but KVM_RUN (where a vCPU thread runs its
-#               task work: the NUMA scanner).  basic's exact notifier count becomes a
+#               task work: the NUMA scanner); --compaction some by
+#               kcompactd*; --madv-collapse some inside the workload's
+#               madvise(MADV_COLLAPSE) (behavior 25).  basic's exact notifier count becomes a
 #               lower bound (the host adds its own), its dirty-log fast
 #               page faults are not required (KSM's merged pages and
 #               swapped-out ones take the slow path)
@@ -89,7 +92,7 @@ LATE=0
 HOSTMM=$(python3 -c '
 import json, sys
 h = json.load(open(sys.argv[1])).get("host_mm") or {}
-print(" ".join(k for k in ("ksm", "khugepaged", "memcg", "numa_balancing") if h.get(k)))' "$M" 2>/dev/null || true)
+print(" ".join(k for k in ("ksm", "khugepaged", "memcg", "numa_balancing", "compaction", "madv_collapse") if h.get(k)))' "$M" 2>/dev/null || true)
 
 TMP=$(mktemp)
 trap 'rm -f "$TMP" "$TMP.err" "$TMP.vm"' EXIT
@@ -280,6 +283,9 @@ host_mm_checks() {
 	ev ~ /^mm_vmscan_(memcg|direct)_reclaim_end$/ { delete inrecl[tid]; next }
 	# KVM_RUN (ioctl 0xae80) is where task work runs for a vCPU
 	# thread: NUMA hinting, memcg reclaim at memory.high.
+	# madvise(MADV_COLLAPSE): behavior 25.
+	ev == "syscall_entry_madvise" && f("behavior") == "25" { incoll[tid] = 1 }
+	ev == "syscall_exit_madvise" { delete incoll[tid] }
 	ev ~ /^syscall_entry_(mprotect|madvise)$/ ||
 	(ev == "syscall_entry_ioctl" && f("cmd") != "44672") { insys[tid] = 1; next }
 	ev ~ /^syscall_exit_(mprotect|madvise|ioctl)$/ { delete insys[tid]; next }
@@ -295,6 +301,8 @@ host_mm_checks() {
 			if (p ~ /^ksmd$/) c[e, "ksmd"]++
 			if (p ~ /^khugepaged$/) c[e, "khp"]++
 			if (p ~ /^kswapd/) c[e, "kswapd"]++
+			if (p ~ /^kcompactd/) c[e, "kcompactd"]++
+			if (tid in incoll) c[e, "coll"]++
 			if (tid in inrecl) { c[e, "recl"]++; if (p !~ /^kswapd/) c[e, "reclwl"]++ }
 			if (index(" " wls " ", " " p " ") && !(tid in insys)) c[e, "nosys"]++
 		}
@@ -302,13 +310,14 @@ host_mm_checks() {
 	END {
 		for (k in n) printf "  by thread: %s %d%s\n", k, n[k], (k in r) ? " (" r[k] " in reclaim)" : ""
 		e = unmaps ? "u" : "i"
-		printf "HM_KSMD=%d HM_KHP=%d HM_KSWAPD=%d HM_RECL=%d HM_RECLWL=%d HM_NOSYS=%d\n",
-			c[e, "ksmd"], c[e, "khp"], c[e, "kswapd"], c[e, "recl"], c[e, "reclwl"], c[e, "nosys"]
+		printf "HM_KSMD=%d HM_KHP=%d HM_KSWAPD=%d HM_RECL=%d HM_RECLWL=%d HM_NOSYS=%d HM_KCOMPACTD=%d HM_COLL=%d\n",
+			c[e, "ksmd"], c[e, "khp"], c[e, "kswapd"], c[e, "recl"], c[e, "reclwl"], c[e, "nosys"],
+			c[e, "kcompactd"], c[e, "coll"]
 	}' "$TMP")
 	echo "  host mm: $HOSTMM; notifier and aging calls by thread name (procname event count):"
 	echo "$out" | grep '^  by thread' | sort -k3,3 -k4,4 || true
 	eval "$(echo "$out" | grep '^HM_')"
-	echo "  notifier calls: ksmd=$HM_KSMD khugepaged=$HM_KHP kswapd*=$HM_KSWAPD in reclaim=$HM_RECL (of them not kswapd: $HM_RECLWL) by $WL outside mprotect/madvise/ioctl but KVM_RUN=$HM_NOSYS"
+	echo "  notifier calls: ksmd=$HM_KSMD khugepaged=$HM_KHP kswapd*=$HM_KSWAPD in reclaim=$HM_RECL (of them not kswapd: $HM_RECLWL) by $WL outside mprotect/madvise/ioctl but KVM_RUN=$HM_NOSYS kcompactd*=$HM_KCOMPACTD in MADV_COLLAPSE=$HM_COLL"
 	[[ " $HOSTMM " != *" ksm "* ]] || check "ksm: notifier calls by ksmd" "[ $HM_KSMD -gt 0 ]"
 	[[ " $HOSTMM " != *" khugepaged "* ]] || check "khugepaged: notifier calls by khugepaged" "[ $HM_KHP -gt 0 ]"
 	if [[ " $HOSTMM " == *" memcg "* ]]; then
@@ -317,6 +326,10 @@ host_mm_checks() {
 	fi
 	[[ " $HOSTMM " != *" numa_balancing "* ]] ||
 		check "numa balancing: notifier calls by ${wls% } outside its mprotect/madvise/ioctls but KVM_RUN" "[ $HM_NOSYS -gt 0 ]"
+	[[ " $HOSTMM " != *" compaction "* ]] ||
+		check "compaction: notifier calls by kcompactd" "[ $HM_KCOMPACTD -gt 0 ]"
+	[[ " $HOSTMM " != *" madv_collapse "* ]] ||
+		check "madv_collapse: notifier calls inside madvise(MADV_COLLAPSE)" "[ $HM_COLL -gt 0 ]"
 }
 
 ARGS=$(sed -n 's/^  "workload_args": "\(.*\)",$/\1/p' "$M")

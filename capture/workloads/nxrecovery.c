@@ -13,17 +13,21 @@
  *   plain     N seconds
  *   dirty     N seconds with dirty logging on the memory slot
  *   off       KVM_GET_DIRTY_LOG, then dirty logging off
+ *   after     N seconds more (--after): the exec faults after the
+ *             collapse of the tables dirty logging left split are NX
+ *             splits again, which the worker recovers
  *
- * Usage: nxrecovery [--mem MiB] [--exec N] [--plain S] [--dirty S] [--no-readfirst]
- *                   [--mergeable] [--hugepage-late]
+ * Usage: nxrecovery [--mem MiB] [--exec N] [--plain S] [--dirty S] [--after S]
+ *                   [--no-readfirst] [--mergeable] [--hugepage-late] [--collapse]
  *   --mem MiB        guest RAM, multiple of 2 (default 128 = 64 regions)
  *   --exec N         call into regions 1..N (default 47)
  *   --plain S        seconds of the plain phase (default 8)
  *   --dirty S        seconds with dirty logging on (default 8; 0 skips it)
+ *   --after S        seconds after dirty logging stops (default 0)
  *   --no-readfirst   do not read every region before executing
- *   --mergeable, --hugepage-late  guest RAM options (vmm.h); with
- *                    --hugepage-late RAM is MADV_HUGEPAGE only after the
- *                    read phase
+ *   --mergeable, --hugepage-late, --collapse  guest RAM options (vmm.h);
+ *                    with --hugepage-late RAM is MADV_HUGEPAGE only after
+ *                    the read phase (and --collapse collapses it then)
  *
  * Output: phase markers "[monotonic s] MARK NX ..." (plus marker syscalls
  * ioctl(-1, 0x4d52NNNN)), one line per second with the guest pass count
@@ -148,7 +152,8 @@ int main(int argc, char **argv)
 	struct vm_regs regs;
 	pthread_t vcpu;
 	uint64_t mem_size = 128 * MiB, nregions, dirty = 0;
-	int exec_last = 47, plain_s = 8, dirty_s = 8, readfirst = 1, i;
+	int exec_last = 47, plain_s = 8, dirty_s = 8, after_s = 0;
+	int readfirst = 1, i;
 	double deadline;
 
 	for (i = 1; i < argc; i++) {
@@ -162,7 +167,7 @@ int main(int argc, char **argv)
 			continue;
 		if (!v)
 			die("usage: nxrecovery [--mem MiB] [--exec N] [--plain S] [--dirty S] "
-			    "[--no-readfirst] " VMM_MEM_USAGE);
+			    "[--after S] [--no-readfirst] " VMM_MEM_USAGE);
 		if (!strcmp(a, "--mem"))
 			mem_size = strtoull(v, NULL, 0) * MiB;
 		else if (!strcmp(a, "--exec"))
@@ -171,6 +176,8 @@ int main(int argc, char **argv)
 			plain_s = atoi(v);
 		else if (!strcmp(a, "--dirty"))
 			dirty_s = atoi(v);
+		else if (!strcmp(a, "--after"))
+			after_s = atoi(v);
 		else
 			die("unknown option %s", a);
 		i++;
@@ -228,6 +235,10 @@ int main(int argc, char **argv)
 		mark(4, "NX DIRTY_LOG_OFF pass=%u dirty=%llu", passes(),
 		     (unsigned long long)dirty);
 		stat_line("dirtylog-off");
+	}
+	if (after_s > 0) {
+		mark(6, "NX AFTER pass=%u", passes());
+		run_phase("after", after_s);
 	}
 
 	mark(5, "NX STOP pass=%u", passes());

@@ -78,12 +78,17 @@ double now_mono(void);
  *                     pages), then MADV_HUGEPAGE once the guest runs:
  *                     khugepaged collapses it under the running VM
  *                     (workloads that allow THP: basic, nxrecovery)
+ *   --collapse        as --hugepage-late, then MADV_COLLAPSE of the whole
+ *                     of guest RAM at that point, in the calling thread:
+ *                     the process collapses its own 4 KiB pages into
+ *                     THPs under the running VM (Linux 6.1 and later)
  * vmm_mem_opt(arg) says whether arg is one of them (and takes it);
  * vmm_mem_advise() applies them to guest RAM right after the
  * workload's own madvise, vmm_mem_late() makes it MADV_HUGEPAGE under
- * --hugepage-late (a no-op otherwise).
+ * --hugepage-late and --collapse (and collapses it under --collapse; a
+ * no-op otherwise).
  */
-#define VMM_MEM_USAGE	"[--mergeable] [--hugepage-late]"
+#define VMM_MEM_USAGE	"[--mergeable] [--hugepage-late] [--collapse]"
 int vmm_mem_opt(const char *arg);
 void vmm_mem_advise(void *mem, size_t size);
 void vmm_mem_late(void *mem, size_t size);
