@@ -26,8 +26,6 @@ KINDS = {
 # Whole captures that pass, whose late cut at share fails: (share,
 # mismatch kinds).
 CUTS = {
-    "lttng-kernel-6.1.192-patched-multivm-nxrecovery-basic-ksm":
-        (0.5, {"nx_count", "recovery_batch"}),
 }
 present = sorted(d for d in os.listdir(pending)
                  if os.path.exists(os.path.join(pending, d, "trace.tar.xz")))

@@ -212,6 +212,7 @@ static void vms_attribution_take(struct report_vms *vms,
 	vms->aged_leaves_moved = r->aged_leaves_moved;
 	vms->aged_leaves_unknown = r->aged_leaves_unknown;
 	vms->windows_moved = r->windows_moved;
+	vms->contexts_by_memslot = r->contexts_by_memslot;
 }
 
 static int replay_policies(sqlite3 *db, const char *path,

@@ -74,6 +74,9 @@
 /* The dirty ring's (Linux 5.11+): write-protects the pages harvested. */
 #define KVM_RESET_DIRTY_RINGS 0xaec7ULL
 #define UFFDIO_WRITEPROTECT 0xc018aa06ULL
+/* madvise(2)'s behavior that collapses a range's 4K pages into THPs
+ * in the caller's own thread (uapi asm-generic/mman-common.h, Linux 6.1). */
+#define MADV_COLLAPSE_BEHAVIOR 25
 /* KVM's ioctl type (_IO(KVMIO, nr)), and the ioctls that make a VM, a
  * vCPU, and run one. */
 #define KVM_IOCTL_TYPE 0xae

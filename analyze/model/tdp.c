@@ -188,6 +188,29 @@ void tdp_table_known(const struct tdp *t, int as_id, int level,
 		known[w] = !tb ? 0 : born && tb->born ? ~0ULL : tb->seen[w];
 }
 
+int tdp_for_each_unknown(const struct tdp *t, int as_id, int level,
+			 uint64_t start, uint64_t end,
+			 int (*fn)(void *arg, uint64_t gfn), void *arg)
+{
+	uint64_t step = (uint64_t)1 << level_shift(level), span, g, next;
+	const struct tdp_table *tb;
+	int rc;
+
+	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
+	span = step * TDP_TABLE_ENTRIES;
+	for (g = start & ~(step - 1); g < end; g = next) {
+		next = (g & ~(span - 1)) + span;
+		tb = table_find(t, as_id, level, g);
+		if (tb && tb->born)
+			continue;
+		for (; g < next && g < end; g += step)
+			if ((!tb || !entry_seen(tb, entry_index(level, g))) &&
+			    (rc = fn(arg, g)) != 0)
+				return rc;
+	}
+	return 0;
+}
+
 int tdp_flag_set(struct tdp *t, int as_id, int level, uint64_t gfn)
 {
 	struct tdp_table *tb = table_get(t, as_id, level, gfn);

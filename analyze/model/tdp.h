@@ -119,6 +119,13 @@ void tdp_table_known(const struct tdp *t, int as_id, int level,
  * (0 where never set).  Neither stores the entry. */
 int tdp_flag_set(struct tdp *t, int as_id, int level, uint64_t gfn);
 int tdp_flag(const struct tdp *t, int as_id, int level, uint64_t gfn);
+/* Calls fn(arg, gfn) for each level-`level` entry of [start, end) that
+ * tdp_known() says is unknown, in gfn order: one table lookup per 512
+ * entries.  Stops at fn's first non-zero return, which it returns;
+ * else 0. */
+int tdp_for_each_unknown(const struct tdp *t, int as_id, int level,
+			 uint64_t start, uint64_t end,
+			 int (*fn)(void *arg, uint64_t gfn), void *arg);
 /* Returns 1 when the entry (as_id, level, gfn) was ever stored. */
 int tdp_stored(const struct tdp *t, int as_id, int level, uint64_t gfn);
 /*

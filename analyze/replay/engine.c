@@ -217,6 +217,7 @@ void engine_ctx_open(struct engine *e, struct thread_ctx *t,
 	t->ctx_seq = ev->seq;
 	t->ctx_ts = ev->ts;
 	t->ctx_gfn = gfn;
+	t->ctx_walk_next = 0;
 	t->ctx_keep = 0;
 	t->ctx_predicted = t->ctx_observed = t->ctx_policy_zaps = 0;
 	t->ctx_revealed = 0;
@@ -230,13 +231,25 @@ void engine_ctx_open(struct engine *e, struct thread_ctx *t,
 /* KVM_SET_USER_MEMORY_REGION brackets the collapse of 4K leaves when
  * dirty logging stops, KVM_GET_DIRTY_LOG / KVM_CLEAR_DIRTY_LOG /
  * KVM_RESET_DIRTY_RINGS the write-protection of the pages it reports
- * (see engine_on_fault()). */
+ * (see engine_on_fault()), madvise(MADV_COLLAPSE) the THP collapses the
+ * process makes in its own thread (engine_window.c). */
 static void engine_on_syscall(struct engine *e, struct thread_ctx *t,
 			      const struct model_event *ev)
 {
 	engine_ctx_close(e, t);
+	if (ev->u.sys.call == MSYS_MADVISE)
+		t->in_madv_collapse = ev->u.sys.entry &&
+			ev->u.sys.a2 == MADV_COLLAPSE_BEHAVIOR;
 	if (ev->u.sys.call != MSYS_IOCTL)
 		return;
+	/* An exit event names no ioctl: the thread's entry said which. */
+	if (ev->u.sys.entry ? ev->u.sys.a1 == KVM_RUN : t->in_kvm_run) {
+		t->in_kvm_run = ev->u.sys.entry;
+		if (!ev->u.sys.entry)
+			fault_vcpu_seen(e, t);
+		vcpu_run_left(e, t, !ev->u.sys.entry);
+		return;
+	}
 	if (ev->u.sys.entry && kvm_ioctl_sets_memslot(ev->u.sys.a1) &&
 	    !t->in_setregion) {
 		t->in_setregion = 1;
@@ -485,9 +498,12 @@ enum replay_status replay_run_scanned(struct source *src,
 	tdp_init(&e.tdp_doubt, e.fmt);
 	roots_init(&e);
 	u64map_init(&e.nx_traced.split_map);
+	u64map_init(&e.nx_traced.guessed);
+	u64map_init(&e.nx_policy.guessed);
 	u64map_init(&e.nx_tables);
 	u64map_init(&e.nx_tables_old);
 	u64map_init(&e.host_level);
+	u64map_init(&e.win_unknown);
 	u64map_init(&e.leaf_grants);
 	u64map_init(&e.nx_policy.split_map);
 	e.scan = scan;
@@ -552,9 +568,12 @@ end:
 	tdp_free(&e.tdp_kvmdirty);
 	tdp_free(&e.tdp_doubt);
 	u64map_free(&e.nx_traced.split_map);
+	u64map_free(&e.nx_traced.guessed);
+	u64map_free(&e.nx_policy.guessed);
 	u64map_free(&e.nx_tables);
 	u64map_free(&e.nx_tables_old);
 	u64map_free(&e.host_level);
+	u64map_free(&e.win_unknown);
 	u64map_free(&e.leaf_grants);
 	u64map_free(&e.nx_policy.split_map);
 	if (st != REPLAY_OK)

@@ -146,6 +146,10 @@
 	/* a leaf zapped outside any table's removal begins the zap of
 	 * the whole VM, leaves first (engine_teardown.c) */ \
 	X(RULE_ZAP_ALL, "zap_all") \
+	/* a table's removal walks its entries once in gfn order: a leaf \
+	 * zap not past its last is a new zap (engine_teardown.c \
+	 * teardown_zap_all_starts()) */ \
+	X(RULE_REMOVAL_WALK, "removal_walk") \
 	/* a removed table's entries traced after a new table took its
 	 * place are not the new table's (engine_teardown.c) */ \
 	X(RULE_REMOVED_TABLE, "removed_table") \
@@ -187,9 +191,14 @@
 	 * (engine_window.c window_removal()) */ \
 	X(RULE_WINDOW_REMOVAL, "window_removal") \
 	/* khugepaged's invalidation of a whole 2M region is a THP \
-	 * collapse: the region is no longer known 4K (engine_fault.c \
+	 * collapse, and so is one inside madvise(MADV_COLLAPSE): the \
+	 * region is no longer known 4K (engine_fault.c \
 	 * host_level_collapse()) */ \
 	X(RULE_THP_COLLAPSE, "thp_collapse") \
+	/* on a capture that began mid-run, NX splits accounted on the \
+	 * VM-wide guess of the host's mapping are settled by KVM's count \
+	 * (engine_nx.c nx_guess_settle()) */ \
+	X(RULE_NX_GUESS_SETTLE, "nx_guess_settle") \
 	/* an untraced batch ends at a pause of half the period, not of \
 	 * 50 ms (engine_nx.c nx_batch_gap()) */ \
 	X(RULE_BATCH_PERIOD, "batch_period") \
@@ -197,6 +206,12 @@
 	 * after a stock start event (no end event) ends the window \
 	 * (engine_overlay.c) */ \
 	X(RULE_WINDOW_LEAVES, "window_leaves") \
+	/* ... and so does its thread's zap of a leaf outside its range \
+	 * (engine_overlay.c) */ \
+	X(RULE_WINDOW_EXIT, "window_exit") \
+	/* on a capture that began mid-run, a window's zap of an entry \
+	 * unknown when it opened is revealed (engine_window.c) */ \
+	X(RULE_WINDOW_UNKNOWN, "window_unknown") \
 	/* a flush after a thread cleared accessed bits is the page \
 	 * aging's (clear_flush_young), not its context's \
 	 * (engine_overlay.c) */ \
@@ -477,6 +492,11 @@ struct replay_result {
 	 * memslots (before the swap or after it) KVM's count settled, and
 	 * how many of them saw the old memslots (engine_nx.c). */
 	int64_t span_faults_settled, span_faults_old;
+	/* NX splits a capture that began mid-run accounted on the
+	 * VM-wide guess of the host's mapping, and of them those KVM's
+	 * count (a write-locked batch's end event) showed it lacks or
+	 * holds after all (engine_nx.c nx_guess_settle()). */
+	int64_t nx_guessed_splits, nx_guessed_settled;
 	/* A VM replayed alone (replay/session.h): the kernel threads'
 	 * events of the capture the replay gave a VM, and those it could
 	 * not (vm_attr.h); the same for every VM of the capture. */
@@ -490,6 +510,8 @@ struct replay_result {
 	/* Without the kernel's word: windows of a VM process's thread the
 	 * replay gave the VM whose leaves they zapped (replay/vm_attr.h). */
 	int64_t windows_moved;
+	/* Kernel threads' contexts told by a learnt memslot (vm_attr.h). */
+	int64_t contexts_by_memslot;
 	/* A host's total of VMs replayed alone: how many VMs failed their
 	 * own self-check (set by the caller that judged them). */
 	int64_t vms_failed;

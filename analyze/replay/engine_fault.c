@@ -62,10 +62,25 @@ static uint64_t grant_key(int level, uint64_t gfn)
 
 void fault_vcpu_seen(struct engine *e, struct thread_ctx *t)
 {
+	vcpu_run_left(e, t, 0);
 	if (t->is_vcpu)
 		return;
 	t->is_vcpu = 1;
 	e->vcpu_threads++;
+}
+
+/*
+ * A vCPU thread's KVM_RUN returned (left 1), or it is in the guest or
+ * calls KVM_RUN again (left 0).  When every vCPU has left, none will
+ * fault until one calls KVM_RUN again: the VM is stopped or exiting.
+ */
+void vcpu_run_left(struct engine *e, struct thread_ctx *t, int left)
+{
+	if (t->left_run == left)
+		return;
+	t->left_run = left;
+	e->vcpus_left += left ? 1 : -1;
+	MR_ASSERT_DBG(e->vcpus_left >= 0);
 }
 
 void fault_leaf_granted(struct engine *e, int32_t tid, uint64_t seq,
@@ -543,6 +558,7 @@ static void host_level_note(struct engine *e, const struct thread_ctx *t,
 		return;
 	else
 		level = ev->u.req.level > TDP_LEVEL_4K ? HOST_HUGE : HOST_4K;
+	e->host_4k_seen |= level == HOST_4K;
 	if (u64map_put(&e->host_level, gfn >> 9, (uint64_t)level) < 0)
 		e->nomem = 1;
 }
@@ -567,13 +583,16 @@ void host_level_part(struct engine *e, uint64_t gs, uint64_t ge)
 
 		if (r << 9 >= gs && (r + 1) << 9 <= ge)
 			continue;       /* covered whole */
+		e->host_4k_seen = 1;
 		if (u64map_put(&e->host_level, r, HOST_4K) < 0)
 			e->nomem = 1;
 	}
 }
 
 /*
- * khugepaged's invalidation of [gs, ge): collapse_huge_page() invalidates
+ * khugepaged's invalidation of [gs, ge), or one inside the process's own
+ * madvise(MADV_COLLAPSE) (madvise_collapse() calls the same
+ * collapse_huge_page() for each region, 6.1 and 6.12): it invalidates
  * exactly the 2M it collapses (MMU_NOTIFY_CLEAR, the PMD's range) before
  * it copies the 4K pages into a new THP and maps it with one PMD, so
  * each region it covers whole is mapped huge afterwards, whatever showed

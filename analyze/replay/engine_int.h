@@ -145,6 +145,9 @@ struct thread_ctx {
 	uint64_t ctx_seq;               /* of the event that opened it */
 	int64_t ctx_ts;
 	uint64_t ctx_gfn;               /* fault gfn / SP gfn */
+	/* A table's removal (recovery, teardown): the next gfn its walk
+	 * may zap, one past the last leaf it zapped (0: none yet). */
+	uint64_t ctx_walk_next;
 	int ctx_keep;                   /* policy keeps this context's zaps */
 	int64_t ctx_predicted;          /* leaves the model says it zaps */
 	int64_t ctx_observed;           /* leaves it zapped (traced) that
@@ -189,6 +192,7 @@ struct thread_ctx {
 	/* The thread, across contexts. */
 	int is_worker;                  /* an NX recovery thread */
 	int is_collapser;               /* khugepaged */
+	int in_madv_collapse;           /* inside madvise(MADV_COLLAPSE) */
 	/* First traced within CAPTURE_EDGE_NS of the capture's start, and
 	 * no event of it but SPTE changes and flushes yet: on a capture
 	 * that began mid-run, it may be inside a context that began
@@ -215,6 +219,11 @@ struct thread_ctx {
 	 * its last entry into the guest (0: none traced yet). */
 	int is_vcpu;
 	uint64_t entry_seq;
+	/* Inside KVM_RUN (its entry traced, not its exit yet). */
+	int in_kvm_run;
+	/* Its KVM_RUN returned, and it has not entered the guest nor
+	 * called KVM_RUN since (engine_fault.c vcpu_run_left()). */
+	int left_run;
 	int64_t contention_ts;          /* 0: not waiting for a lock */
 	int in_setregion;               /* KVM_SET_USER_MEMORY_REGION */
 	uint64_t setregion_seq;         /* ... the seq of its entry */
@@ -359,6 +368,13 @@ struct nx_splits {
 		int64_t ts;
 	} recent[NX_RECENT];            /* a ring of the last splits */
 	unsigned nrecent;               /* pushed so far */
+	/* Keys accounted on the VM-wide guess of the host's mapping on a
+	 * capture that began mid-run (engine_nx.c nx_guess_settle()):
+	 * key -> 1 while listed; nguessed of them; absent, how many of
+	 * those KVM's count showed its list lacks (0 <= absent <=
+	 * nguessed).  KVM's count is nsplit - absent. */
+	struct u64map guessed;
+	int64_t nguessed, absent;
 };
 
 /*
@@ -412,6 +428,11 @@ struct engine {
 	 * it, as the region's last fault showed (engine_fault.c
 	 * host_level_note()); absent, nothing showed it. */
 	struct u64map host_level;
+	int host_4k_seen;               /* a region was shown 4K */
+	/* On a capture that began mid-run: (as_id, level, gfn) -> the seq
+	 * of the last window whose range held the entry unknown when it
+	 * opened (engine_window.c window_unknown_note()). */
+	struct u64map win_unknown;
 	/* Every page in KVM's NX recovery list was split in the trace:
 	 * from the start of a capture from the VM's creation, else from
 	 * the first batch that began with such a page (engine_nx.c). */
@@ -461,6 +482,7 @@ struct engine {
 		int nretired;
 	} roots;
 	int vcpu_threads;
+	int vcpus_left;                 /* of them, left_run */
 	int nomem;
 };
 
@@ -572,6 +594,11 @@ void fault_leaf_granted(struct engine *e, int32_t tid, uint64_t seq,
 			uint64_t new);
 /* A thread traced a vCPU entry or exit: count it as a vCPU. */
 void fault_vcpu_seen(struct engine *e, struct thread_ctx *t);
+void vcpu_run_left(struct engine *e, struct thread_ctx *t, int left);
+/* engine_window.c: the zap at (as_id, level, gfn) is of an entry the
+ * model did not know when t's window opened. */
+int window_unknown_at_open(const struct engine *e, const struct thread_ctx *t,
+			   int as_id, int level, uint64_t gfn);
 
 /* engine_nx.c */
 void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,

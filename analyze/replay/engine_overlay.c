@@ -506,6 +506,14 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	if (t->ctx_kind == CTX_WINDOW && !t->win_measured && was_present &&
 	    !was_leaf && !is_present && engine_rule(e, RULE_WINDOW_LEAVES))
 		engine_ctx_close(e, t);
+	/* Nor a leaf outside its range (tdp_mmu_zap_leafs() walks only
+	 * the range): the window ended too.  On 6.12 the VM's zap at its
+	 * exit takes every 4K leaf before any table, so a thread whose
+	 * last work was a reclaim's invalidation zaps leaves first. */
+	if (t->ctx_kind == CTX_WINDOW && !t->win_measured && was_leaf &&
+	    !is_present && engine_rule(e, RULE_WINDOW_EXIT) &&
+	    !window_covers(t, roots_orig(e, as), gfn, level))
+		engine_ctx_close(e, t);
 	/* The accessed bit alone cleared: the host aged the page (see
 	 * engine_on_tlb_flush()). */
 	if (was_leaf && is_leaf && spte_aged(f, old, new))
@@ -543,9 +551,13 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	if (was_leaf && !is_present) {
 		e->res->zaps_observed++;
 		t->ctx_last_ts = ev->ts;
+		if (t->ctx_kind == CTX_TEARDOWN || t->ctx_kind == CTX_RECOVERY)
+			t->ctx_walk_next = gfn + tdp_level_pages(level);
 		cause = zap_cause_of(t);
 		if (!e->res->began_mid_run ||
-		    (!unknown_ctx && entry_known(e, t, as, level, gfn))) {
+		    (!unknown_ctx && entry_known(e, t, as, level, gfn) &&
+		     !window_unknown_at_open(e, t, roots_orig(e, as), level,
+					     gfn))) {
 			t->ctx_observed++;
 		} else {
 			t->ctx_revealed++;

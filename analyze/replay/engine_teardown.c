@@ -143,13 +143,19 @@ static int worker_tears_down(const struct engine *e, int level, uint64_t gfn)
 	 * from possible_nx_huge_pages), so its free of an L1 table the list
 	 * does not hold, once the model's list is KVM's, is a teardown (seen
 	 * on stock 6.12: the worker freed a VM's 16 unlisted tables at its
-	 * exit, after the VMM thread zapped their leaves).  What this cannot
-	 * catch: a list the model holds wrong, which the batch's size check
-	 * then fails on.
+	 * exit, after the VMM thread zapped their leaves).  Where the
+	 * trace shows KVM_RUN (syscall events), only while every vCPU has
+	 * left it: a VM whose vCPUs run is not being torn down, so there
+	 * an unlisted free is a recovery the model's list missed, which
+	 * the batch's size check fails on.  What this cannot catch: a list
+	 * the model holds wrong on a capture without syscall events, or at
+	 * a moment no vCPU runs.
 	 */
 	return engine_rule(e, RULE_UNLISTED_FREE) && level == TDP_LEVEL_4K &&
 		e->nx_list_known && !e->scan->seen[MEV_NX_RECOVERY] &&
-		!nx_listed(e, gfn);
+		!nx_listed(e, gfn) &&
+		(!e->scan->seen[MEV_SYSCALL] ||
+		 e->vcpus_left == e->vcpu_threads);
 }
 
 void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
@@ -354,9 +360,18 @@ int teardown_entry_replaced(struct engine *e, const struct thread_ctx *t,
 /* Address spaces a zap of the VM covers (x86: normal and SMM). */
 #define ZAP_ALL_AS_IDS 2
 
-/* Whether the leaf zap ev of thread t begins the zap of the whole VM:
+/*
+ * Whether the leaf zap ev of thread t begins the zap of the whole VM:
  * outside any context, or outside the table the open teardown or
- * recovery removes (a table's removal zaps only the leaves under it). */
+ * recovery removes (a table's removal zaps only the leaves under it),
+ * or not past the last leaf that removal zapped: handle_removed_pt()
+ * walks the table's entries once, in gfn order (nested tables in
+ * place), so a leaf at or below one it zapped is a leaf of a table
+ * linked there since (rule removal_walk; seen on stock 6.12: the NX
+ * worker recovered a basic VM's table at gfn 0, a vCPU refaulted
+ * there, and the VM's zap at its exit, 276 ms later in the same
+ * thread, began with that leaf).
+ */
 int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,
 			    const struct model_event *ev)
 {
@@ -366,6 +381,10 @@ int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,
 		return 1;
 	if (t->ctx_kind != CTX_TEARDOWN && t->ctx_kind != CTX_RECOVERY)
 		return 0;
+	if (t->sp_level < SP_MAX_LEVEL && t->ctx_walk_next &&
+	    ev->u.spte.gfn < t->ctx_walk_next &&
+	    engine_rule(e, RULE_REMOVAL_WALK))
+		return 1;
 	return ev->u.spte.gfn - t->ctx_gfn >= tdp_level_pages(t->sp_level + 1);
 }
 

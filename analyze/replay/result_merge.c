@@ -115,6 +115,8 @@ int replay_result_merge(struct replay_result *dst,
 	ADD(nx_batches_settled);
 	ADD(span_faults_settled);
 	ADD(span_faults_old);
+	ADD(nx_guessed_splits);
+	ADD(nx_guessed_settled);
 	ADD(vms_failed);
 	/* The capture's, not the VM's: every VM has the same. */
 	dst->kthread_events_decided = src->kthread_events_decided;
@@ -122,6 +124,7 @@ int replay_result_merge(struct replay_result *dst,
 	dst->aged_leaves_moved = src->aged_leaves_moved;
 	dst->aged_leaves_unknown = src->aged_leaves_unknown;
 	dst->windows_moved = src->windows_moved;
+	dst->contexts_by_memslot = src->contexts_by_memslot;
 	ADD(mismatches_total);
 	add_array(dst->mismatches_by_kind, src->mismatches_by_kind,
 		  MISMATCH_KINDS);

@@ -267,6 +267,7 @@ enum replay_status replay_session_run(struct replay_session *s,
 		res->aged_leaves_moved = s->kattr->aged_moved;
 		res->aged_leaves_unknown = s->kattr->aged_unknown;
 		res->windows_moved = s->kattr->windows_moved;
+		res->contexts_by_memslot = s->kattr->contexts_by_memslot;
 	}
 	return st;
 }

@@ -16,6 +16,9 @@
 
 /* Events a context holds before a zap tells its VM, at most. */
 #define VM_ATTR_HELD_MAX 65536
+/* Memslot hva bases learnt per VM, at most (a VMM has a handful of
+ * memslots; a new one past these is not learnt). */
+#define VM_ATTR_BASES 16
 
 /* A kernel thread's open context, or a VM process thread's window
  * (own: its row's VM, kept when no zap tells another). */
@@ -29,6 +32,18 @@ struct kthread {
 	int zapped;                     /* it zapped a present leaf */
 	struct model_event *held;       /* undecided: its events */
 	size_t nheld, capheld;
+	/* Its invalidation's hva range (hs == he: none), its zaps of a
+	 * present leaf, and the first of them (level, gfn). */
+	uint64_t hs, he;
+	int nzaps, zap_level;
+	uint64_t zap_gfn;
+};
+
+/* A VM's memslots as hva - gpa, learnt from windows that zapped one
+ * leaf spanning exactly their range (vm_bases_learn()). */
+struct vm_bases {
+	uint64_t base[VM_ATTR_BASES];
+	int n;
 };
 
 struct pass {
@@ -43,6 +58,7 @@ struct pass {
 	 * a flush then is that VM's. */
 	struct u64map aged_by;
 	int64_t naged_by;               /* entries not 0 */
+	struct vm_bases *bases;         /* [vm - 1] */
 	int nomem;
 };
 
@@ -55,6 +71,66 @@ static void leaves_apply(struct pass *p, int vm,
 	if (tdp_set(&p->leaves[vm - 1], ev->u.spte.as_id, ev->u.spte.level,
 		    ev->u.spte.gfn, ev->u.spte.new_spte) < 0)
 		p->nomem = 1;
+}
+
+/*
+ * A window decided for vm that zapped one present leaf whose span is
+ * exactly its hva range tells one of vm's memslots: hva - gpa, the
+ * base kvm_handle_hva_range() maps the range through (a 4K uffd-wp
+ * unprotect, a KSM merge, a reclaimed page; a 2M collapse).
+ */
+static void vm_bases_learn(struct pass *p, int vm, const struct kthread *k)
+{
+	struct vm_bases *b;
+	uint64_t base;
+	int i;
+
+	if (vm < 1 || vm > p->nvms || k->nzaps != 1 || k->he <= k->hs ||
+	    k->he - k->hs != tdp_level_pages(k->zap_level) << 12)
+		return;
+	base = k->hs - (k->zap_gfn << 12);
+	b = &p->bases[vm - 1];
+	for (i = 0; i < b->n; i++)
+		if (b->base[i] == base)
+			return;
+	if (b->n < VM_ATTR_BASES)
+		b->base[b->n++] = base;
+}
+
+/*
+ * Of the VMs in cand, those with a learnt memslot that maps the leaf ev
+ * zaps into k's hva range: an invalidation zaps only the gfns its range
+ * maps to through the VM's memslots (kvm_handle_hva_range()), so a VM
+ * whose memslot puts that leaf elsewhere in the host's address space
+ * is not the one, where another VM's puts it inside.  A VM with no
+ * learnt memslot, or whose learnt ones do not reach the leaf, tells
+ * nothing (it may have memslots not learnt): this only ever picks, never
+ * excludes.
+ */
+static uint64_t vm_bases_mapping(const struct pass *p,
+				 const struct kthread *k, uint64_t cand,
+				 const struct model_event *ev)
+{
+	uint64_t out = 0, lo, hi;
+	int v, i;
+
+	if (k->he <= k->hs)
+		return 0;
+	for (v = 0; v < p->nvms; v++) {
+		const struct vm_bases *b = &p->bases[v];
+
+		if (!(cand & (1ull << v)))
+			continue;
+		for (i = 0; i < b->n; i++) {
+			lo = b->base[i] + (ev->u.spte.gfn << 12);
+			hi = lo + (tdp_level_pages(ev->u.spte.level) << 12);
+			if (lo < k->he && k->hs < hi) {
+				out |= 1ull << v;
+				break;
+			}
+		}
+	}
+	return out;
 }
 
 /*
@@ -207,6 +283,8 @@ static void context_close(struct pass *p, struct kthread *k)
 	size_t i;
 
 	if (k->own) {
+		int vm;
+
 		/* Another VM's only when one other VM fits all its zaps,
 		 * and none of them could be its own VM's, or its own VM's
 		 * state held none of them and the other's some (a capture
@@ -220,15 +298,22 @@ static void context_close(struct pass *p, struct kthread *k)
 		}
 		for (i = 0; i < k->nheld; i++)
 			own_give(p, k, &k->held[i]);
+		vm = k->vm;
+		vm_bases_learn(p, vm, k);
 		k->nheld = 0;
 		k->vm = 0;
 		k->own = 0;
+		k->nzaps = 0;
+		k->hs = k->he = 0;
 		k->own_fit = k->own_held = 0;
 		k->others_held = 0;
 		k->zapped = 0;
 		k->cand = p->all;
 		return;
 	}
+	vm_bases_learn(p, k->vm, k);
+	k->nzaps = 0;
+	k->hs = k->he = 0;
 	if (!k->nheld && !k->vm)
 		return;
 	if (!k->vm) {
@@ -247,9 +332,20 @@ static void context_close(struct pass *p, struct kthread *k)
 static void context_event(struct pass *p, struct kthread *k,
 			  const struct model_event *ev)
 {
-	uint64_t fits, held;
+	uint64_t fits, held, mapped;
 	size_t i;
 
+	if (ev->kind == MEV_NOTIFIER &&
+	    ev->u.notifier.phase == MEV_PHASE_START) {
+		k->hs = ev->u.notifier.hva_start;
+		k->he = ev->u.notifier.hva_end;
+	}
+	if (ev->kind == MEV_SPTE_CHANGE &&
+	    spte_present_leaf(p->fmt, ev->u.spte.old_spte, ev->u.spte.level) &&
+	    !spte_present(p->fmt, ev->u.spte.new_spte) && !k->nzaps++) {
+		k->zap_level = ev->u.spte.level;
+		k->zap_gfn = ev->u.spte.gfn;
+	}
 	if (k->vm) {
 		decide(p, k->vm, ev);
 		p->out->events_decided++;
@@ -292,10 +388,20 @@ static void context_event(struct pass *p, struct kthread *k,
 		return;
 	}
 	k->cand &= fits;
-	/* One VM left, or one whose state holds the leaf among those left. */
+	/* One VM left; or, of several, the one whose memslot maps the leaf
+	 * into the invalidation's range (a page KSM shares at one gfn in
+	 * two VMs; the kernel's own rule, so before the next); or the one
+	 * whose state holds the leaf (on a capture begun mid-run another
+	 * may not have shown it yet). */
 	held &= k->cand;
-	if (held && !(held & (held - 1)))
+	mapped = k->cand & (k->cand - 1) ?
+		vm_bases_mapping(p, k, k->cand, ev) : 0;
+	if (mapped && !(mapped & (mapped - 1))) {
+		k->cand = mapped;
+		p->out->contexts_by_memslot++;
+	} else if (held && !(held & (held - 1))) {
 		k->cand = held;
+	}
 	if (!k->cand || (k->cand & (k->cand - 1)))
 		return;
 	/* One VM left: the context is its, from its first event. */
@@ -398,7 +504,8 @@ enum vm_attr_status vm_attr_run(struct source *src,
 	ptrmap_init(&p.threads);
 	u64map_init(&p.aged_by);
 	p.leaves = calloc((size_t)(nvms ? nvms : 1), sizeof(*p.leaves));
-	if (!p.leaves)
+	p.bases = calloc((size_t)(nvms ? nvms : 1), sizeof(*p.bases));
+	if (!p.leaves || !p.bases)
 		goto end;
 	for (v = 0; v < nvms; v++)
 		tdp_init(&p.leaves[v], fmt);
@@ -482,6 +589,7 @@ end:
 	for (v = 0; p.leaves && v < nvms; v++)
 		tdp_free(&p.leaves[v]);
 	free(p.leaves);
+	free(p.bases);
 	if (st != VM_ATTR_OK)
 		vm_attr_free(out);
 	return st;

@@ -15,9 +15,13 @@
  *     present leaf it zapped, pfn included, when no other VM's do and
  *     no zap of it contradicts that VM's state (on a capture that began
  *     mid-run a VM's state may not show an entry: no contradiction);
- *     none or several (a context that zaps nothing, a page KSM shares
- *     between VMs at one gfn): it stays unattributed and is counted,
- *     never guessed;
+ *     of several, the one whose memslot (learnt from windows that
+ *     zapped one leaf spanning their whole range: hva - gpa) maps a
+ *     leaf it zapped into its invalidation's hva range (a page KSM
+ *     shares between two VMs at one gfn, zapped by khugepaged in one
+ *     VM's mm); none or several (a context that zaps nothing, a shared
+ *     page in VMs no memslot tells apart): it stays unattributed and
+ *     is counted, never guessed;
  *   - a leaf aged (its accessed bit alone cleared) is the VM's whose
  *     state holds that leaf (its value but for the accessed and dirty
  *     bits the CPU sets), when one VM's alone does, whatever thread
@@ -77,6 +81,9 @@ struct vm_attr {
 	/* Without the kernel's word: windows of a VM process's thread
 	 * whose zaps were another VM's, and their events (moved). */
 	int64_t windows_moved, window_events_moved;
+	/* Kernel threads' contexts that several VMs' states fitted, told
+	 * by the one memslot that maps a zapped leaf into the range. */
+	int64_t contexts_by_memslot;
 };
 
 /* moved's value for an aged leaf of no known VM. */

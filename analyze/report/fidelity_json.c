@@ -107,6 +107,13 @@ void report_fidelity_json_add(struct cJSON *root, const struct fidelity *f,
 				(double)r->span_faults_settled);
 	cJSON_AddNumberToObject(o, "memslot_swap_faults_old",
 				(double)r->span_faults_old);
+	/* Optional: only where a count settled guesses. */
+	if (r->nx_guessed_settled) {
+		cJSON_AddNumberToObject(o, "nx_guessed_splits",
+					(double)r->nx_guessed_splits);
+		cJSON_AddNumberToObject(o, "nx_guessed_settled",
+					(double)r->nx_guessed_settled);
+	}
 	/* Claims of the recorded policy no event of this capture shows. */
 	a = cJSON_AddArrayToObject(root, "unverifiable");
 	if (r->read_lock_unverifiable)

@@ -131,6 +131,12 @@ void report_fidelity_text(FILE *out, const struct fidelity *f,
 			"KVM's NX count settled (not checked): %" PRId64
 			", %" PRId64 " before\n", r->span_faults_settled,
 			r->span_faults_old);
+	if (r->nx_guessed_settled)
+		fprintf(out, "  NX splits made on the guess that the host maps "
+			"huge where nothing since the\n  capture began showed "
+			"it: %" PRId64 "; of them KVM's count settled %" PRId64
+			" (not checked)\n", r->nx_guessed_splits,
+			r->nx_guessed_settled);
 	/* Every kind's count, then the first few; all of them are in the
 	 * JSON's first REPLAY_SHOWN_MISMATCHES and table replay_mismatch. */
 	fprintf(out, "  mismatches: %" PRId64, r->mismatches_total);

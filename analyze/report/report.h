@@ -76,6 +76,7 @@ struct report_vms {
 	int64_t aged_leaves_moved;      /* replay/vm_attr.h */
 	int64_t aged_leaves_unknown;
 	int64_t windows_moved;
+	int64_t contexts_by_memslot;
 };
 
 /* Fidelity (self-check) of a capture as JSON / text; vms NULL for a

@@ -56,6 +56,13 @@ void report_vms_text(FILE *out, const struct report_vms *vms)
 			"zaps were another VM's\n  (reclaim under a shared "
 			"memory cgroup): %s, given that VM\n",
 			report_fmt_count(a, sizeof(a), vms->windows_moved));
+	if (vms->contexts_by_memslot)
+		fprintf(out, "  kernel threads' invalidations whose zapped leaves "
+			"several VMs' states\n  held (a page KSM shares at one "
+			"gfn), told by the VM whose memslot maps\n  them into "
+			"the range: %s\n",
+			report_fmt_count(a, sizeof(a),
+					 vms->contexts_by_memslot));
 }
 
 /* What ingest and the replay could not give a VM, and the --vm. */
@@ -76,6 +83,8 @@ static void vm_attribution_json(cJSON *root, const struct report_vms *vms)
 				(double)vms->aged_leaves_unknown);
 	cJSON_AddNumberToObject(o, "windows_moved",
 				(double)vms->windows_moved);
+	cJSON_AddNumberToObject(o, "contexts_by_memslot",
+				(double)vms->contexts_by_memslot);
 }
 
 /* vm_attribution and the empty "vms" array, returned. */
