@@ -212,12 +212,50 @@ static int aged_vm(const struct pass *p, const struct model_event *ev,
 	return nsplit == 1 ? split : 0;
 }
 
-/* ev is vm's: mapped, and its leaves move with it. */
-static void decide(struct pass *p, int vm, const struct model_event *ev)
+/*
+ * A held change of vm, applied when its context is decided: after the
+ * changes other threads traced since, so it moves the leaf only where
+ * none of them changed it meanwhile (the leaf still reads as the change
+ * found it, but for the accessed and dirty bits the CPU sets).  Seen
+ * on stock 6.1 under MADV_COLLAPSE: the VMM thread's collapse window,
+ * held to its end, zapped a leaf its vCPU refaulted before the window
+ * ended, and the zap applied last left the VM's state without the
+ * leaf ksmd then zapped (the VM's state fitted no more: the other VM
+ * took the context).
+ */
+static void leaves_apply_held(struct pass *p, int vm,
+			      const struct model_event *ev)
+{
+	uint64_t hw = p->fmt->accessed | p->fmt->dirty, now;
+
+	if (vm < 1 || vm > p->nvms || ev->kind != MEV_SPTE_CHANGE)
+		return;
+	if (tdp_stored(&p->leaves[vm - 1], ev->u.spte.as_id,
+		       ev->u.spte.level, ev->u.spte.gfn)) {
+		now = tdp_get(&p->leaves[vm - 1], ev->u.spte.as_id,
+			      ev->u.spte.level, ev->u.spte.gfn);
+		if ((now | hw) != (ev->u.spte.old_spte | hw))
+			return;
+	}
+	leaves_apply(p, vm, ev);
+}
+
+/* ev is vm's: mapped, and its leaves move with it (held: a change
+ * held until its context was decided, leaves_apply_held()). */
+static void decide_ev(struct pass *p, int vm, const struct model_event *ev,
+		      int held)
 {
 	if (u64map_put(&p->out->seq_vm, ev->seq, (uint64_t)vm) < 0)
 		p->nomem = 1;
-	leaves_apply(p, vm, ev);
+	if (held)
+		leaves_apply_held(p, vm, ev);
+	else
+		leaves_apply(p, vm, ev);
+}
+
+static void decide(struct pass *p, int vm, const struct model_event *ev)
+{
+	decide_ev(p, vm, ev, 0);
 }
 
 /*
@@ -273,7 +311,7 @@ static void own_give(struct pass *p, struct kthread *k,
 			p->nomem = 1;
 		p->out->window_events_moved++;
 	}
-	leaves_apply(p, k->vm, ev);
+	leaves_apply_held(p, k->vm, ev);
 }
 
 /* The context ends: its held events stay without a VM (a window's,
@@ -408,7 +446,7 @@ static void context_event(struct pass *p, struct kthread *k,
 	k->vm = __builtin_ctzll(k->cand) + 1;
 	p->out->contexts_decided++;
 	for (i = 0; i < k->nheld; i++)
-		decide(p, k->vm, &k->held[i]);
+		decide_ev(p, k->vm, &k->held[i], 1);
 	p->out->events_decided += (int64_t)k->nheld;
 	k->nheld = 0;
 }
