@@ -321,8 +321,6 @@ static void context_close(struct pass *p, struct kthread *k)
 	size_t i;
 
 	if (k->own) {
-		int vm;
-
 		/* Another VM's only when one other VM fits all its zaps,
 		 * and none of them could be its own VM's, or its own VM's
 		 * state held none of them and the other's some (a capture
@@ -336,8 +334,7 @@ static void context_close(struct pass *p, struct kthread *k)
 		}
 		for (i = 0; i < k->nheld; i++)
 			own_give(p, k, &k->held[i]);
-		vm = k->vm;
-		vm_bases_learn(p, vm, k);
+		vm_bases_learn(p, k->vm, k);
 		k->nheld = 0;
 		k->vm = 0;
 		k->own = 0;
