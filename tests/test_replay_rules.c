@@ -63,7 +63,9 @@
  *                  inside its own walk, in entry order; the zap of the
  *                  whole VM that zaps leaves before tables (Linux 6.12)
  *                  is one teardown, also when the NX recovery worker
- *                  runs it (6.12: the vhost task that exits last);
+ *                  runs it (6.12: the vhost task that exits last); a
+ *                  leaf another thread removes ahead of that zap's
+ *                  walk is not its;
  *   fault split    a fault that splits a huge leaf in place (6.12)
  *                  zaps nothing;
  *   removed table  a table a fault links where a removed one was is
@@ -2014,6 +2016,51 @@ static void test_zap_all_leaves_first(void)
 }
 
 /*
+ * Stock 6.12, two VMs under one memory cgroup: the VM's zap at its exit
+ * (the NX worker, 4K leaves in gfn order) yields mmu_lock after its
+ * first leaf, and the VMM thread, in reclaim, unmaps page 0x180 ahead
+ * of the walk; the walk then finds it gone.  The zap of the whole VM
+ * predicted 4 leaves and zapped 3 (rule teardown_removal); off, it
+ * fails zap_count 4 against 3.
+ */
+static void test_zap_all_removal_ahead(void)
+{
+	struct replay_result b;
+
+	nev = 0;
+	memslot(0);
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0, 0, TABLE);
+	spte(VCPU, 1, 0x1, 0, RW_4K);
+	spte(VCPU, 1, 0x100, 0, RW_4K);
+	spte(VCPU, 1, 0x180, 0, RW_4K);
+	spte(VCPU, 2, 0x200, 0, RW_2M);
+	entry();
+	syscall_exit(VMM);
+	spte(WORKER, 1, 0x1, RW_4K, NONPRESENT_612);           /* 4K pass */
+	stock_notifier(0x180, 1);                               /* reclaim */
+	spte(VMM, 1, 0x180, RW_4K, NONPRESENT_612);
+	syscall_exit(VMM);
+	spte(WORKER, 1, 0x100, RW_4K, NONPRESENT_612);
+	spte(WORKER, 2, 0x200, RW_2M, NONPRESENT_612);         /* 2M pass */
+	spte(WORKER, 2, 0, TABLE, NONPRESENT_612);
+	sp_event(MEV_SP_FREE, WORKER, 1, 0);                            /* its L1 */
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.zaps_observed == 4 && b.zaps_predicted == 4);
+	CHECK(b.mismatches_total == 0);
+	replay_result_free(&b);
+
+	rules_off = REPLAY_RULE_BIT(RULE_TEARDOWN_REMOVAL);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 1 &&
+	      b.mismatches[0].kind == MISMATCH_ZAP_COUNT &&
+	      b.mismatches[0].predicted == 4 &&
+	      b.mismatches[0].observed == 3);
+	replay_result_free(&b);
+	rules_off = 0;
+}
+
+/*
  * An exec fault below an NX 2M leaf on a kernel that splits it in place
  * (Linux 6.12: the leaf becomes a table in one change, its 512
  * children untraced) zaps nothing; the child the fault then makes
@@ -2633,6 +2680,7 @@ static const struct scenario {
 	{ "inferred_slot_huge_leaf", test_inferred_slot_huge_leaf },
 	{ "nested_teardown_one_walk", test_nested_teardown },
 	{ "zap_all_leaves_first_612", test_zap_all_leaves_first },
+	{ "zap_all_removal_ahead_612", test_zap_all_removal_ahead },
 	{ "fault_split_in_place_612", test_fault_split_in_place },
 	{ "removed_table_replaced_612", test_removed_table_replaced },
 	{ "frozen_entry_faults_required_612", test_frozen_entry },

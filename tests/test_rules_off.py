@@ -223,6 +223,11 @@ reports), as measured on the lab captures:
                       reclaim window, a stock start with no end, took
                       the VM's zap at its exit, every 4K leaf first;
                       off, zap_outside_range 7,268
+  teardown_removal    stock 6.12, two bgsnapshot VMs under one 48 MiB
+                      memcg and compaction (recorded before the rule):
+                      one VM's zap at its exit yielded mmu_lock and the
+                      other VM's VMM thread, in reclaim, unmapped 64 of
+                      its pages ahead of the walk (zap_count)
   removal_walk        the last seconds of stock 6.12 nxrecovery and two
                       basic VMs under khugepaged and compaction
                       (recorded before the rule): a basic VM's NX worker
@@ -352,6 +357,8 @@ MADVC612 = "lttng-kernel-6.12.118-stock-nxrecovery-madv-collapse"
 KSM61P = "lttng-kernel-6.1.192-patched-basic-ksm"
 NUMA612M = "lttng-kernel-6.12.118-stock-multivm-nxrecovery-basic-numa-balancing"
 KSM612S = "lttng-kernel-6.12.118-stock-basic-ksm"
+BGBG612 = ("lttng-kernel-6.12.118-stock-multivm-bgsnapshot-bgsnapshot-"
+           "memcg-compaction")
 SEEN = [("late_change", RO, "fault_not_required"),
         ("window_install", PU, "zap_count"),
         ("double_start", PU, "zap_count"),
@@ -387,6 +394,7 @@ SEEN = [("late_change", RO, "fault_not_required"),
         ("window_exit", EXIT612, "zap_outside_range"),
         ("removal_walk", WALK612, "zap_count"),
         ("window_unknown", WALK612, "zap_count"),
+        ("teardown_removal", BGBG612, "zap_count"),
         ("batch_period", MV612S, "recovery_batch"),
         ("unlisted_free", MV612S2, "recovery_batch"),
         ("measured_batch", MV612, "recovery_batch"),
@@ -404,7 +412,8 @@ SEEN = [("late_change", RO, "fault_not_required"),
 for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612, RL612,
              KPT2, KPT2_612, NXL612, MV612, MEMCG, MEMCGP, MS61, MS612,
              RL612R, LW612, KSMNX, KSMNX612, MV612S, MV612S2, NX612S,
-             KHP612S, KHPKSM, KHPKSM2, KSM61P, KSM612S, NUMA612M):
+             KHP612S, KHPKSM, KHPKSM2, KSM61P, KSM612S, NUMA612M,
+             BGBG612):
     rc, f = fidelity(name)
     check(rc == 0 and f["ok"], "%s passes with every rule on" % name)
 for rules, name, kind in SEEN:

@@ -218,6 +218,8 @@ void engine_ctx_open(struct engine *e, struct thread_ctx *t,
 	t->ctx_ts = ev->ts;
 	t->ctx_gfn = gfn;
 	t->ctx_walk_next = 0;
+	t->ctx_walk_level = 0;
+	t->ctx_walk_as = 0;
 	t->ctx_keep = 0;
 	t->ctx_predicted = t->ctx_observed = t->ctx_policy_zaps = 0;
 	t->ctx_revealed = 0;
@@ -547,6 +549,7 @@ enum replay_status replay_run_scanned(struct source *src,
 	nx_batch_close(&e);
 	fault_pending_expire(&e, 1);
 	MR_ASSERT(e.nopen_windows == 0);
+	MR_ASSERT(e.nopen_zap_alls == 0);
 	MR_ASSERT(e.npending == 0);
 	MR_ASSERT(res->faults - res->faults_added + res->faults_avoided ==
 		  res->faults_observed);
@@ -561,6 +564,7 @@ enum replay_status replay_run_scanned(struct source *src,
 end:
 	ptrmap_free_values(&e.threads);
 	free(e.open_windows);
+	free(e.open_zap_alls);
 	free(e.pending);
 	tdp_free(&e.tdp_obs);
 	tdp_free(&e.tdp_ovl);

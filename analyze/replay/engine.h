@@ -257,7 +257,11 @@
 	 * a table above 2M, or marks an entry of one, tears a root down \
 	 * since before the capture \
 	 * (engine_roots.c roots_route()) */ \
-	X(RULE_FIRST_REMOVAL, "first_removal")
+	X(RULE_FIRST_REMOVAL, "first_removal") \
+	/* a leaf another thread removes ahead of the walk of an open \
+	 * zap of a whole root is not that zap's \
+	 * (engine_teardown.c teardown_removal()) */ \
+	X(RULE_TEARDOWN_REMOVAL, "teardown_removal")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

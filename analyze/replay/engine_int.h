@@ -36,7 +36,7 @@
  *                      around every event; fault_pending_expire() when
  *                      an exemption ends, and with nx_batch_close() at
  *                      the end of the trace;
- *   engine_overlay.c   teardown_zap_all_starts/open(),
+ *   engine_overlay.c   teardown_zap_all_starts/open(), teardown_removal(),
  *                      teardown_unlinked(), teardown_replaced(),
  *                      teardown_entry_replaced(); nx_batch_touch();
  *                      fault_pending_explain(), fault_frozen_begin();
@@ -76,7 +76,8 @@
  *     (engine_fault.c fault_shown());
  *   - predicted counts come only from tdp_obs before the traced change is
  *     applied, never from the traced changes themselves;
- *   - open_windows holds exactly the threads whose context is a window;
+ *   - open_windows holds exactly the threads whose context is a window,
+ *     open_zap_alls those whose context is the zap of a whole root;
  *   - every traced fault is counted once under the policy: as a fault
  *     or as avoided (faults_added come on top: faults the trace has
  *     not);
@@ -146,8 +147,12 @@ struct thread_ctx {
 	int64_t ctx_ts;
 	uint64_t ctx_gfn;               /* fault gfn / SP gfn */
 	/* A table's removal (recovery, teardown): the next gfn its walk
-	 * may zap, one past the last leaf it zapped (0: none yet). */
+	 * may zap, one past the last leaf it zapped (0: none yet), and
+	 * that leaf's level and tdp as_id. */
 	uint64_t ctx_walk_next;
+	int ctx_walk_level, ctx_walk_as;
+	/* CTX_TEARDOWN of a whole root: in open_zap_alls. */
+	int ctx_zap_all;
 	int ctx_keep;                   /* policy keeps this context's zaps */
 	int64_t ctx_predicted;          /* leaves the model says it zaps */
 	int64_t ctx_observed;           /* leaves it zapped (traced) that
@@ -413,6 +418,8 @@ struct engine {
 	const struct model_event *ev;   /* the event being handled */
 	struct thread_ctx **open_windows;
 	size_t nopen_windows, capopen_windows;
+	struct thread_ctx **open_zap_alls;
+	size_t nopen_zap_alls, capopen_zap_alls;
 	size_t capseries;               /* of res->series (util/alloc.h) */
 	struct batch batch, last_batch;
 	int64_t period_factor;          /* recorded wake-ups per policy's */
@@ -653,6 +660,8 @@ int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,
 			    const struct model_event *ev);
 void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
 			   const struct model_event *ev);
+void teardown_removal(struct engine *e, const struct thread_ctx *self,
+		      int as_id, int level, uint64_t gfn);
 
 /* engine_roots.c */
 void roots_init(struct engine *e);

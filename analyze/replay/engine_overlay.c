@@ -551,8 +551,12 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	if (was_leaf && !is_present) {
 		e->res->zaps_observed++;
 		t->ctx_last_ts = ev->ts;
-		if (t->ctx_kind == CTX_TEARDOWN || t->ctx_kind == CTX_RECOVERY)
+		if (t->ctx_kind == CTX_TEARDOWN ||
+		    t->ctx_kind == CTX_RECOVERY) {
 			t->ctx_walk_next = gfn + tdp_level_pages(level);
+			t->ctx_walk_level = level;
+			t->ctx_walk_as = as;
+		}
 		cause = zap_cause_of(t);
 		if (!e->res->began_mid_run ||
 		    (!unknown_ctx && entry_known(e, t, as, level, gfn) &&
@@ -594,6 +598,8 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		}
 		if (e->nopen_windows && engine_rule(e, RULE_WINDOW_REMOVAL))
 			window_removal(e, t, roots_orig(e, as), level, gfn);
+		if (e->nopen_zap_alls && engine_rule(e, RULE_TEARDOWN_REMOVAL))
+			teardown_removal(e, t, as, level, gfn);
 		if (t->ctx_keep) {
 			e->res->zaps_kept++;
 			engine_whatif(e, REPLAY_WHATIF_ZAP_KEPT, ev, level, gfn);

@@ -34,6 +34,9 @@
  */
 #include "replay/engine_int.h"
 
+#include "util/alloc.h"
+#include "util/assert.h"
+
 #include <string.h>
 
 static int64_t replaced_take(struct engine *e, int32_t tid, int as_id,
@@ -396,6 +399,13 @@ void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
 	engine_ctx_open(e, t, CTX_TEARDOWN, ev, 0);
 	t->sp_level = SP_MAX_LEVEL;
 	t->ctx_predicted = 0;
+	if (ALLOC_GROW(e->open_zap_alls, e->nopen_zap_alls + 1,
+		       e->capopen_zap_alls)) {
+		e->nomem = 1;
+	} else {
+		e->open_zap_alls[e->nopen_zap_alls++] = t;
+		t->ctx_zap_all = 1;
+	}
 	/* The zap of a retired root (engine_roots.c) zaps that root. */
 	if (ev->u.spte.as_id >= RETIRED_FIRST) {
 		t->ctx_as = ev->u.spte.as_id;
@@ -413,8 +423,61 @@ void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
 					      0, ZAP_TEARDOWN);
 }
 
+/*
+ * A leaf another thread removes ahead of the walk of an open zap of a
+ * whole root is not that zap's: the walk finds it gone.  The zap
+ * yields mmu_lock on its way (tdp_mmu_iter_cond_resched()), and an
+ * invalidation of the VM's memory takes the lock then: seen on stock
+ * 6.12 with two VMs under one memory cgroup, the other VM's VMM thread
+ * reclaiming the exiting VM's pages (its direct reclaim, the rmap walk
+ * of each page) while the NX worker, the last holder of the exiting
+ * VM's mm, zapped the VM at its exit; 64 leaves ahead of the walk went
+ * meanwhile (predicted 2,046, traced 1,982).
+ *
+ * The walk is where its last zap was: 6.12 zaps a root in passes, 4K
+ * leaves first, then 2M, then 1G, each in gfn order, so a leaf of a
+ * higher level than the walk's last, or of its level at a gfn past it,
+ * is ahead (6.1's one pass walks every level in gfn order: a leaf of a
+ * lower level past the walk is ahead too but not taken so, and the
+ * mismatch stays).  Only while the walk has leaves the model counted
+ * left to zap.  What it cannot catch: a leaf installed after the zap
+ * began and removed ahead of its walk (no vCPU runs in a VM being
+ * zapped whole at its exit; a memslot's zap takes retired roots).
+ */
+void teardown_removal(struct engine *e, const struct thread_ctx *self,
+		      int as_id, int level, uint64_t gfn)
+{
+	struct thread_ctx *z;
+	size_t i;
+
+	for (i = 0; i < e->nopen_zap_alls; i++) {
+		z = e->open_zap_alls[i];
+		MR_ASSERT_DBG(z->ctx_kind == CTX_TEARDOWN && z->ctx_zap_all);
+		if (z == self || z->ctx_keep || !z->ctx_walk_next ||
+		    z->ctx_walk_as != as_id ||
+		    z->ctx_observed >= z->ctx_predicted)
+			continue;
+		if (level > z->ctx_walk_level ||
+		    (level == z->ctx_walk_level && gfn >= z->ctx_walk_next))
+			z->ctx_predicted--;
+	}
+}
+
 /* Its flushes were counted as they came (engine_on_tlb_flush()). */
 void teardown_ctx_close(struct engine *e, struct thread_ctx *t)
 {
+	size_t i;
+
 	e->res->flushes_teardown += t->ctx_flushes;
+	if (!t->ctx_zap_all)
+		return;
+	t->ctx_zap_all = 0;
+	for (i = 0; i < e->nopen_zap_alls; i++)
+		if (e->open_zap_alls[i] == t) {
+			e->open_zap_alls[i] =
+				e->open_zap_alls[--e->nopen_zap_alls];
+			return;
+		}
+	/* Every zap of a whole root was added when it opened. */
+	MR_UNREACHABLE();
 }

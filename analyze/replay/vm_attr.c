@@ -37,10 +37,12 @@ struct kthread {
 	uint64_t hs, he;
 	int nzaps, zap_level;
 	uint64_t zap_gfn;
+	uint64_t zap_held;              /* VMs whose state held that leaf */
 };
 
 /* A VM's memslots as hva - gpa, learnt from windows that zapped one
- * leaf spanning exactly their range (vm_bases_learn()). */
+ * leaf spanning exactly their range, which that VM's state alone held
+ * (vm_bases_learn()). */
 struct vm_bases {
 	uint64_t base[VM_ATTR_BASES];
 	int n;
@@ -77,7 +79,10 @@ static void leaves_apply(struct pass *p, int vm,
  * A window decided for vm that zapped one present leaf whose span is
  * exactly its hva range tells one of vm's memslots: hva - gpa, the
  * base kvm_handle_hva_range() maps the range through (a 4K uffd-wp
- * unprotect, a KSM merge, a reclaimed page; a 2M collapse).
+ * unprotect, a KSM merge, a reclaimed page; a 2M collapse).  Only
+ * where vm's state alone held that leaf (pfn included) when it went:
+ * a decision of its thread's VM by default (a capture begun mid-run,
+ * where no state showed the leaf) would teach one VM another's base.
  */
 static void vm_bases_learn(struct pass *p, int vm, const struct kthread *k)
 {
@@ -86,7 +91,8 @@ static void vm_bases_learn(struct pass *p, int vm, const struct kthread *k)
 	int i;
 
 	if (vm < 1 || vm > p->nvms || k->nzaps != 1 || k->he <= k->hs ||
-	    k->he - k->hs != tdp_level_pages(k->zap_level) << 12)
+	    k->he - k->hs != tdp_level_pages(k->zap_level) << 12 ||
+	    k->zap_held != 1ull << (vm - 1))
 		return;
 	base = k->hs - (k->zap_gfn << 12);
 	b = &p->bases[vm - 1];
@@ -109,7 +115,7 @@ static void vm_bases_learn(struct pass *p, int vm, const struct kthread *k)
  */
 static uint64_t vm_bases_mapping(const struct pass *p,
 				 const struct kthread *k, uint64_t cand,
-				 const struct model_event *ev)
+				 int level, uint64_t gfn)
 {
 	uint64_t out = 0, lo, hi;
 	int v, i;
@@ -122,8 +128,8 @@ static uint64_t vm_bases_mapping(const struct pass *p,
 		if (!(cand & (1ull << v)))
 			continue;
 		for (i = 0; i < b->n; i++) {
-			lo = b->base[i] + (ev->u.spte.gfn << 12);
-			hi = lo + (tdp_level_pages(ev->u.spte.level) << 12);
+			lo = b->base[i] + (gfn << 12);
+			hi = lo + (tdp_level_pages(level) << 12);
 			if (lo < k->he && k->hs < hi) {
 				out |= 1ull << v;
 				break;
@@ -314,6 +320,36 @@ static void own_give(struct pass *p, struct kthread *k,
 	leaves_apply_held(p, k->vm, ev);
 }
 
+/*
+ * The VM (a bit) a window of a VM process's thread moves to at its
+ * end, 0: none.  Another VM's only when one other VM fits all its
+ * zaps, and none of them could be its own VM's, or its own VM's state
+ * held none of them and the other's some (a capture begun mid-run,
+ * where states show what the capture did); else, where no state tells,
+ * when the one VM whose learnt memslot maps its first zap into its
+ * range is another that fits them all (kvm_handle_hva_range(): seen on
+ * a stock 6.12 capture of two VMs under one memory cgroup cut at 70%,
+ * where one VMM thread reclaimed the other VM's pages the cut had not
+ * shown: kept as its own, they taught its VM the other's memslot, and
+ * its windows there that zapped nothing were predicted to zap).
+ */
+static uint64_t own_moved_to(const struct pass *p, const struct kthread *k)
+{
+	uint64_t mapped;
+
+	if (!k->zapped || !k->cand)
+		return 0;
+	if (!(k->cand & (k->cand - 1)) &&
+	    (!k->own_fit || (!k->own_held && (k->others_held & k->cand))))
+		return k->cand;
+	if (k->own_held || !k->nzaps)
+		return 0;
+	mapped = vm_bases_mapping(p, k, p->all, k->zap_level, k->zap_gfn);
+	if (mapped && !(mapped & (mapped - 1)) && (mapped & k->cand))
+		return mapped;
+	return 0;
+}
+
 /* The context ends: its held events stay without a VM (a window's,
  * with its row's). */
 static void context_close(struct pass *p, struct kthread *k)
@@ -325,11 +361,11 @@ static void context_close(struct pass *p, struct kthread *k)
 		 * and none of them could be its own VM's, or its own VM's
 		 * state held none of them and the other's some (a capture
 		 * begun mid-run, where states show what the capture did). */
+		uint64_t to = own_moved_to(p, k);
+
 		k->vm = k->own;
-		if (k->zapped && k->cand && !(k->cand & (k->cand - 1)) &&
-		    (!k->own_fit ||
-		     (!k->own_held && (k->others_held & k->cand)))) {
-			k->vm = __builtin_ctzll(k->cand) + 1;
+		if (to) {
+			k->vm = __builtin_ctzll(to) + 1;
 			p->out->windows_moved++;
 		}
 		for (i = 0; i < k->nheld; i++)
@@ -343,11 +379,13 @@ static void context_close(struct pass *p, struct kthread *k)
 		k->own_fit = k->own_held = 0;
 		k->others_held = 0;
 		k->zapped = 0;
+		k->zap_held = 0;
 		k->cand = p->all;
 		return;
 	}
 	vm_bases_learn(p, k->vm, k);
 	k->nzaps = 0;
+	k->zap_held = 0;
 	k->hs = k->he = 0;
 	if (!k->nheld && !k->vm)
 		return;
@@ -380,6 +418,7 @@ static void context_event(struct pass *p, struct kthread *k,
 	    !spte_present(p->fmt, ev->u.spte.new_spte) && !k->nzaps++) {
 		k->zap_level = ev->u.spte.level;
 		k->zap_gfn = ev->u.spte.gfn;
+		zap_fits(p, ev, &k->zap_held);
 	}
 	if (k->vm) {
 		decide(p, k->vm, ev);
@@ -430,7 +469,8 @@ static void context_event(struct pass *p, struct kthread *k,
 	 * may not have shown it yet). */
 	held &= k->cand;
 	mapped = k->cand & (k->cand - 1) ?
-		vm_bases_mapping(p, k, k->cand, ev) : 0;
+		vm_bases_mapping(p, k, k->cand, ev->u.spte.level,
+				 ev->u.spte.gfn) : 0;
 	if (mapped && !(mapped & (mapped - 1))) {
 		k->cand = mapped;
 		p->out->contexts_by_memslot++;
@@ -512,46 +552,59 @@ static int own_window(struct pass *p, const struct model_event *ev)
 	return 0;
 }
 
-enum vm_attr_status vm_attr_run(struct source *src,
-				const struct spte_format *fmt, int nvms,
-				const struct u64map *thread_vm,
-				int kernel_named, uint64_t complete,
-				struct vm_attr *out)
+/* The pass's per-VM state, empty; bases kept (0, or -1 when out of
+ * memory). */
+static int pass_begin(struct pass *p, struct vm_attr *out)
 {
-	enum vm_attr_status st = VM_ATTR_ERR_NOMEM;
-	enum source_status ss;
-	struct model_event ev;
-	struct kthread *k;
-	struct pass p;
-	int v, aged, unknown;
+	int v;
 
 	memset(out, 0, sizeof(*out));
 	u64map_init(&out->seq_vm);
 	u64map_init(&out->moved);
-	memset(&p, 0, sizeof(p));
-	if (nvms > VM_ATTR_MAX_VMS)
-		nvms = VM_ATTR_MAX_VMS;
-	p.fmt = fmt;
-	p.out = out;
-	p.nvms = nvms;
-	p.all = nvms == 64 ? ~0ull : (1ull << nvms) - 1;
-	p.complete = complete & p.all;
-	ptrmap_init(&p.threads);
-	u64map_init(&p.aged_by);
-	p.leaves = calloc((size_t)(nvms ? nvms : 1), sizeof(*p.leaves));
-	p.bases = calloc((size_t)(nvms ? nvms : 1), sizeof(*p.bases));
-	if (!p.leaves || !p.bases)
-		goto end;
-	for (v = 0; v < nvms; v++)
-		tdp_init(&p.leaves[v], fmt);
-	if (source_rewind(src) != SOURCE_OK) {
-		st = VM_ATTR_ERR_SOURCE;
-		goto end;
-	}
+	p->out = out;
+	ptrmap_init(&p->threads);
+	u64map_init(&p->aged_by);
+	p->naged_by = 0;
+	p->leaves = calloc((size_t)(p->nvms ? p->nvms : 1),
+			   sizeof(*p->leaves));
+	if (!p->leaves)
+		return -1;
+	for (v = 0; v < p->nvms; v++)
+		tdp_init(&p->leaves[v], p->fmt);
+	return 0;
+}
+
+static void pass_end(struct pass *p)
+{
+	int v;
+
+	ptrmap_each(&p->threads, kthread_free, p);
+	ptrmap_free_values(&p->threads);
+	u64map_free(&p->aged_by);
+	for (v = 0; p->leaves && v < p->nvms; v++)
+		tdp_free(&p->leaves[v]);
+	free(p->leaves);
+	p->leaves = NULL;
+}
+
+/* One pass over src (rewound first) into p->out. */
+static enum vm_attr_status pass_run(struct pass *p, struct source *src,
+				    const struct u64map *thread_vm,
+				    int kernel_named)
+{
+	const struct spte_format *fmt = p->fmt;
+	struct vm_attr *out = p->out;
+	enum source_status ss = SOURCE_OK;
+	struct model_event ev;
+	struct kthread *k;
+	int v, aged, unknown, nvms = p->nvms;
+
+	if (source_rewind(src) != SOURCE_OK)
+		return VM_ATTR_ERR_SOURCE;
 	source_progress(src, "replay: VMs of kernel threads");
-	while (!p.nomem && (ss = source_next(src, &ev)) == SOURCE_OK) {
-		if (p.naged_by && aged_flush(&p, &ev) < 0)
-			goto end;
+	while (!p->nomem && (ss = source_next(src, &ev)) == SOURCE_OK) {
+		if (p->naged_by && aged_flush(p, &ev) < 0)
+			return VM_ATTR_ERR_NOMEM;
 		aged = ev.kind == MEV_SPTE_CHANGE &&
 			spte_present_leaf(fmt, ev.u.spte.old_spte,
 					  ev.u.spte.level) &&
@@ -559,18 +612,18 @@ enum vm_attr_status vm_attr_run(struct source *src,
 					  ev.u.spte.level) &&
 			spte_aged(fmt, ev.u.spte.old_spte, ev.u.spte.new_spte);
 		unknown = 0;
-		if (aged && (v = aged_vm(&p, &ev, &unknown))) {
+		if (aged && (v = aged_vm(p, &ev, &unknown))) {
 			out->aged_decided++;
 			if (v != ev.vm && ev.vm &&
 			    u64map_put(&out->moved, ev.seq, (uint64_t)v) < 0)
-				goto end;
-			if (aged_by_set(&p, ev.tid, (uint64_t)v) < 0)
-				goto end;
+				return VM_ATTR_ERR_NOMEM;
+			if (aged_by_set(p, ev.tid, (uint64_t)v) < 0)
+				return VM_ATTR_ERR_NOMEM;
 			out->aged_moved += v != ev.vm && ev.vm;
 			if (ev.vm)
-				leaves_apply(&p, v, &ev);
+				leaves_apply(p, v, &ev);
 			else
-				decide(&p, v, &ev);
+				decide(p, v, &ev);
 			continue;
 		}
 		if (unknown && nvms > 1) {
@@ -578,55 +631,95 @@ enum vm_attr_status vm_attr_run(struct source *src,
 			 * VM is not given its thread's process's). */
 			if (ev.vm && u64map_put(&out->moved, ev.seq,
 						VM_ATTR_NO_VM) < 0)
-				goto end;
+				return VM_ATTR_ERR_NOMEM;
 			out->aged_unknown++;
 			/* ... and so is the flush its thread traces next. */
-			if (aged_by_set(&p, ev.tid, VM_ATTR_NO_VM) < 0)
-				goto end;
+			if (aged_by_set(p, ev.tid, VM_ATTR_NO_VM) < 0)
+				return VM_ATTR_ERR_NOMEM;
 			continue;
 		}
 		if (ev.vm && nvms > 1 && !kernel_named &&
-		    own_window(&p, &ev))
+		    own_window(p, &ev))
 			continue;
 		if (ev.vm) {
-			leaves_apply(&p, ev.vm, &ev);
+			leaves_apply(p, ev.vm, &ev);
 			continue;
 		}
 		v = thread_vm ? (int)u64map_get(thread_vm,
 						 (uint64_t)(uint32_t)ev.tid) : 0;
 		if (v > 0 && v <= nvms) {
-			decide(&p, v, &ev);
+			decide(p, v, &ev);
 			out->events_of_process++;
 			continue;
 		}
-		k = kthread_get(&p, ev.tid);
+		k = kthread_get(p, ev.tid);
 		if (!k)
-			goto end;
+			return VM_ATTR_ERR_NOMEM;
 		if (k->own)
-			context_close(&p, k);
+			context_close(p, k);
 		if (ev.kind == MEV_NOTIFIER && ev.u.notifier.phase ==
 		    MEV_PHASE_START)
-			context_close(&p, k);
+			context_close(p, k);
 		/* A syscall of a process with no VM touches none. */
 		if (ev.kind == MEV_SYSCALL) {
 			out->events_left++;
 			continue;
 		}
-		context_event(&p, k, &ev);
+		context_event(p, k, &ev);
 	}
-	if (p.nomem)
-		goto end;
-	st = ss == SOURCE_END ? VM_ATTR_OK : VM_ATTR_ERR_SOURCE;
-end:
-	ptrmap_each(&p.threads, kthread_free, &p);
-	ptrmap_free_values(&p.threads);
-	u64map_free(&p.aged_by);
-	for (v = 0; p.leaves && v < nvms; v++)
-		tdp_free(&p.leaves[v]);
-	free(p.leaves);
-	free(p.bases);
+	if (p->nomem)
+		return VM_ATTR_ERR_NOMEM;
+	return ss == SOURCE_END ? VM_ATTR_OK : VM_ATTR_ERR_SOURCE;
+}
+
+enum vm_attr_status vm_attr_run(struct source *src,
+				const struct spte_format *fmt, int nvms,
+				const struct u64map *thread_vm,
+				int kernel_named, uint64_t complete,
+				struct vm_attr *out)
+{
+	enum vm_attr_status st = VM_ATTR_ERR_NOMEM;
+	struct vm_attr first;
+	struct pass p;
+
+	memset(out, 0, sizeof(*out));
+	memset(&p, 0, sizeof(p));
+	if (nvms > VM_ATTR_MAX_VMS)
+		nvms = VM_ATTR_MAX_VMS;
+	p.fmt = fmt;
+	p.nvms = nvms;
+	p.all = nvms == 64 ? ~0ull : (1ull << nvms) - 1;
+	p.complete = complete & p.all;
+	p.bases = calloc((size_t)(nvms ? nvms : 1), sizeof(*p.bases));
+	if (!p.bases)
+		return VM_ATTR_ERR_NOMEM;
+	/*
+	 * Where the windows of VM process threads are decided without the
+	 * kernel's word and some VM was made before the capture (its
+	 * state shows only what the capture did), a first pass learns
+	 * the memslots the second decides them by from its first event
+	 * on: the learnt bases are what a pass keeps.
+	 */
+	if (nvms > 1 && !kernel_named && p.complete != p.all) {
+		if (pass_begin(&p, &first) < 0) {
+			pass_end(&p);
+			vm_attr_free(&first);
+			goto end;
+		}
+		st = pass_run(&p, src, thread_vm, kernel_named);
+		pass_end(&p);
+		vm_attr_free(&first);
+		if (st != VM_ATTR_OK)
+			goto end;
+		st = VM_ATTR_ERR_NOMEM;
+	}
+	if (pass_begin(&p, out) == 0)
+		st = pass_run(&p, src, thread_vm, kernel_named);
+	pass_end(&p);
 	if (st != VM_ATTR_OK)
 		vm_attr_free(out);
+end:
+	free(p.bases);
 	return st;
 }
 

@@ -19,9 +19,10 @@
  *     zapped one leaf spanning their whole range: hva - gpa) maps a
  *     leaf it zapped into its invalidation's hva range (a page KSM
  *     shares between two VMs at one gfn, zapped by khugepaged in one
- *     VM's mm); none or several (a context that zaps nothing, a shared
- *     page in VMs no memslot tells apart): it stays unattributed and
- *     is counted, never guessed;
+ *     VM's mm; a memslot is learnt only from a zap of a leaf that VM's
+ *     state alone held); none or several (a context that zaps nothing,
+ *     a shared page in VMs no memslot tells apart): it stays
+ *     unattributed and is counted, never guessed;
  *   - a leaf aged (its accessed bit alone cleared) is the VM's whose
  *     state holds that leaf (its value but for the accessed and dirty
  *     bits the CPU sets), when one VM's alone does, whatever thread
@@ -45,9 +46,15 @@
  *     its row's VM's unless none of its zaps could be that VM's (its
  *     state holds another value there, or never showed the entry and
  *     the VM was made in the capture) and one other VM's state fits
- *     them all: then it is moved there, whole, at its end.
+ *     them all: then it is moved there, whole, at its end; and where
+ *     no state tells (a capture begun mid-run), when the one VM whose
+ *     learnt memslot maps its first zap into its range is another
+ *     that fits them all.  On such a capture (some VM made before it),
+ *     a first pass learns the memslots, so that the second decides by
+ *     them from the first event on.
  * Memory: each VM's present leaves and, per kernel thread, the events
- * of its context until it is decided.
+ * of its context until it is decided; the first pass keeps only the
+ * memslots it learnt.
  */
 #ifndef MMUREPLAY_REPLAY_VM_ATTR_H
 #define MMUREPLAY_REPLAY_VM_ATTR_H
@@ -96,7 +103,8 @@ enum vm_attr_status {
 };
 
 /*
- * One pass over src (rewound first) for a capture of nvms VMs (table
+ * One pass over src (rewound first; two on a capture some VM of which
+ * was made before it, see above) for a capture of nvms VMs (table
  * vm's ids 1..nvms).  thread_vm (may be NULL) maps a thread to the one
  * VM its process ever had, from before the capture: its events that
  * ingest gave none (before the VM showed: on a capture that began
