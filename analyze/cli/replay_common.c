@@ -213,6 +213,7 @@ static void vms_attribution_take(struct report_vms *vms,
 	vms->aged_leaves_unknown = r->aged_leaves_unknown;
 	vms->windows_moved = r->windows_moved;
 	vms->contexts_by_memslot = r->contexts_by_memslot;
+	vms->windows_in_doubt = r->windows_in_doubt;
 }
 
 static int replay_policies(sqlite3 *db, const char *path,

@@ -28,6 +28,7 @@
 #include "replay/policy.h"
 #include "replay/scan.h"
 #include "replay/source.h"
+#include "util/u64map.h"
 #include "util/valcount.h"
 
 #include <stdint.h>
@@ -261,7 +262,11 @@
 	/* a leaf another thread removes ahead of the walk of an open \
 	 * zap of a whole root is not that zap's \
 	 * (engine_teardown.c teardown_removal()) */ \
-	X(RULE_TEARDOWN_REMOVAL, "teardown_removal")
+	X(RULE_TEARDOWN_REMOVAL, "teardown_removal") \
+	/* the next zap of an entry a window kept as its thread's VM's on \
+	 * a guess left is revealed, not judged (vm_attr.h; \
+	 * engine_overlay.c) */ \
+	X(RULE_VM_DOUBT, "vm_doubt")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures
@@ -401,6 +406,9 @@ struct replay_opts {
 	/* Events before this time (ns) are not replayed: some stream
 	 * holds none from then (capture_info.h span_start_ts); 0: all. */
 	int64_t span_start_ts;
+	/* Leaf zaps whose VM is a guess (vm_attr.h zaps_in_doubt: seq ->
+	 * 1); NULL: none.  The entries they leave are held in doubt. */
+	const struct u64map *zaps_in_doubt;
 };
 
 /*
@@ -516,6 +524,8 @@ struct replay_result {
 	int64_t windows_moved;
 	/* Kernel threads' contexts told by a learnt memslot (vm_attr.h). */
 	int64_t contexts_by_memslot;
+	/* Windows kept as their thread's VM's on a guess (vm_attr.h). */
+	int64_t windows_in_doubt;
 	/* A host's total of VMs replayed alone: how many VMs failed their
 	 * own self-check (set by the caller that judged them). */
 	int64_t vms_failed;

@@ -585,6 +585,17 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		if (unknown_ctx && engine_rule(e, RULE_UNKNOWN_ZAP) &&
 		    tdp_set(&e->tdp_doubt, as, level, gfn, 1) < 0)
 			e->nomem = 1;
+		/*
+		 * So is an entry whose zap went to this VM on a guess: a
+		 * window of a VM process's thread that another VM's state
+		 * fitted as well (replay/vm_attr.h).  If the zap was the
+		 * other VM's, this VM's leaf there is still present, and
+		 * its own later zap of it is revealed, not judged.
+		 */
+		if (e->opts->zaps_in_doubt && engine_rule(e, RULE_VM_DOUBT) &&
+		    u64map_get(e->opts->zaps_in_doubt, ev->seq) &&
+		    tdp_set(&e->tdp_doubt, as, level, gfn, 1) < 0)
+			e->nomem = 1;
 		if (t->ctx_kind == CTX_WINDOW) {
 			span = engine_rule(e, RULE_HUGE_SPAN) ? level :
 				TDP_LEVEL_4K;

@@ -146,6 +146,8 @@ static enum replay_status session_prepare(struct replay_session *s,
 	s->opts.nx_period_ms = ci->nx_period_ms;
 	s->opts.nx_off = ci->nx_off;
 	s->opts.span_start_ts = ci->span_start_ts;
+	s->opts.zaps_in_doubt = s->kattr && s->kattr->windows_in_doubt ?
+		&s->kattr->zaps_in_doubt : NULL;
 	s->opts.rules_off = rules_off;
 	s->recorded = ci->recorded;
 	return replay_prepare(s->src, &s->opts, &s->scan);
@@ -268,6 +270,7 @@ enum replay_status replay_session_run(struct replay_session *s,
 		res->aged_leaves_unknown = s->kattr->aged_unknown;
 		res->windows_moved = s->kattr->windows_moved;
 		res->contexts_by_memslot = s->kattr->contexts_by_memslot;
+		res->windows_in_doubt = s->kattr->windows_in_doubt;
 	}
 	return st;
 }

@@ -350,6 +350,34 @@ static uint64_t own_moved_to(const struct pass *p, const struct kthread *k)
 	return 0;
 }
 
+/*
+ * Window k stays its own VM's, though another VM's state fitted all its
+ * zaps and its own held none of them (on a capture begun mid-run,
+ * neither state had shown those entries): the VM is a guess, and so is
+ * what its zaps leave in its state.  Its leaf zaps are listed; the
+ * replay holds the entries in doubt (seen on stock 6.12, bgsnapshot and
+ * basic under one memory cgroup cut at 70%: the bgsnapshot VMM
+ * thread's reclaim of the basic VM's page at a gfn both VMs map, kept
+ * as its own, left its VM's entry empty, and the VM's zap of its own
+ * leaf there at its exit was taken for one the model did not hold).
+ */
+static void own_doubt(struct pass *p, const struct kthread *k)
+{
+	const struct model_event *ev;
+	size_t i;
+
+	p->out->windows_in_doubt++;
+	for (i = 0; i < k->nheld; i++) {
+		ev = &k->held[i];
+		if (ev->kind == MEV_SPTE_CHANGE &&
+		    spte_present_leaf(p->fmt, ev->u.spte.old_spte,
+				      ev->u.spte.level) &&
+		    !spte_present(p->fmt, ev->u.spte.new_spte) &&
+		    u64map_put(&p->out->zaps_in_doubt, ev->seq, 1) < 0)
+			p->nomem = 1;
+	}
+}
+
 /* The context ends: its held events stay without a VM (a window's,
  * with its row's). */
 static void context_close(struct pass *p, struct kthread *k)
@@ -367,6 +395,8 @@ static void context_close(struct pass *p, struct kthread *k)
 		if (to) {
 			k->vm = __builtin_ctzll(to) + 1;
 			p->out->windows_moved++;
+		} else if (k->zapped && k->cand && !k->own_held) {
+			own_doubt(p, k);
 		}
 		for (i = 0; i < k->nheld; i++)
 			own_give(p, k, &k->held[i]);
@@ -561,6 +591,7 @@ static int pass_begin(struct pass *p, struct vm_attr *out)
 	memset(out, 0, sizeof(*out));
 	u64map_init(&out->seq_vm);
 	u64map_init(&out->moved);
+	u64map_init(&out->zaps_in_doubt);
 	p->out = out;
 	ptrmap_init(&p->threads);
 	u64map_init(&p->aged_by);
@@ -727,4 +758,5 @@ void vm_attr_free(struct vm_attr *a)
 {
 	u64map_free(&a->seq_vm);
 	u64map_free(&a->moved);
+	u64map_free(&a->zaps_in_doubt);
 }

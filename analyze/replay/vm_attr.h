@@ -49,7 +49,11 @@
  *     them all: then it is moved there, whole, at its end; and where
  *     no state tells (a capture begun mid-run), when the one VM whose
  *     learnt memslot maps its first zap into its range is another
- *     that fits them all.  On such a capture (some VM made before it),
+ *     that fits them all.  A window kept as its VM's though another
+ *     VM's state fitted it as well and its own held none of its zaps
+ *     is in doubt: its zaps are listed, and the replay does not judge
+ *     the next zap of an entry they left (engine_overlay.c).  On such
+ *     a capture (some VM made before it),
  *     a first pass learns the memslots, so that the second decides by
  *     them from the first event on.
  * Memory: each VM's present leaves and, per kernel thread, the events
@@ -91,6 +95,12 @@ struct vm_attr {
 	/* Kernel threads' contexts that several VMs' states fitted, told
 	 * by the one memslot that maps a zapped leaf into the range. */
 	int64_t contexts_by_memslot;
+	/* Windows of a VM process's thread kept as its VM's though another
+	 * VM's state fitted their zaps as well and its own held none of
+	 * them (a capture begun mid-run), and their leaf zaps (seq -> 1):
+	 * the replay holds the entries those leave in doubt. */
+	int64_t windows_in_doubt;
+	struct u64map zaps_in_doubt;
 };
 
 /* moved's value for an aged leaf of no known VM. */
@@ -120,6 +130,13 @@ enum vm_attr_status vm_attr_run(struct source *src,
 				int kernel_named, uint64_t complete,
 				struct vm_attr *out);
 void vm_attr_free(struct vm_attr *a);
+/* Whether ev is a leaf zap of a window in doubt (see above). */
+static inline int vm_attr_in_doubt(const struct vm_attr *a,
+				   const struct model_event *ev)
+{
+	return a && a->windows_in_doubt && ev->kind == MEV_SPTE_CHANGE &&
+		u64map_get(&a->zaps_in_doubt, ev->seq) != 0;
+}
 /* Returns the VM ev belongs to: the one decided here over its own (an
  * aged leaf), its own, else the one decided here; 0 when none. */
 static inline int vm_attr_of(const struct vm_attr *a,

@@ -77,6 +77,7 @@ struct report_vms {
 	int64_t aged_leaves_unknown;
 	int64_t windows_moved;
 	int64_t contexts_by_memslot;
+	int64_t windows_in_doubt;
 };
 
 /* Fidelity (self-check) of a capture as JSON / text; vms NULL for a

@@ -63,6 +63,12 @@ void report_vms_text(FILE *out, const struct report_vms *vms)
 			"the range: %s\n",
 			report_fmt_count(a, sizeof(a),
 					 vms->contexts_by_memslot));
+	if (vms->windows_in_doubt)
+		fprintf(out, "  invalidations of a VM process's thread kept as its "
+			"VM's though another\n  VM's state fitted their zaps "
+			"too (a capture begun mid-run): %s;\n  the next zap of "
+			"an entry they left is not judged\n",
+			report_fmt_count(a, sizeof(a), vms->windows_in_doubt));
 }
 
 /* What ingest and the replay could not give a VM, and the --vm. */
@@ -85,6 +91,8 @@ static void vm_attribution_json(cJSON *root, const struct report_vms *vms)
 				(double)vms->windows_moved);
 	cJSON_AddNumberToObject(o, "contexts_by_memslot",
 				(double)vms->contexts_by_memslot);
+	cJSON_AddNumberToObject(o, "windows_in_doubt",
+				(double)vms->windows_in_doubt);
 }
 
 /* vm_attribution and the empty "vms" array, returned. */
