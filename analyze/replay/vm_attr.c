@@ -26,6 +26,8 @@ struct kthread {
 	uint64_t cand;                  /* VMs its zaps fit (bit vm - 1) */
 	int vm;                         /* decided; 0: not yet */
 	int own;
+	int own_from_thread;            /* own: its thread's process's VM
+					 * (the row had none: thread_vm) */
 	int own_fit;                    /* own could hold a leaf it zapped */
 	int own_held;                   /* own's state held one */
 	uint64_t others_held;           /* VMs whose state held one */
@@ -308,7 +310,9 @@ static int aged_by_set(struct pass *p, int32_t tid, uint64_t vm)
 	return u64map_put(&p->aged_by, key, vm);
 }
 
-/* ev of window k, decided: moved where the window is another VM's. */
+/* ev of window k, decided: moved where the window is another VM's;
+ * a row that had no VM (its thread's process's, thread_vm) is given
+ * the window's. */
 static void own_give(struct pass *p, struct kthread *k,
 		     const struct model_event *ev)
 {
@@ -317,7 +321,10 @@ static void own_give(struct pass *p, struct kthread *k,
 			p->nomem = 1;
 		p->out->window_events_moved++;
 	}
-	leaves_apply_held(p, k->vm, ev);
+	if (k->own_from_thread && !ev->vm)
+		decide_ev(p, k->vm, ev, 1);
+	else
+		leaves_apply_held(p, k->vm, ev);
 }
 
 /*
@@ -404,6 +411,7 @@ static void context_close(struct pass *p, struct kthread *k)
 		k->nheld = 0;
 		k->vm = 0;
 		k->own = 0;
+		k->own_from_thread = 0;
 		k->nzaps = 0;
 		k->hs = k->he = 0;
 		k->own_fit = k->own_held = 0;
@@ -462,7 +470,10 @@ static void context_event(struct pass *p, struct kthread *k,
 	if (k->nheld == VM_ATTR_HELD_MAX) {
 		if (k->own) {
 			k->own_fit = 1;         /* its own, from here on */
-			leaves_apply(p, k->own, ev);
+			if (k->own_from_thread && !ev->vm)
+				decide(p, k->own, ev);
+			else
+				leaves_apply(p, k->own, ev);
 		} else {
 			p->out->events_left++;
 		}
@@ -550,7 +561,8 @@ static void kthread_free(void *arg, void *val)
  * as the engine's rule window_leaves has it) and ends the window.
  * Returns 1 when ev went to one (taken), else 0.
  */
-static int own_window(struct pass *p, const struct model_event *ev)
+static int own_window(struct pass *p, const struct model_event *ev,
+		      int own)
 {
 	struct kthread *k = ptrmap_get(&p->threads,
 				       (uint64_t)(uint32_t)ev->tid);
@@ -562,7 +574,8 @@ static int own_window(struct pass *p, const struct model_event *ev)
 			return 1;
 		}
 		context_close(p, k);
-		k->own = ev->vm;
+		k->own = own;
+		k->own_from_thread = !ev->vm;
 		context_event(p, k, ev);
 		return 1;
 	}
@@ -669,16 +682,21 @@ static enum vm_attr_status pass_run(struct pass *p, struct source *src,
 				return VM_ATTR_ERR_NOMEM;
 			continue;
 		}
-		if (ev.vm && nvms > 1 && !kernel_named &&
-		    own_window(p, &ev))
+		v = !ev.vm && thread_vm ?
+			(int)u64map_get(thread_vm,
+					(uint64_t)(uint32_t)ev.tid) : 0;
+		if (v < 0 || v > nvms)
+			v = 0;
+		/* A row of a VM process's thread from before its VM
+		 * showed (thread_vm) is its VM's as one with it is. */
+		if ((ev.vm || v) && nvms > 1 && !kernel_named &&
+		    own_window(p, &ev, ev.vm ? ev.vm : v))
 			continue;
 		if (ev.vm) {
 			leaves_apply(p, ev.vm, &ev);
 			continue;
 		}
-		v = thread_vm ? (int)u64map_get(thread_vm,
-						 (uint64_t)(uint32_t)ev.tid) : 0;
-		if (v > 0 && v <= nvms) {
+		if (v) {
 			decide(p, v, &ev);
 			out->events_of_process++;
 			continue;
