@@ -200,9 +200,10 @@ in_chroot() {
 # ------------------------------------------------------------- host
 step "host packages"
 # rsync for the kernels' headers_install (the KVM selftests' build),
-# linux-source-6.1 for the stock 6.1 probes, and the source of every
-# other stock kernel asked for.
-HOST_PKGS="qemu-system-x86 debootstrap e2fsprogs xz-utils rsync linux-source-6.1 babeltrace2"
+# kmod for depmod of a patched kernel's modules tree, linux-source-6.1
+# for the stock 6.1 probes, and the source of every other stock kernel
+# asked for.
+HOST_PKGS="qemu-system-x86 debootstrap e2fsprogs xz-utils rsync kmod linux-source-6.1 babeltrace2"
 for v in "${!WANT_STOCK[@]}"; do
 	[[ " $HOST_PKGS " == *" ${STOCK_SRC[$v]} "* ]] || HOST_PKGS="$HOST_PKGS ${STOCK_SRC[$v]}"
 done
