@@ -1934,6 +1934,18 @@ static void test_inferred_slot_huge_leaf(void)
 }
 
 
+/* A VM whose first 2M page is split to 4K (leaves at 0x1 and 0x100)
+ * beside a 2M leaf at 0x200, as its vCPU mapped them. */
+static void vm_split_beside_huge(void)
+{
+	memslot(0);
+	spte(VCPU, 3, 0, 0, TABLE);
+	spte(VCPU, 2, 0, 0, TABLE);
+	spte(VCPU, 1, 0x1, 0, RW_4K);
+	spte(VCPU, 1, 0x100, 0, RW_4K);
+	spte(VCPU, 2, 0x200, 0, RW_2M);
+}
+
 /*
  * VM teardown (basic --hugepage --split, 64 MiB): the 2M page at gfn 0
  * was split to 4K, the rest are 2M leaves.  handle_removed_pt() of the
@@ -1947,12 +1959,7 @@ static void test_nested_teardown(void)
 	struct replay_result b;
 
 	nev = 0;
-	memslot(0);
-	spte(VCPU, 3, 0, 0, TABLE);
-	spte(VCPU, 2, 0, 0, TABLE);
-	spte(VCPU, 1, 0x1, 0, RW_4K);
-	spte(VCPU, 1, 0x100, 0, RW_4K);
-	spte(VCPU, 2, 0x200, 0, RW_2M);
+	vm_split_beside_huge();
 	spte(VCPU, 2, 0x400, 0, RW_2M);
 	entry();
 	syscall_exit(VMM);
@@ -1985,12 +1992,7 @@ static void test_zap_all_leaves_first(void)
 
 	nev = 0;
 	nx_ratio = 4;
-	memslot(0);
-	spte(VCPU, 3, 0, 0, TABLE);
-	spte(VCPU, 2, 0, 0, TABLE);
-	spte(VCPU, 1, 0x1, 0, RW_4K);
-	spte(VCPU, 1, 0x100, 0, RW_4K);
-	spte(VCPU, 2, 0x200, 0, RW_2M);
+	vm_split_beside_huge();
 	entry();
 	syscall_exit(VMM);
 	spte(WORKER, 1, 0x1, RW_4K, NONPRESENT_612);           /* 4K pass */
@@ -2028,13 +2030,8 @@ static void test_zap_all_removal_ahead(void)
 	struct replay_result b;
 
 	nev = 0;
-	memslot(0);
-	spte(VCPU, 3, 0, 0, TABLE);
-	spte(VCPU, 2, 0, 0, TABLE);
-	spte(VCPU, 1, 0x1, 0, RW_4K);
-	spte(VCPU, 1, 0x100, 0, RW_4K);
+	vm_split_beside_huge();
 	spte(VCPU, 1, 0x180, 0, RW_4K);
-	spte(VCPU, 2, 0x200, 0, RW_2M);
 	entry();
 	syscall_exit(VMM);
 	spte(WORKER, 1, 0x1, RW_4K, NONPRESENT_612);           /* 4K pass */
