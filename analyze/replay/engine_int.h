@@ -373,11 +373,11 @@ struct nx_splits {
 		int64_t ts;
 	} recent[NX_RECENT];            /* a ring of the last splits */
 	unsigned nrecent;               /* pushed so far */
-	/* Keys accounted on the VM-wide guess of the host's mapping on a
-	 * capture that began mid-run (engine_nx.c nx_guess_settle()):
-	 * key -> 1 while listed; nguessed of them; absent, how many of
-	 * those KVM's count showed its list lacks (0 <= absent <=
-	 * nguessed).  KVM's count is nsplit - absent. */
+	/* Keys accounted on the VM-wide guess of the host's mapping
+	 * (engine_nx.c nx_guess_settle()): key -> key | 1 while listed
+	 * (keys are 2M-aligned gfns), 0 once not; nguessed of them;
+	 * absent, how many of those KVM's count showed its list lacks
+	 * (0 <= absent <= nguessed).  KVM's count is nsplit - absent. */
 	struct u64map guessed;
 	int64_t nguessed, absent;
 };

@@ -53,7 +53,8 @@ static void nx_guess_add(struct engine *e, struct nx_splits *l,
 {
 	if (u64map_get(&l->guessed, key))
 		return;
-	if (u64map_put(&l->guessed, key, 1) < 0) {
+	MR_ASSERT_DBG(!(key & 1));
+	if (u64map_put(&l->guessed, key, key | 1) < 0) {
 		e->nomem = 1;
 		return;
 	}
@@ -163,6 +164,33 @@ static void nx_split_account(struct engine *e, uint64_t gfn, int64_t ts,
 		nx_guess_add(e, &e->nx_policy, key);
 }
 
+/* nx_guess_shown_4k()'s walk. */
+struct guess_walk {
+	const struct engine *e;
+	int64_t n;
+};
+
+static void guess_shown_4k(void *arg, uint64_t val)
+{
+	struct guess_walk *w = arg;
+
+	if (val && u64map_get(&w->e->host_level, (val & ~1ull) >> 9) ==
+	    HOST_4K)
+		w->n++;
+}
+
+/* Of the listed guesses, those in a region the capture has since shown
+ * the host mapping 4K. */
+static int64_t nx_guess_shown_4k(const struct engine *e,
+				 const struct nx_splits *l)
+{
+	struct guess_walk w = { e, 0 };
+
+	if (l->nguessed)
+		u64map_each(&l->guessed, guess_shown_4k, &w);
+	return w.n;
+}
+
 /*
  * KVM's count (a write-locked batch's end event, patched kernels) against
  * the model's, on a capture that began mid-run.  Whether the host maps a
@@ -182,6 +210,15 @@ static void nx_split_account(struct engine *e, uint64_t gfn, int64_t ts,
  * What this cannot catch: a guess wrong the other way (a table the
  * model did not count that KVM did) in a list whose wrong guesses
  * cancel out.
+ *
+ * On a capture from the VM's start, an exec fault in a region nothing
+ * showed yet (the VM's first fault, at its code) takes the guess too:
+ * there the model counted no more than KVM can be the guesses' only
+ * where the capture has since shown their regions mapped 4K, and only
+ * that many (seen on patched 6.1, three VMs under KSM and one 64 MiB
+ * memory cgroup: the nxrecovery VM's first exec fault, at gfn 1,
+ * counted a split KVM never made; the region's later faults showed the
+ * host mapping it 4K).
  */
 static int nx_guess_settle(struct engine *e, int64_t kvm)
 {
@@ -190,6 +227,9 @@ static int nx_guess_settle(struct engine *e, int64_t kvm)
 
 	if (!engine_rule(e, RULE_NX_GUESS_SETTLE) || !d ||
 	    d > l->nguessed - l->absent || -d > l->absent)
+		return 0;
+	if (!e->res->began_mid_run &&
+	    (d < 0 || l->absent + d > nx_guess_shown_4k(e, l)))
 		return 0;
 	l->absent += d;
 	e->res->nx_guessed_settled += d > 0 ? d : -d;
@@ -403,7 +443,8 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 			return;
 	}
 	nx_split_account(e, ev->u.sp.gfn, ev->ts, t->ctx_keep,
-			 e->res->began_mid_run && !host && e->host_4k_seen);
+			 !host && (e->res->began_mid_run ? e->host_4k_seen :
+				   engine_rule(e, RULE_NX_HOST_LEVEL)));
 	t->nx_alloc_key = tdp_align(ev->u.sp.gfn, TDP_LEVEL_4K + 1);
 	t->nx_alloc_flags = NX_TABLE_TRACED |
 		(t->ctx_keep ? 0 : NX_TABLE_POLICY);
