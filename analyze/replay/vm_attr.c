@@ -581,6 +581,19 @@ static int own_window(struct pass *p, const struct model_event *ev,
 	}
 	if (!k || !k->own)
 		return 0;
+	/* Each leaf it zaps holds a page of its range, a page no other
+	 * zap of it holds: a zap past its pages is other work (on 6.12
+	 * the VM's zap at its exit, every 4K leaf first, by the thread
+	 * whose reclaim window came last; seen with three VMs under one
+	 * memory cgroup, where that window had zapped another VM's
+	 * leaf and the exit's 3,562 zaps kept it with its thread's VM). */
+	if (ev->kind == MEV_SPTE_CHANGE && k->he > k->hs &&
+	    k->nzaps >= (int)((k->he - k->hs) >> 12) &&
+	    spte_present_leaf(p->fmt, ev->u.spte.old_spte, ev->u.spte.level) &&
+	    !spte_present(p->fmt, ev->u.spte.new_spte)) {
+		context_close(p, k);
+		return 0;
+	}
 	if ((ev->kind == MEV_SPTE_CHANGE &&
 	     (ev->u.spte.level == 1 ||
 	      spte_present_leaf(p->fmt, ev->u.spte.old_spte,
