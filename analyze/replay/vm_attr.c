@@ -191,6 +191,11 @@ static int aged_vm(const struct pass *p, const struct model_event *ev,
 	*unknown = 0;
 	for (v = 0; v < p->nvms; v++) {
 		if (!tdp_stored(&p->leaves[v], as, level, ev->u.spte.gfn)) {
+			/* Only a VM made in the capture showed every entry
+			 * it had: in another, an entry under a known table
+			 * may be one the capture has not shown yet. */
+			if (!(p->complete & (1ull << v)))
+				continue;
 			held = level < TDP_MAX_LEAF_LEVEL ?
 				tdp_get(&p->leaves[v], as, level + 1,
 					tdp_align(ev->u.spte.gfn,
