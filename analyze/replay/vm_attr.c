@@ -66,6 +66,14 @@ struct pass {
 	int nomem;
 };
 
+/* Whether ev zaps a leaf (model/spte.h spte_leaf_zapped()). */
+static int ev_leaf_zap(const struct pass *p, const struct model_event *ev)
+{
+	return ev->kind == MEV_SPTE_CHANGE &&
+		spte_leaf_zapped(p->fmt, ev->u.spte.old_spte,
+				 ev->u.spte.new_spte, ev->u.spte.level);
+}
+
 /* An SPTE change of vm: its leaves as the change leaves them. */
 static void leaves_apply(struct pass *p, int vm,
 			 const struct model_event *ev)
@@ -253,17 +261,24 @@ static void leaves_apply_held(struct pass *p, int vm,
 	leaves_apply(p, vm, ev);
 }
 
-/* ev is vm's: mapped, and its leaves move with it (held: a change
- * held until its context was decided, leaves_apply_held()). */
+/* vm's leaves move with ev (held: a change held until its context
+ * was decided, leaves_apply_held()). */
+static void leaves_move(struct pass *p, int vm, const struct model_event *ev,
+			int held)
+{
+	if (held)
+		leaves_apply_held(p, vm, ev);
+	else
+		leaves_apply(p, vm, ev);
+}
+
+/* ev is vm's: mapped, and its leaves move with it. */
 static void decide_ev(struct pass *p, int vm, const struct model_event *ev,
 		      int held)
 {
 	if (u64map_put(&p->out->seq_vm, ev->seq, (uint64_t)vm) < 0)
 		p->nomem = 1;
-	if (held)
-		leaves_apply_held(p, vm, ev);
-	else
-		leaves_apply(p, vm, ev);
+	leaves_move(p, vm, ev, held);
 }
 
 static void decide(struct pass *p, int vm, const struct model_event *ev)
@@ -315,6 +330,17 @@ static int aged_by_set(struct pass *p, int32_t tid, uint64_t vm)
 	return u64map_put(&p->aged_by, key, vm);
 }
 
+/* A row of window k is vm's: a row that had no VM (its thread's
+ * process's, thread_vm) is mapped to it; its leaves move with it. */
+static void own_row(struct pass *p, const struct kthread *k, int vm,
+		    const struct model_event *ev, int held)
+{
+	if (k->own_from_thread && !ev->vm)
+		decide_ev(p, vm, ev, held);
+	else
+		leaves_move(p, vm, ev, held);
+}
+
 /* ev of window k, decided: moved where the window is another VM's;
  * a row that had no VM (its thread's process's, thread_vm) is given
  * the window's. */
@@ -326,10 +352,7 @@ static void own_give(struct pass *p, struct kthread *k,
 			p->nomem = 1;
 		p->out->window_events_moved++;
 	}
-	if (k->own_from_thread && !ev->vm)
-		decide_ev(p, k->vm, ev, 1);
-	else
-		leaves_apply_held(p, k->vm, ev);
+	own_row(p, k, k->vm, ev, 1);
 }
 
 /*
@@ -381,10 +404,7 @@ static void own_doubt(struct pass *p, const struct kthread *k)
 	p->out->windows_in_doubt++;
 	for (i = 0; i < k->nheld; i++) {
 		ev = &k->held[i];
-		if (ev->kind == MEV_SPTE_CHANGE &&
-		    spte_present_leaf(p->fmt, ev->u.spte.old_spte,
-				      ev->u.spte.level) &&
-		    !spte_present(p->fmt, ev->u.spte.new_spte) &&
+		if (ev_leaf_zap(p, ev) &&
 		    u64map_put(&p->out->zaps_in_doubt, ev->seq, 1) < 0)
 			p->nomem = 1;
 	}
@@ -397,10 +417,6 @@ static void context_close(struct pass *p, struct kthread *k)
 	size_t i;
 
 	if (k->own) {
-		/* Another VM's only when one other VM fits all its zaps,
-		 * and none of them could be its own VM's, or its own VM's
-		 * state held none of them and the other's some (a capture
-		 * begun mid-run, where states show what the capture did). */
 		uint64_t to = own_moved_to(p, k);
 
 		k->vm = k->own;
@@ -456,9 +472,7 @@ static void context_event(struct pass *p, struct kthread *k,
 		k->hs = ev->u.notifier.hva_start;
 		k->he = ev->u.notifier.hva_end;
 	}
-	if (ev->kind == MEV_SPTE_CHANGE &&
-	    spte_present_leaf(p->fmt, ev->u.spte.old_spte, ev->u.spte.level) &&
-	    !spte_present(p->fmt, ev->u.spte.new_spte) && !k->nzaps++) {
+	if (ev_leaf_zap(p, ev) && !k->nzaps++) {
 		k->zap_level = ev->u.spte.level;
 		k->zap_gfn = ev->u.spte.gfn;
 		zap_fits(p, ev, &k->zap_held);
@@ -475,10 +489,7 @@ static void context_event(struct pass *p, struct kthread *k,
 	if (k->nheld == VM_ATTR_HELD_MAX) {
 		if (k->own) {
 			k->own_fit = 1;         /* its own, from here on */
-			if (k->own_from_thread && !ev->vm)
-				decide(p, k->own, ev);
-			else
-				leaves_apply(p, k->own, ev);
+			own_row(p, k, k->own, ev, 0);
 		} else {
 			p->out->events_left++;
 		}
@@ -592,10 +603,8 @@ static int own_window(struct pass *p, const struct model_event *ev,
 	 * whose reclaim window came last; seen with three VMs under one
 	 * memory cgroup, where that window had zapped another VM's
 	 * leaf and the exit's 3,562 zaps kept it with its thread's VM). */
-	if (ev->kind == MEV_SPTE_CHANGE && k->he > k->hs &&
-	    k->nzaps >= (int)((k->he - k->hs) >> 12) &&
-	    spte_present_leaf(p->fmt, ev->u.spte.old_spte, ev->u.spte.level) &&
-	    !spte_present(p->fmt, ev->u.spte.new_spte)) {
+	if (k->he > k->hs && k->nzaps >= (int)((k->he - k->hs) >> 12) &&
+	    ev_leaf_zap(p, ev)) {
 		context_close(p, k);
 		return 0;
 	}
