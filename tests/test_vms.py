@@ -20,6 +20,8 @@ VM's events alone, its faults babeltrace2's of its pid).
 Each patched capture cut late at 30% (its VMs from before the cut) gives
 each VM the struct kvm address its process's kvm_vm_create gave it in
 the whole capture, and every row naming an address that address's VM.
+Two captures cut late where one VM's vCPUs ran no more still hold each
+lab VM (known by its root's teardown at its exit), and every VM passes.
 What this cannot catch: a process with several VMs at once (no capture
 has one), whose threads the vCPU fds tell apart.  A sliced run
 (mmrtest.fixture_step() > 1) takes every second capture.
@@ -492,6 +494,39 @@ f = json.loads(run([mmr, "fidelity", db, "--json"]).stdout)
 check(f["ok"] and f["vm_attribution"]["contexts_by_memslot"] >= 1,
       "%s: passes, a shared page's zap told by the memslot (%s)"
       % (fx, f["vm_attribution"]))
+
+# Cut late where one VM's vCPUs ran no more (its workload done, its
+# process exiting): the VM is still one, known by its root's teardown
+# (a TDP root's entry cleared, which only tdp_mmu_zap_root() does, here
+# at its exit), named by its process; each VM passes its own
+# self-check.  Before, ingest knew the VMs by their vCPU events alone,
+# and the exit's zaps went to the VM left (776 and 97 mismatches).
+# The lab's pids are the truth: every VM's process lives at the cut.
+for fx, share in (
+        ("lttng-kernel-6.1.192-stock-multivm-bgsnapshot-bgsnapshot-memcg",
+         0.8),
+        ("lttng-kernel-6.12.118-stock-multivm-bgsnapshot-basic-numa-memcg-2",
+         0.8)):
+    w = fresh_dir(os.path.join(work, fx + "-idle"))
+    trace = extract_fixture(os.path.join(data, fx), w)
+    cut, k, _ = late_cut(trace, share, os.path.join(w, "cut"))
+    db = os.path.join(w, "cut.db")
+    check(run([mmr, "ingest", "-q", cut, "-o", db]).returncode == 0,
+          "ingest %s cut at %d s" % (fx, k))
+    lab = lab_vms(os.path.join(data, fx, "manifest.json"))
+    vms = db_rows(db, "SELECT pid, procname, fd FROM vm ORDER BY pid")
+    check(sorted((v[0], v[1], v[2]) for v in vms) ==
+          sorted((v["pid"], v["workload"][:15], None) for v in lab),
+          "%s cut at %d s: a VM per lab workload, from before the cut "
+          "(%s; lab %s)" % (fx, k, vms, [(v["pid"], v["workload"])
+                                         for v in lab]))
+    r = run([mmr, "fidelity", db, "--json"])
+    f = json.loads(r.stdout)
+    check(r.returncode == 0 and f["capture_start"]["began_mid_run"] and
+          len(f["vms"]) == len(lab) and all(v["ok"] for v in f["vms"]),
+          "%s cut at %d s: every VM passes (exit %d, %s)"
+          % (fx, k, r.returncode, [(v.get("pid"), v.get("ok"))
+                                    for v in f.get("vms", [])]))
 
 # A capture without the pid context: no VM, and the DB says why.
 old = os.path.join(data, "lttng-kernel-6.1-bgsnapshot-perpage-read")

@@ -10,6 +10,8 @@
 
 #include "db/db.h"
 #include "model/kernel.h"
+#include "model/spte.h"
+#include "model/tdp.h"
 #include "util/alloc.h"
 #include "util/assert.h"
 
@@ -50,6 +52,7 @@ int vms_init(struct vms *v, const struct catalog *cat)
 	memset(v, 0, sizeof(*v));
 	ptrmap_init(&v->procs);
 	u64map_init(&v->kvm_vm);
+	u64map_init(&v->leader_name);
 	v->create_kind = mk ? (int)(mk - cat->entries) : -1;
 	v->destroy_kind = rm ? (int)(rm - cat->entries) : -1;
 	v->col_cpid = catalog_entry_col(mk, "pid");
@@ -68,7 +71,11 @@ int vms_init(struct vms *v, const struct catalog *cat)
 	v->kvm_col = malloc((size_t)cat->nentries + 1);
 	v->kvm_phase = malloc((size_t)cat->nentries + 1);
 	v->event_col = malloc((size_t)cat->nentries + 1);
-	if (!v->vcpu_kind || !v->kvm_col || !v->kvm_phase || !v->event_col)
+	v->lvl_col = malloc((size_t)cat->nentries + 1);
+	v->old_col = malloc((size_t)cat->nentries + 1);
+	v->new_col = malloc((size_t)cat->nentries + 1);
+	if (!v->vcpu_kind || !v->kvm_col || !v->kvm_phase ||
+	    !v->event_col || !v->lvl_col || !v->old_col || !v->new_col)
 		return -1;
 	for (i = 0; i < cat->nentries; i++) {
 		const struct catalog_entry *e = &cat->entries[i];
@@ -80,6 +87,15 @@ int vms_init(struct vms *v, const struct catalog *cat)
 		col = catalog_entry_col(e, "kvm");
 		v->kvm_col[i] = (signed char)col;
 		v->event_col[i] = (signed char)catalog_entry_col(e, "event");
+		v->lvl_col[i] = v->old_col[i] = v->new_col[i] = -1;
+		if (strcmp(e->table, "spte_change") == 0) {
+			v->lvl_col[i] = (signed char)catalog_entry_col(e,
+								      "level");
+			v->old_col[i] = (signed char)catalog_entry_col(
+				e, "old_spte");
+			v->new_col[i] = (signed char)catalog_entry_col(
+				e, "new_spte");
+		}
 		phase = catalog_entry_col(e, "phase");
 		v->kvm_phase[i] = (signed char)(col >= 0 && phase >= 0 &&
 			e->cols[phase].nfields == 0 &&
@@ -100,12 +116,16 @@ void vms_free(struct vms *v)
 	ptrmap_each(&v->procs, proc_free_fds, NULL);
 	ptrmap_free_values(&v->procs);
 	u64map_free(&v->kvm_vm);
+	u64map_free(&v->leader_name);
 	free(v->list);
 	free(v->spans);
 	free(v->vcpu_kind);
 	free(v->kvm_col);
 	free(v->kvm_phase);
 	free(v->event_col);
+	free(v->lvl_col);
+	free(v->old_col);
+	free(v->new_col);
 }
 
 static struct vms_proc *proc_get(struct vms *v, int64_t pid, int create)
@@ -250,6 +270,47 @@ static int on_return(struct vms *v, struct vms_thread *th,
  * its last KVM ioctl named, its process's one VM (or one VM alive).
  * Returns VMS_REASONS with r->vm set, or why it has none.
  */
+/*
+ * Whether r clears an entry of a TDP root: a present entry above the
+ * largest leaf level made non-present, which only a whole root's
+ * teardown does (vms.h).  Returns 1 or 0.
+ */
+static int root_teardown_row(const struct vms *v, const struct ingest_row *r)
+{
+	int k = (int)r->kind, lvl, o, n;
+
+	if (k >= v->nkinds || v->lvl_col[k] < 0 || v->old_col[k] < 0 ||
+	    v->new_col[k] < 0)
+		return 0;
+	lvl = v->lvl_col[k];
+	o = v->old_col[k];
+	n = v->new_col[k];
+	if (r->nullmask & (1u << lvl | 1u << o | 1u << n))
+		return 0;
+	return r->v[lvl].i > TDP_MAX_LEAF_LEVEL &&
+		((uint64_t)r->v[o].i & SPTE_MMU_PRESENT) &&
+		!((uint64_t)r->v[n].i & SPTE_MMU_PRESENT);
+}
+
+/* Kernel threads that may tear a root down (vms.h), each a process of
+ * its own (6.12's NX worker, of the same name as 6.1's kthread, is a
+ * task of the VM's process). */
+static int kernel_worker(const char *procname, int64_t pid, int64_t tid)
+{
+	static const char *const names[] = {
+		"kworker/", "kvm-nx-lpage", "kswapd", "kcompactd",
+		"khugepaged", "ksmd",
+	};
+	size_t i;
+
+	if (!procname || pid != tid)
+		return 0;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strncmp(procname, names[i], strlen(names[i])) == 0)
+			return 1;
+	return 0;
+}
+
 static enum vms_reason row_thread_vm(struct vms *v, struct vms_thread *th,
 				     const char *procname,
 				     struct ingest_row *r, int *nomem)
@@ -278,11 +339,21 @@ static enum vms_reason row_thread_vm(struct vms *v, struct vms_thread *th,
 	}
 	if (th->pid < 0)
 		return VMS_NO_PID;
+	if (th->pid == r->tid && procname &&
+	    u64map_get(&v->leader_name, (uint64_t)th->pid) !=
+	    (uint64_t)(uintptr_t)procname &&
+	    u64map_put(&v->leader_name, (uint64_t)th->pid,
+		       (uint64_t)(uintptr_t)procname) < 0) {
+		*nomem = 1;
+		return VMS_NO_VM;
+	}
 	p = proc_get(v, th->pid, 0);
-	/* A vCPU's own event in a process with no VM known: it ran one
-	 * from before the capture. */
+	/* A vCPU's own event, or a root's teardown, in a process with no
+	 * VM known: it ran one from before the capture. */
 	if ((!p || !p->nvms) && (int)r->kind < v->nkinds &&
-	    v->vcpu_kind[r->kind]) {
+	    (v->vcpu_kind[r->kind] ||
+	     (root_teardown_row(v, r) &&
+	      !kernel_worker(procname, th->pid, r->tid)))) {
 		struct vms_proc *np = proc_get(v, th->pid, 1);
 
 		if (!np || vm_add(v, np, th->pid, -1, NULL, procname) < 0) {
@@ -574,16 +645,23 @@ int vms_store(const struct vms *v, sqlite3 *db)
 		goto end;
 	for (i = 0; i < v->nvms; i++) {
 		const struct vms_vm *vm = &v->list[i];
+		const char *name = vm->procname;
 
 		MR_ASSERT_DBG(vm->id == (int64_t)i + 1);
+		/* A VM from before the capture: its process's name, not
+		 * that of the thread that showed it (a vCPU thread, the
+		 * NX worker). */
+		if (vm->fd < 0 && u64map_get(&v->leader_name,
+					     (uint64_t)vm->pid))
+			name = (const char *)(uintptr_t)u64map_get(
+				&v->leader_name, (uint64_t)vm->pid);
 		sqlite3_bind_int64(st, 1, vm->id);
 		sqlite3_bind_int64(st, 2, vm->pid);
 		bind_known(st, 3, vm->fd, vm->fd >= 0);
 		bind_known(st, 4, vm->created_seq, vm->created_seq >= 0);
 		bind_known(st, 5, vm->created_ts, vm->created_seq >= 0);
-		if (vm->procname)
-			sqlite3_bind_text(st, 6, vm->procname, -1,
-					  SQLITE_STATIC);
+		if (name)
+			sqlite3_bind_text(st, 6, name, -1, SQLITE_STATIC);
 		else
 			sqlite3_bind_null(st, 6);
 		bind_known(st, 7, (int64_t)vm->kvm, vm->kvm != 0);

@@ -13,7 +13,26 @@
  *   - a process whose thread runs a vCPU (KVM_RUN, or a vCPU's exit,
  *     entry or page fault: a vCPU may stay inside KVM_RUN for seconds)
  *     with no KVM_CREATE_VM traced before ran its VM from before the
- *     capture: one VM for the process, its fd and creation unknown.
+ *     capture: one VM for the process, its fd and creation unknown;
+ *     so did a process whose thread clears an entry of a TDP root (a
+ *     level above 1G, never a leaf): only the teardown of a whole root
+ *     does (tdp_mmu_zap_root(), at the VM's destruction in its
+ *     process's exit or last fd close, or after a memslot's deletion
+ *     in the ioctl's thread), so a VM whose vCPUs ran no more in the
+ *     capture is still one (seen on stock 6.1, three VMs under one
+ *     memory cgroup cut at 70%: one VM's vCPUs had stopped, and its
+ *     exit's 3,849 zaps went to another VM).  Kernel threads are no
+ *     VM's process, and on 6.1 some may tear a root down: the workers
+ *     of its "kvm" workqueue (kworker/...) zap invalidated roots, and
+ *     a walk that holds a reference to a root (the NX recovery
+ *     kthread, kswapd, kcompactd, khugepaged or ksmd's invalidation)
+ *     tears it down when its put is the last (kvm_tdp_mmu_put_root());
+ *     each is a process of its own, known by its name.  6.12's NX
+ *     worker, of the 6.1 kthread's name, is a task of the VM's process
+ *     and tears its roots down at the VM's exit (seen on stock 6.12
+ *     cut at 80%).  What this cannot tell: a kernel thread of another
+ *     name (6.1's workqueue rescuer, named "kvm"), which it takes for
+ *     a VM's process.
  * A patched kernel names the VM itself (kernel-series patches 13-14):
  * kvm_vm_create makes the VM (its process, fd and struct kvm address)
  * without any syscall event, kvm_vm_destroy ends it, so a process with
@@ -101,6 +120,10 @@ struct vms_span {
 
 struct vms {
 	struct ptrmap procs;            /* pid -> struct vms_proc */
+	/* pid -> its leader thread's (tid == pid) procname, interned: the
+	 * name of a VM from before the capture, which a vCPU or the NX
+	 * worker showed first. */
+	struct u64map leader_name;
 	struct u64map kvm_vm;           /* live struct kvm address -> id */
 	struct vms_vm *list;
 	size_t nvms, capvms;
@@ -114,6 +137,9 @@ struct vms {
 	/* Per catalogue entry: 1 when its rows are a vCPU's own (table
 	 * vcpu_exit, vcpu_entry, fault). */
 	unsigned char *vcpu_kind;
+	/* Per catalogue entry of table spte_change: its level, old_spte
+	 * and new_spte columns (-1 elsewhere). */
+	signed char *lvl_col, *old_col, *new_col;
 	/* Per catalogue entry: its column "kvm", or -1; and its constant
 	 * phase (0 opens a context of that VM in the thread, 1 closes it,
 	 * -1 neither). */

@@ -11,7 +11,7 @@
 static const struct spte_format formats[] = {
 	[SPTE_FORMAT_NPT] = {
 		.name = "npt",
-		.mmu_present = BIT(11),
+		.mmu_present = SPTE_MMU_PRESENT,
 		.hw_present = BIT(0),
 		.readable = BIT(0),
 		.writable = BIT(1),
@@ -34,7 +34,7 @@ static const struct spte_format formats[] = {
 	},
 	[SPTE_FORMAT_EPT] = {
 		.name = "ept",
-		.mmu_present = BIT(11),
+		.mmu_present = SPTE_MMU_PRESENT,
 		.hw_present = BIT(0),
 		.readable = BIT(0),
 		.writable = BIT(1),

@@ -56,6 +56,10 @@ struct spte_format {
 				 * (6.1; 6.12: nonpresent | removed) */
 };
 
+/* KVM's MMU-present bit (SPTE_MMU_PRESENT_MASK), a software bit the
+ * same in every format: what a reader that knows no format tests. */
+#define SPTE_MMU_PRESENT (1ULL << 11)
+
 const struct spte_format *spte_format_get(enum spte_format_id id);
 /* "npt" / "ept" (as in the capture manifest); NULL when unknown. */
 const struct spte_format *spte_format_by_name(const char *name);
