@@ -264,13 +264,34 @@ reports), as measured on the lab captures:
                       nothing had shown, counted an NX split KVM never
                       made (its later faults showed the host mapping
                       the region 4K); off, nx_count
-  vm_doubt            stock 6.12, bgsnapshot and basic under NUMA
-                      balancing and a 40 MiB memcg, cut at 70%: the
+  vm_doubt            found on stock 6.12, bgsnapshot and basic under
+                      NUMA balancing and a 40 MiB memcg, cut at 70%: the
                       bgsnapshot VMM thread reclaimed the basic VM's page
                       at a gfn both VMs map that the cut had not shown;
                       kept as its own VM's, it left that VM's entry empty,
                       and the VM's own zap there at its exit was one the
-                      model did not hold (zap_count)
+                      model did not hold (zap_count).  Since vm_slot_span
+                      that window goes to the basic VM; held on stock 6.1,
+                      two bgsnapshot VMs and a basic one under a 56 MiB
+                      memcg cut at 70%: off, a bgsnapshot VM's exit zaps
+                      246 leaves more than predicted (zap_count)
+  vm_slot_span        stock 6.1, two bgsnapshot VMs and a basic one under
+                      a 56 MiB memcg, cut at 50%: the basic VM's state
+                      held none of the single pages the cut showed
+                      reclaimed, so only its exit could tell its memslot;
+                      off, its thread's reclaim of a bgsnapshot VM's
+                      pages taught it that VM's memslot (zap_count)
+  vm_slot_excl        the same cut at 70%: a bgsnapshot VM ran no vCPU
+                      after the cut; its pages the basic VM's thread
+                      reclaimed, which the basic VM's memslot puts
+                      elsewhere, stay with the basic VM off (zap_count)
+  vm_own_page         a third run of that recipe (recorded after the two
+                      rules above), cut at 80%: a bgsnapshot VMM thread
+                      reclaimed a page no VM's state held at that gfn
+                      while its own VM's held another page there; off,
+                      kept as its own, it emptied its VM's leaf, and the
+                      VM's exit zapped one leaf more than predicted for
+                      each such (zap_count)
   reachability        nxrecovery-readlock-on: faults under a parent the
                       worker unlinked; late_change explains them by the
                       children's removal traced after them, so the
@@ -380,7 +401,8 @@ NUMA612M = "lttng-kernel-6.12.118-stock-multivm-nxrecovery-basic-numa-balancing"
 KSM612S = "lttng-kernel-6.12.118-stock-basic-ksm"
 MVPU61 = "lttng-kernel-6.1.192-patched-multivm-bgsnapshot-nxrecovery-perm-upgrade-off"
 P3VM61 = "lttng-kernel-6.1.192-patched-multivm-nxrecovery-basic-bgsnapshot-ksm-memcg"
-BGB612M2 = "lttng-kernel-6.12.118-stock-multivm-bgsnapshot-basic-numa-memcg-2"
+BGBG61M = "lttng-kernel-6.1.192-stock-multivm-bgsnapshot-basic-bgsnapshot-memcg"
+BGBG61M2 = BGBG61M + "-2"
 BGBG612 = ("lttng-kernel-6.12.118-stock-multivm-bgsnapshot-bgsnapshot-"
            "memcg-compaction")
 SEEN = [("late_change", RO, "fault_not_required"),
@@ -522,7 +544,9 @@ LATE = [("late_change", RO, 0.5), ("window_install", PU, 0.5),
         ("measured_batch", RL612, 0.5), ("frozen_entry", SD612, 0.5),
         ("roots", MS61, 0.5), ("roots", MS612, 0.5),
         ("late_link", MS612, 0.5), ("unknown_zap", MS612P, 0.5),
-        ("nx_guess_settle", KSMNX, 0.5), ("vm_doubt", BGB612M2, 0.7)]
+        ("nx_guess_settle", KSMNX, 0.5), ("vm_doubt", BGBG61M, 0.7),
+        ("vm_slot_span", BGBG61M, 0.5), ("vm_slot_excl", BGBG61M, 0.7),
+        ("vm_own_page", BGBG61M2, 0.8)]
 # Not on a late cut, and why:
 #   nx_dirty_untracked (NX), slot_swap, nx_snapshot, nx_off: seen by
 #     recovery batch sizes, and in every cut of those captures the

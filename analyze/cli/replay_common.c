@@ -176,11 +176,11 @@ static int vm_keep(sqlite3 *db, const char *path,
  * A CLI_EXIT_*.
  */
 static int split_open(sqlite3 *db, const char *path,
-		      const struct capture_info *ci, struct replay_vms *split,
-		      int *have)
+		      const struct capture_info *ci, replay_rules_t rules_off,
+		      struct replay_vms *split, int *have)
 {
 	*have = 0;
-	switch (replay_vms_open(split, db, ci, REPLAY_INPUT_ANY)) {
+	switch (replay_vms_open(split, db, ci, rules_off, REPLAY_INPUT_ANY)) {
 	case REPLAY_OK:
 		*have = 1;
 		return CLI_EXIT_OK;
@@ -214,6 +214,7 @@ static void vms_attribution_take(struct report_vms *vms,
 	vms->windows_moved = r->windows_moved;
 	vms->contexts_by_memslot = r->contexts_by_memslot;
 	vms->windows_in_doubt = r->windows_in_doubt;
+	vms->windows_no_vm = r->windows_no_vm;
 }
 
 static int replay_policies(sqlite3 *db, const char *path,
@@ -245,7 +246,8 @@ static int replay_policies(sqlite3 *db, const char *path,
 		return rc;
 	}
 	*done = 0;
-	rc = split_open(db, path, ci, &split, &have_split);
+	rc = split_open(db, path, ci, rules_off, &split,
+				&have_split);
 	part = calloc((size_t)n, sizeof(*part));
 	if (rc == CLI_EXIT_OK && !part) {
 		log_error("%s: out of memory", path);
@@ -364,7 +366,8 @@ int cli_replay_vms(sqlite3 *db, const char *path,
 		return cli_replay_one(db, path, ci, pol, rules_off, total);
 	rc = vms_open(db, path, ci, vms);
 	if (rc == CLI_EXIT_OK && !ci->vm)
-		rc = split_open(db, path, ci, &split, &have_split);
+		rc = split_open(db, path, ci, rules_off, &split,
+				&have_split);
 	for (i = 0; i < vms->n && rc == CLI_EXIT_OK; i++) {
 		struct report_vm *v = &vms->vm[i];
 

@@ -266,7 +266,19 @@
 	/* the next zap of an entry a window kept as its thread's VM's on \
 	 * a guess left is revealed, not judged (vm_attr.h; \
 	 * engine_overlay.c) */ \
-	X(RULE_VM_DOUBT, "vm_doubt")
+	X(RULE_VM_DOUBT, "vm_doubt") \
+	/* a VM's memslot is learnt from any window decided for it with a \
+	 * zap its state alone held, as the span of bases its zaps allow \
+	 * (vm_attr.c vm_bases_learn()) */ \
+	X(RULE_VM_SLOT_SPAN, "vm_slot_span") \
+	/* a VM whose learnt memslot holds a zapped gfn but puts it \
+	 * outside the invalidation's range is not the one \
+	 * (vm_attr.c vm_bases_excluding()) */ \
+	X(RULE_VM_SLOT_EXCL, "vm_slot_excl") \
+	/* a VM process's window that zapped a page its own VM's state \
+	 * held another page at, and that no one other VM fits, is no \
+	 * VM's (vm_attr.c context_close()) */ \
+	X(RULE_VM_OWN_PAGE, "vm_own_page")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures
@@ -526,6 +538,8 @@ struct replay_result {
 	int64_t contexts_by_memslot;
 	/* Windows kept as their thread's VM's on a guess (vm_attr.h). */
 	int64_t windows_in_doubt;
+	/* Windows no VM's: their VM's memslot rules them out (vm_attr.h). */
+	int64_t windows_no_vm;
 	/* A host's total of VMs replayed alone: how many VMs failed their
 	 * own self-check (set by the caller that judged them). */
 	int64_t vms_failed;

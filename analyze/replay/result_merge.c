@@ -126,6 +126,7 @@ int replay_result_merge(struct replay_result *dst,
 	dst->windows_moved = src->windows_moved;
 	dst->contexts_by_memslot = src->contexts_by_memslot;
 	dst->windows_in_doubt = src->windows_in_doubt;
+	dst->windows_no_vm = src->windows_no_vm;
 	ADD(mismatches_total);
 	add_array(dst->mismatches_by_kind, src->mismatches_by_kind,
 		  MISMATCH_KINDS);

@@ -91,10 +91,25 @@ static int kernel_named(sqlite3 *db)
 	return rc;
 }
 
+/* The rules of replay_rules_t that vm_attr_run() takes, as its flags. */
+static unsigned vm_attr_rules(replay_rules_t rules_off)
+{
+	unsigned on = 0;
+
+	if (!(rules_off & REPLAY_RULE_BIT(RULE_VM_SLOT_SPAN)))
+		on |= VM_ATTR_SLOT_SPAN;
+	if (!(rules_off & REPLAY_RULE_BIT(RULE_VM_SLOT_EXCL)))
+		on |= VM_ATTR_SLOT_EXCL;
+	if (!(rules_off & REPLAY_RULE_BIT(RULE_VM_OWN_PAGE)))
+		on |= VM_ATTR_OWN_PAGE;
+	return on;
+}
+
 /* The pass that gives kernel threads' work its VM (vm_attr.h) over src, for db's
  * ci->nvms VMs.  A replay_status. */
 static enum replay_status attr_run(sqlite3 *db, struct source *src,
 				   const struct capture_info *ci,
+				   replay_rules_t rules_off,
 				   struct vm_attr *out)
 {
 	enum replay_status st = REPLAY_ERR_SOURCE;
@@ -107,7 +122,7 @@ static enum replay_status attr_run(sqlite3 *db, struct source *src,
 	    (made = vms_made(db)) == -1)
 		goto end;
 	switch (vm_attr_run(src, ci->fmt, ci->nvms, &tvm, named,
-			    (uint64_t)made, out)) {
+			    (uint64_t)made, vm_attr_rules(rules_off), out)) {
 	case VM_ATTR_OK:
 		st = REPLAY_OK;
 		break;
@@ -166,7 +181,7 @@ enum replay_status replay_session_open(struct replay_session *s,
 	if (!s->src)
 		goto end;
 	if (ci->vm) {
-		st = attr_run(db, s->src, ci, &s->attr);
+		st = attr_run(db, s->src, ci, rules_off, &s->attr);
 		if (st != REPLAY_OK)
 			goto end;
 		s->have_attr = 1;
@@ -182,6 +197,7 @@ end:
 
 enum replay_status replay_vms_open(struct replay_vms *v, sqlite3 *db,
 				   const struct capture_info *ci,
+				   replay_rules_t rules_off,
 				   enum replay_session_input input)
 {
 	enum replay_status st = REPLAY_ERR_NOMEM;
@@ -195,7 +211,7 @@ enum replay_status replay_vms_open(struct replay_vms *v, sqlite3 *db,
 	v->src = calloc((size_t)ci->nvms, sizeof(*v->src));
 	if (!v->src)
 		goto end;
-	st = attr_run(db, all, ci, &v->attr);
+	st = attr_run(db, all, ci, rules_off, &v->attr);
 	if (st != REPLAY_OK)
 		goto end;
 	have_attr = 1;
@@ -271,6 +287,7 @@ enum replay_status replay_session_run(struct replay_session *s,
 		res->windows_moved = s->kattr->windows_moved;
 		res->contexts_by_memslot = s->kattr->contexts_by_memslot;
 		res->windows_in_doubt = s->kattr->windows_in_doubt;
+		res->windows_no_vm = s->kattr->windows_no_vm;
 	}
 	return st;
 }

@@ -96,6 +96,7 @@ struct replay_vms {
  */
 enum replay_status replay_vms_open(struct replay_vms *v, sqlite3 *db,
 				   const struct capture_info *ci,
+				   replay_rules_t rules_off,
 				   enum replay_session_input input);
 /*
  * Opens s over VM vm's events of v (1..v->nvms), which it takes: each

@@ -11,6 +11,7 @@
 #include "util/alloc.h"
 #include "util/ptrmap.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,10 @@ struct kthread {
 					 * (the row had none: thread_vm) */
 	int own_fit;                    /* own could hold a leaf it zapped */
 	int own_held;                   /* own's state held one */
+	int own_off;                    /* one of its zaps cannot be own's:
+					 * own's memslot puts it outside its
+					 * range, or own's state holds
+					 * another page there */
 	uint64_t others_held;           /* VMs whose state held one */
 	int zapped;                     /* it zapped a present leaf */
 	struct model_event *held;       /* undecided: its events */
@@ -39,14 +44,26 @@ struct kthread {
 	uint64_t hs, he;
 	int nzaps, zap_level;
 	uint64_t zap_gfn;
-	uint64_t zap_held;              /* VMs whose state held that leaf */
+	/* VMs whose state alone held a leaf it zapped (a bit each), the
+	 * memslot base (hva - gpa) its zaps bound, [blo, bhi], and the
+	 * gfns they spanned, [glo, ghi). */
+	uint64_t held_alone;
+	int64_t blo, bhi;
+	uint64_t glo, ghi;
 };
 
-/* A VM's memslots as hva - gpa, learnt from windows that zapped one
- * leaf spanning exactly their range, which that VM's state alone held
- * (vm_bases_learn()). */
+/* A memslot base (hva - gpa) a window bounds, [lo, hi]: one value, or,
+ * where its zaps did not reach both ends of its range, an interval; and
+ * the gfns such windows zapped, [glo, ghi): the memslot holds them. */
+struct base_span {
+	int64_t lo, hi;
+	uint64_t glo, ghi;
+};
+
+/* A VM's memslots as hva - gpa, learnt from windows decided for it
+ * whose zaps include a leaf its state alone held (vm_bases_learn()). */
 struct vm_bases {
-	uint64_t base[VM_ATTR_BASES];
+	struct base_span base[VM_ATTR_BASES];
 	int n;
 };
 
@@ -54,6 +71,8 @@ struct pass {
 	const struct spte_format *fmt;
 	struct vm_attr *out;
 	struct tdp *leaves;             /* [vm - 1] */
+	struct tdp *changed;            /* [vm - 1]: each leaf's last
+					 * change applied, its seq */
 	int nvms;
 	uint64_t all;                   /* every VM's bit */
 	uint64_t complete;              /* VMs made in the capture */
@@ -63,6 +82,7 @@ struct pass {
 	struct u64map aged_by;
 	int64_t naged_by;               /* entries not 0 */
 	struct vm_bases *bases;         /* [vm - 1] */
+	unsigned rules;                 /* VM_ATTR_* */
 	int nomem;
 };
 
@@ -81,36 +101,148 @@ static void leaves_apply(struct pass *p, int vm,
 	if (vm < 1 || vm > p->nvms || ev->kind != MEV_SPTE_CHANGE)
 		return;
 	if (tdp_set(&p->leaves[vm - 1], ev->u.spte.as_id, ev->u.spte.level,
-		    ev->u.spte.gfn, ev->u.spte.new_spte) < 0)
+		    ev->u.spte.gfn, ev->u.spte.new_spte) < 0 ||
+	    tdp_set(&p->changed[vm - 1], ev->u.spte.as_id, ev->u.spte.level,
+		    ev->u.spte.gfn, ev->seq) < 0)
 		p->nomem = 1;
 }
 
+/* x rounded down to a multiple of a (a > 0), negative x too. */
+static int64_t floor_to(int64_t x, int64_t a)
+{
+	int64_t q = x / a;
+
+	if (x % a && x < 0)
+		q--;
+	return q * a;
+}
+
 /*
- * A window decided for vm that zapped one present leaf whose span is
- * exactly its hva range tells one of vm's memslots: hva - gpa, the
- * base kvm_handle_hva_range() maps the range through (a 4K uffd-wp
- * unprotect, a KSM merge, a reclaimed page; a 2M collapse).  Only
- * where vm's state alone held that leaf (pfn included) when it went:
- * a decision of its thread's VM by default (a capture begun mid-run,
- * where no state showed the leaf) would teach one VM another's base.
+ * The memslot base a zap of the leaf at (level, gfn) by an invalidation
+ * of [hs, he) bounds: the walk zaps a leaf whose span meets the range
+ * through the memslot (kvm_handle_hva_range(): hva = base + gpa), so
+ * base + gfn * 4096 < he and hs < base + (gfn + pages) * 4096; and a
+ * huge leaf's memslot has hva and gpa agree in its size (KVM maps no
+ * huge page in a memslot whose userspace_addr and base_gfn disagree
+ * there: kvm_alloc_memslot_metadata()), so base is a multiple of it.
+ * Folded into k's [blo, bhi] (blo > bhi: its zaps fit no one base, as
+ * when its range covers several memslots), and [glo, ghi).
+ */
+static void base_bound(struct kthread *k, int level, uint64_t gfn)
+{
+	int64_t g = (int64_t)gfn << 12;
+	int64_t n = (int64_t)tdp_level_pages(level) << 12;
+	int64_t lo = (int64_t)k->hs - g - n + 4096;
+	int64_t hi = (int64_t)k->he - g - 4096;
+
+	if (level > TDP_LEVEL_4K) {
+		lo = -floor_to(-lo, n);
+		hi = floor_to(hi, n);
+	}
+	if (k->nzaps == 1 || lo > k->blo)
+		k->blo = lo;
+	if (k->nzaps == 1 || hi < k->bhi)
+		k->bhi = hi;
+	if (k->nzaps == 1 || gfn < k->glo)
+		k->glo = gfn;
+	if (k->nzaps == 1 || gfn + tdp_level_pages(level) > k->ghi)
+		k->ghi = gfn + tdp_level_pages(level);
+}
+
+/*
+ * A window decided for vm, one of whose zaps was of a leaf vm's state
+ * alone held (pfn included), tells one of vm's memslots: the base its
+ * zaps bound (base_bound()); exact where they reach both ends of the
+ * range (a 4K uffd-wp unprotect, a KSM merge, a reclaimed page; a 2M
+ * collapse; the VM's exit that zapped its first and last page), else
+ * an interval.  Only where its state alone held one: a decision of its
+ * thread's VM by default (a capture begun mid-run, where no state
+ * showed the leaves) would teach one VM another's base.  Seen on stock
+ * 6.1 with three VMs under one memory cgroup cut at 50%: the basic VM
+ * held none of the single pages the cut showed reclaimed, so only its
+ * exit (4,095 of its 4,096 pages zapped, the base then known to within
+ * a page) could tell its memslot from the others'.  A narrower span
+ * of the same memslot replaces the one it lies in.
  */
 static void vm_bases_learn(struct pass *p, int vm, const struct kthread *k)
 {
 	struct vm_bases *b;
-	uint64_t base;
 	int i;
 
-	if (vm < 1 || vm > p->nvms || k->nzaps != 1 || k->he <= k->hs ||
-	    k->he - k->hs != tdp_level_pages(k->zap_level) << 12 ||
-	    k->zap_held != 1ull << (vm - 1))
+	if (vm < 1 || vm > p->nvms || !k->nzaps || k->he <= k->hs ||
+	    !(k->held_alone & 1ull << (vm - 1)) || k->blo > k->bhi)
 		return;
-	base = k->hs - (k->zap_gfn << 12);
+	/* Without the rule: one zap that pins the base alone. */
+	if (!(p->rules & VM_ATTR_SLOT_SPAN) &&
+	    (k->nzaps != 1 || k->blo != k->bhi))
+		return;
 	b = &p->bases[vm - 1];
-	for (i = 0; i < b->n; i++)
-		if (b->base[i] == base)
-			return;
+	for (i = 0; i < b->n; i++) {
+		struct base_span *s = &b->base[i];
+
+		if (s->lo <= k->blo && k->bhi <= s->hi) {
+			s->lo = k->blo;
+			s->hi = k->bhi;
+		} else if (!(k->blo <= s->lo && s->hi <= k->bhi)) {
+			continue;
+		}
+		if (k->glo < s->glo)
+			s->glo = k->glo;
+		if (k->ghi > s->ghi)
+			s->ghi = k->ghi;
+		return;
+	}
 	if (b->n < VM_ATTR_BASES)
-		b->base[b->n++] = base;
+		b->base[b->n++] = (struct base_span){
+			k->blo, k->bhi, k->glo, k->ghi,
+		};
+}
+
+/* Whether span s can put the leaf at (level, gfn) inside k's range. */
+static int base_maps(const struct base_span *s, const struct kthread *k,
+		     int level, uint64_t gfn)
+{
+	int64_t lo = s->lo + (int64_t)(gfn << 12);
+	int64_t hi = s->hi + (int64_t)((gfn + tdp_level_pages(level)) << 12);
+
+	return lo < (int64_t)k->he && (int64_t)k->hs < hi;
+}
+
+/*
+ * The VMs (bits) that cannot have zapped the leaf at (level, gfn) in
+ * k's invalidation: a memslot learnt for the VM holds that gfn, and
+ * puts it outside the range.  A VM's memslots do not overlap in gpa
+ * (__kvm_set_memory_region() refuses it), so no other memslot of it
+ * can map the gfn there.  Seen on stock 6.1 with three VMs under one
+ * memory cgroup cut at 70%: the basic VM's thread reclaimed the pages
+ * of a bgsnapshot VM that ran no vCPU after the cut (its state showed
+ * nothing, so no memslot of it was learnt): kept as the basic VM's,
+ * they taught its replay a second memslot.
+ * What it cannot catch: a memslot moved to another hva since it was
+ * learnt (deleted and made again), which it takes for another VM's.
+ */
+static uint64_t vm_bases_excluding(const struct pass *p,
+				   const struct kthread *k, int level,
+				   uint64_t gfn)
+{
+	uint64_t out = 0, n = tdp_level_pages(level);
+	int v, i, holds, maps;
+
+	if (k->he <= k->hs || !(p->rules & VM_ATTR_SLOT_EXCL))
+		return 0;
+	for (v = 0; v < p->nvms; v++) {
+		const struct vm_bases *b = &p->bases[v];
+
+		holds = maps = 0;
+		for (i = 0; i < b->n; i++) {
+			holds |= b->base[i].glo <= gfn &&
+				gfn + n <= b->base[i].ghi;
+			maps |= base_maps(&b->base[i], k, level, gfn);
+		}
+		if (holds && !maps)
+			out |= 1ull << v;
+	}
+	return out;
 }
 
 /*
@@ -127,7 +259,7 @@ static uint64_t vm_bases_mapping(const struct pass *p,
 				 const struct kthread *k, uint64_t cand,
 				 int level, uint64_t gfn)
 {
-	uint64_t out = 0, lo, hi;
+	uint64_t out = 0;
 	int v, i;
 
 	if (k->he <= k->hs)
@@ -137,14 +269,11 @@ static uint64_t vm_bases_mapping(const struct pass *p,
 
 		if (!(cand & (1ull << v)))
 			continue;
-		for (i = 0; i < b->n; i++) {
-			lo = b->base[i] + (gfn << 12);
-			hi = lo + (tdp_level_pages(level) << 12);
-			if (lo < k->he && k->hs < hi) {
+		for (i = 0; i < b->n; i++)
+			if (base_maps(&b->base[i], k, level, gfn)) {
 				out |= 1ull << v;
 				break;
 			}
-		}
 	}
 	return out;
 }
@@ -175,6 +304,18 @@ static uint64_t zap_fits(const struct pass *p, const struct model_event *ev,
 		}
 	}
 	return fits;
+}
+
+/* Whether vm's state holds a present leaf where ev changes one, of
+ * another page than ev's. */
+static int holds_other_page(const struct pass *p, int vm,
+			    const struct model_event *ev)
+{
+	uint64_t now = tdp_get(&p->leaves[vm - 1], ev->u.spte.as_id,
+			       ev->u.spte.level, ev->u.spte.gfn);
+
+	return spte_present_leaf(p->fmt, now, ev->u.spte.level) &&
+		spte_pfn(p->fmt, now) != spte_pfn(p->fmt, ev->u.spte.old_spte);
 }
 
 /*
@@ -236,13 +377,20 @@ static int aged_vm(const struct pass *p, const struct model_event *ev,
 /*
  * A held change of vm, applied when its context is decided: after the
  * changes other threads traced since, so it moves the leaf only where
- * none of them changed it meanwhile (the leaf still reads as the change
- * found it, but for the accessed and dirty bits the CPU sets).  Seen
+ * none of them changed it meanwhile: no change applied to the entry
+ * came after it in the trace, and the leaf still reads as the change
+ * found it (but for the accessed and dirty bits the CPU sets).  Seen
  * on stock 6.1 under MADV_COLLAPSE: the VMM thread's collapse window,
  * held to its end, zapped a leaf its vCPU refaulted before the window
  * ended, and the zap applied last left the VM's state without the
  * leaf ksmd then zapped (the VM's state fitted no more: the other VM
- * took the context).
+ * took the context).  The value alone cannot tell a refault of the
+ * same page with the same permissions (stock 6.12, two bgsnapshot VMs
+ * under one memory cgroup and compaction: a VMM thread's reclaim of
+ * the other VM's page, held until its thread's next event, was
+ * applied after the VM refaulted that page, and emptied the entry; the
+ * next reclaim of the page then fitted no VM and stayed with its
+ * thread's, and the VM's exit zapped 3 leaves fewer than predicted).
  */
 static void leaves_apply_held(struct pass *p, int vm,
 			      const struct model_event *ev)
@@ -250,6 +398,9 @@ static void leaves_apply_held(struct pass *p, int vm,
 	uint64_t hw = p->fmt->accessed | p->fmt->dirty, now;
 
 	if (vm < 1 || vm > p->nvms || ev->kind != MEV_SPTE_CHANGE)
+		return;
+	if (tdp_get(&p->changed[vm - 1], ev->u.spte.as_id, ev->u.spte.level,
+		    ev->u.spte.gfn) > ev->seq)
 		return;
 	if (tdp_stored(&p->leaves[vm - 1], ev->u.spte.as_id,
 		       ev->u.spte.level, ev->u.spte.gfn)) {
@@ -348,11 +499,14 @@ static void own_give(struct pass *p, struct kthread *k,
 		     const struct model_event *ev)
 {
 	if (k->vm != k->own) {
-		if (u64map_put(&p->out->moved, ev->seq, (uint64_t)k->vm) < 0)
+		if (ev->vm &&
+		    u64map_put(&p->out->moved, ev->seq,
+			       k->vm ? (uint64_t)k->vm : VM_ATTR_NO_VM) < 0)
 			p->nomem = 1;
 		p->out->window_events_moved++;
 	}
-	own_row(p, k, k->vm, ev, 1);
+	if (k->vm)
+		own_row(p, k, k->vm, ev, 1);
 }
 
 /*
@@ -423,6 +577,19 @@ static void context_close(struct pass *p, struct kthread *k)
 		if (to) {
 			k->vm = __builtin_ctzll(to) + 1;
 			p->out->windows_moved++;
+		} else if (k->own_off && !k->own_held) {
+			/* Not its VM's (own_off), and no one other VM's:
+			 * no VM's, never its thread's guess.  Seen on
+			 * stock 6.1, three VMs under one memory cgroup
+			 * cut at 70% (a VM whose vCPUs ran no more, so
+			 * its memslot unlearnt: vm_bases_excluding()) and
+			 * at 80% (a bgsnapshot VMM thread reclaimed a
+			 * page of a VM none of whose states held it at
+			 * that gfn, another root's perhaps: kept, it
+			 * emptied its own VM's leaf there, whose zap at
+			 * the VM's exit was then one too many). */
+			k->vm = 0;
+			p->out->windows_no_vm++;
 		} else if (k->zapped && k->cand && !k->own_held) {
 			own_doubt(p, k);
 		}
@@ -436,15 +603,16 @@ static void context_close(struct pass *p, struct kthread *k)
 		k->nzaps = 0;
 		k->hs = k->he = 0;
 		k->own_fit = k->own_held = 0;
+		k->own_off = 0;
 		k->others_held = 0;
 		k->zapped = 0;
-		k->zap_held = 0;
+		k->held_alone = 0;
 		k->cand = p->all;
 		return;
 	}
 	vm_bases_learn(p, k->vm, k);
 	k->nzaps = 0;
-	k->zap_held = 0;
+	k->held_alone = 0;
 	k->hs = k->he = 0;
 	if (!k->nheld && !k->vm)
 		return;
@@ -464,7 +632,7 @@ static void context_close(struct pass *p, struct kthread *k)
 static void context_event(struct pass *p, struct kthread *k,
 			  const struct model_event *ev)
 {
-	uint64_t fits, held, mapped;
+	uint64_t fits, raw, was, held, mapped, off;
 	size_t i;
 
 	if (ev->kind == MEV_NOTIFIER &&
@@ -472,10 +640,15 @@ static void context_event(struct pass *p, struct kthread *k,
 		k->hs = ev->u.notifier.hva_start;
 		k->he = ev->u.notifier.hva_end;
 	}
-	if (ev_leaf_zap(p, ev) && !k->nzaps++) {
-		k->zap_level = ev->u.spte.level;
-		k->zap_gfn = ev->u.spte.gfn;
-		zap_fits(p, ev, &k->zap_held);
+	if (ev_leaf_zap(p, ev)) {
+		if (!k->nzaps++) {
+			k->zap_level = ev->u.spte.level;
+			k->zap_gfn = ev->u.spte.gfn;
+		}
+		zap_fits(p, ev, &held);
+		if (held && !(held & (held - 1)))
+			k->held_alone |= held;
+		base_bound(k, ev->u.spte.level, ev->u.spte.gfn);
 	}
 	if (k->vm) {
 		decide(p, k->vm, ev);
@@ -503,7 +676,9 @@ static void context_event(struct pass *p, struct kthread *k,
 	if (ev->kind != MEV_SPTE_CHANGE ||
 	    !spte_present_leaf(p->fmt, ev->u.spte.old_spte, ev->u.spte.level))
 		return;
-	fits = zap_fits(p, ev, &held);
+	off = vm_bases_excluding(p, k, ev->u.spte.level, ev->u.spte.gfn);
+	raw = zap_fits(p, ev, &held);
+	fits = raw & ~off;
 	k->zapped = 1;
 	if (k->own) {
 		/* A VM made in the capture showed every leaf it had: one
@@ -512,13 +687,20 @@ static void context_event(struct pass *p, struct kthread *k,
 		uint64_t own = 1ull << (k->own - 1);
 
 		fits &= held | ~p->complete;
+		k->own_off |= (off & own) ||
+			((p->rules & VM_ATTR_OWN_PAGE) &&
+			 holds_other_page(p, k->own, ev));
 		k->own_fit |= !!(fits & own);
 		k->own_held |= !!(held & own);
 		k->others_held |= held & ~own;
 		k->cand &= fits & ~own;
 		return;
 	}
+	/* Several states fitted, and the memslots left one. */
+	was = k->cand & raw;
 	k->cand &= fits;
+	if ((was & (was - 1)) && k->cand && !(k->cand & (k->cand - 1)))
+		p->out->contexts_by_memslot++;
 	/* One VM left; or, of several, the one whose memslot maps the leaf
 	 * into the invalidation's range (a page KSM shares at one gfn in
 	 * two VMs; the kernel's own rule, so before the next); or the one
@@ -638,10 +820,14 @@ static int pass_begin(struct pass *p, struct vm_attr *out)
 	p->naged_by = 0;
 	p->leaves = calloc((size_t)(p->nvms ? p->nvms : 1),
 			   sizeof(*p->leaves));
-	if (!p->leaves)
+	p->changed = calloc((size_t)(p->nvms ? p->nvms : 1),
+			    sizeof(*p->changed));
+	if (!p->leaves || !p->changed)
 		return -1;
-	for (v = 0; v < p->nvms; v++)
+	for (v = 0; v < p->nvms; v++) {
 		tdp_init(&p->leaves[v], p->fmt);
+		tdp_init(&p->changed[v], p->fmt);
+	}
 	return 0;
 }
 
@@ -652,10 +838,14 @@ static void pass_end(struct pass *p)
 	ptrmap_each(&p->threads, kthread_free, p);
 	ptrmap_free_values(&p->threads);
 	u64map_free(&p->aged_by);
-	for (v = 0; p->leaves && v < p->nvms; v++)
+	for (v = 0; p->leaves && p->changed && v < p->nvms; v++) {
 		tdp_free(&p->leaves[v]);
+		tdp_free(&p->changed[v]);
+	}
 	free(p->leaves);
+	free(p->changed);
 	p->leaves = NULL;
+	p->changed = NULL;
 }
 
 /* One pass over src (rewound first) into p->out. */
@@ -752,7 +942,7 @@ enum vm_attr_status vm_attr_run(struct source *src,
 				const struct spte_format *fmt, int nvms,
 				const struct u64map *thread_vm,
 				int kernel_named, uint64_t complete,
-				struct vm_attr *out)
+				unsigned rules, struct vm_attr *out)
 {
 	enum vm_attr_status st = VM_ATTR_ERR_NOMEM;
 	struct vm_attr first;
@@ -764,6 +954,7 @@ enum vm_attr_status vm_attr_run(struct source *src,
 		nvms = VM_ATTR_MAX_VMS;
 	p.fmt = fmt;
 	p.nvms = nvms;
+	p.rules = rules;
 	p.all = nvms == 64 ? ~0ull : (1ull << nvms) - 1;
 	p.complete = complete & p.all;
 	p.bases = calloc((size_t)(nvms ? nvms : 1), sizeof(*p.bases));

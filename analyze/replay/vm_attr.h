@@ -15,12 +15,14 @@
  *     present leaf it zapped, pfn included, when no other VM's do and
  *     no zap of it contradicts that VM's state (on a capture that began
  *     mid-run a VM's state may not show an entry: no contradiction);
- *     of several, the one whose memslot (learnt from windows that
- *     zapped one leaf spanning their whole range: hva - gpa) maps a
- *     leaf it zapped into its invalidation's hva range (a page KSM
- *     shares between two VMs at one gfn, zapped by khugepaged in one
- *     VM's mm; a memslot is learnt only from a zap of a leaf that VM's
- *     state alone held); none or several (a context that zaps nothing,
+ *     of several, the one whose memslot (hva - gpa, learnt from the
+ *     windows decided for it with a zap of a leaf its state alone
+ *     held: the span of bases their zaps allow, and the gfns they
+ *     held) maps a leaf it zapped into its invalidation's hva range (a
+ *     page KSM shares between two VMs at one gfn, zapped by khugepaged
+ *     in one VM's mm); a VM whose learnt memslot holds the gfn but
+ *     puts it elsewhere is none of them (a VM's memslots do not
+ *     overlap in gpa); none or several (a context that zaps nothing,
  *     a shared page in VMs no memslot tells apart): it stays
  *     unattributed and is counted, never guessed;
  *   - a leaf aged (its accessed bit alone cleared) is the VM's whose
@@ -49,16 +51,19 @@
  *     them all: then it is moved there, whole, at its end; and where
  *     no state tells (a capture begun mid-run), when the one VM whose
  *     learnt memslot maps its first zap into its range is another
- *     that fits them all.  A window kept as its VM's though another
+ *     that fits them all.  A window its own VM cannot have made (its
+ *     learnt memslot puts a zapped leaf elsewhere, or its state holds
+ *     another page there) that no one other VM fits is no VM's
+ *     (windows_no_vm).  A window kept as its VM's though another
  *     VM's state fitted it as well and its own held none of its zaps
  *     is in doubt: its zaps are listed, and the replay does not judge
  *     the next zap of an entry they left (engine_overlay.c).  On such
  *     a capture (some VM made before it),
  *     a first pass learns the memslots, so that the second decides by
  *     them from the first event on.
- * Memory: each VM's present leaves and, per kernel thread, the events
- * of its context until it is decided; the first pass keeps only the
- * memslots it learnt.
+ * Memory: each VM's leaves and the seq of each one's last change and,
+ * per kernel thread, the events of its context until it is decided;
+ * the first pass keeps only the memslots it learnt.
  */
 #ifndef MMUREPLAY_REPLAY_VM_ATTR_H
 #define MMUREPLAY_REPLAY_VM_ATTR_H
@@ -92,6 +97,10 @@ struct vm_attr {
 	/* Without the kernel's word: windows of a VM process's thread
 	 * whose zaps were another VM's, and their events (moved). */
 	int64_t windows_moved, window_events_moved;
+	/* ... and those that could not be their VM's (its learnt memslot
+	 * puts a leaf they zapped elsewhere) nor told one other's: their
+	 * events are moved to none. */
+	int64_t windows_no_vm;
 	/* Kernel threads' contexts that several VMs' states fitted, told
 	 * by the one memslot that maps a zapped leaf into the range. */
 	int64_t contexts_by_memslot;
@@ -102,6 +111,12 @@ struct vm_attr {
 	int64_t windows_in_doubt;
 	struct u64map zaps_in_doubt;
 };
+
+/* vm_attr_run()'s rules (flags), on unless a test switches them off
+ * (engine.h RULE_VM_SLOT_SPAN, RULE_VM_SLOT_EXCL, RULE_VM_OWN_PAGE). */
+#define VM_ATTR_SLOT_SPAN 1u
+#define VM_ATTR_SLOT_EXCL 2u
+#define VM_ATTR_OWN_PAGE 4u
 
 /* moved's value for an aged leaf of no known VM. */
 #define VM_ATTR_NO_VM ((uint64_t)UINT32_MAX)
@@ -122,13 +137,13 @@ enum vm_attr_status {
  * VM's.  kernel_named: the kernel names each invalidation's VM (the
  * series' struct kvm in its events): a window's row VM is its own.
  * complete: the VMs made in the capture (bit id - 1), whose state
- * showed every leaf they had.
+ * showed every leaf they had.  rules: VM_ATTR_* flags.
  */
 enum vm_attr_status vm_attr_run(struct source *src,
 				const struct spte_format *fmt, int nvms,
 				const struct u64map *thread_vm,
 				int kernel_named, uint64_t complete,
-				struct vm_attr *out);
+				unsigned rules, struct vm_attr *out);
 void vm_attr_free(struct vm_attr *a);
 /* Whether ev is a leaf zap of a window in doubt (see above). */
 static inline int vm_attr_in_doubt(const struct vm_attr *a,
@@ -144,7 +159,8 @@ static inline int vm_attr_of(const struct vm_attr *a,
 {
 	uint64_t moved;
 
-	if ((a->aged_moved || a->aged_unknown || a->windows_moved) &&
+	if ((a->aged_moved || a->aged_unknown || a->windows_moved ||
+	     a->windows_no_vm) &&
 	    ev->vm && (ev->kind == MEV_SPTE_CHANGE ||
 		       ev->kind == MEV_TLB_FLUSH ||
 		       ev->kind == MEV_NOTIFIER) &&

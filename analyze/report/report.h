@@ -78,6 +78,9 @@ struct report_vms {
 	int64_t windows_moved;
 	int64_t contexts_by_memslot;
 	int64_t windows_in_doubt;
+	/* Windows of a VM process's thread its VM's learnt memslot rules
+	 * out and no one other VM's tells: given none (vm_attr.h). */
+	int64_t windows_no_vm;
 };
 
 /* Fidelity (self-check) of a capture as JSON / text; vms NULL for a

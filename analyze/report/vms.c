@@ -69,6 +69,11 @@ void report_vms_text(FILE *out, const struct report_vms *vms)
 			"too (a capture begun mid-run): %s;\n  the next zap of "
 			"an entry they left is not judged\n",
 			report_fmt_count(a, sizeof(a), vms->windows_in_doubt));
+	if (vms->windows_no_vm)
+		fprintf(out, "  invalidations of a VM process's thread that its "
+			"VM's memslot puts\n  elsewhere and no one other VM's "
+			"state tells: %s, given none\n",
+			report_fmt_count(a, sizeof(a), vms->windows_no_vm));
 }
 
 /* What ingest and the replay could not give a VM, and the --vm. */
@@ -93,6 +98,8 @@ static void vm_attribution_json(cJSON *root, const struct report_vms *vms)
 				(double)vms->contexts_by_memslot);
 	cJSON_AddNumberToObject(o, "windows_in_doubt",
 				(double)vms->windows_in_doubt);
+	cJSON_AddNumberToObject(o, "windows_no_vm",
+				(double)vms->windows_no_vm);
 }
 
 /* vm_attribution and the empty "vms" array, returned. */
