@@ -11,7 +11,6 @@
 #include "util/alloc.h"
 #include "util/ptrmap.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -252,8 +251,8 @@ static uint64_t vm_bases_excluding(const struct pass *p,
  * whose memslot puts that leaf elsewhere in the host's address space
  * is not the one, where another VM's puts it inside.  A VM with no
  * learnt memslot, or whose learnt ones do not reach the leaf, tells
- * nothing (it may have memslots not learnt): this only ever picks, never
- * excludes.
+ * nothing here (it may have memslots not learnt): this only picks;
+ * vm_bases_excluding() excludes, where a learnt memslot holds the gfn.
  */
 static uint64_t vm_bases_mapping(const struct pass *p,
 				 const struct kthread *k, uint64_t cand,
