@@ -403,6 +403,7 @@ MVPU61 = "lttng-kernel-6.1.192-patched-multivm-bgsnapshot-nxrecovery-perm-upgrad
 P3VM61 = "lttng-kernel-6.1.192-patched-multivm-nxrecovery-basic-bgsnapshot-ksm-memcg"
 BGBG61M = "lttng-kernel-6.1.192-stock-multivm-bgsnapshot-basic-bgsnapshot-memcg"
 BGBG61M2 = BGBG61M + "-2"
+BGB612PM = "lttng-kernel-6.12.118-patched-multivm-bgsnapshot-basic-numa-memcg"
 BGBG612 = ("lttng-kernel-6.12.118-stock-multivm-bgsnapshot-bgsnapshot-"
            "memcg-compaction")
 SEEN = [("late_change", RO, "fault_not_required"),
@@ -546,7 +547,11 @@ LATE = [("late_change", RO, 0.5), ("window_install", PU, 0.5),
         ("late_link", MS612, 0.5), ("unknown_zap", MS612P, 0.5),
         ("nx_guess_settle", KSMNX, 0.5), ("vm_doubt", BGBG61M, 0.7),
         ("vm_slot_span", BGBG61M, 0.5), ("vm_slot_excl", BGBG61M, 0.7),
-        ("vm_own_page", BGBG61M2, 0.8)]
+        ("vm_own_page", BGBG61M2, 0.8),
+        # No rule: a fix tested by the cut passing (failed before it).
+        # window_removal counted a removal of a leaf the model did not
+        # hold (zap_count 1 at the bgsnapshot VM's exit).
+        (None, BGB612PM, 0.8)]
 # Not on a late cut, and why:
 #   nx_dirty_untracked (NX), slot_swap, nx_snapshot, nx_off: seen by
 #     recovery batch sizes, and in every cut of those captures the
@@ -578,6 +583,8 @@ for rules, name, share in LATE:
     on = json.loads(r.stdout)
     check(r.returncode == 0 and on["capture_start"]["began_mid_run"],
           "%s cut at %d%%: passes, began mid-run" % (name, share * 100))
+    if rules is None:
+        continue
     r = run([mmr, "fidelity", path, "--json", "--rule-off", rules])
     off = json.loads(r.stdout)
     check(r.returncode == 6 and not off["ok"],

@@ -607,7 +607,10 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 			engine_mismatch(e, MISMATCH_ZAP_UNEXPLAINED, ev->seq,
 					ev->ts, gfn, 0, 1);
 		}
-		if (e->nopen_windows && engine_rule(e, RULE_WINDOW_REMOVAL))
+		/* A leaf the model did not hold was no window's count. */
+		if (e->nopen_windows && engine_rule(e, RULE_WINDOW_REMOVAL) &&
+		    spte_present_leaf(f, tdp_get(&e->tdp_obs, as, level, gfn),
+				      level))
 			window_removal(e, t, roots_orig(e, as), level, gfn);
 		if (e->nopen_zap_alls && engine_rule(e, RULE_TEARDOWN_REMOVAL))
 			teardown_removal(e, t, as, level, gfn);
