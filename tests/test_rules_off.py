@@ -239,6 +239,11 @@ reports), as measured on the lab captures:
                       one VM's zap at its exit yielded mmu_lock and the
                       other VM's VMM thread, in reclaim, unmapped 64 of
                       its pages ahead of the walk (zap_count)
+  table_leaf_flush    patched 6.12, two basic VMs and a bgsnapshot one
+                      under KSM and khugepaged, its first 2 s: a vCPU's
+                      fault mapped a 2 MiB region huge over a table whose
+                      4K leaves were all gone, and flushed; off,
+                      flush_context 2 (22 in the whole run)
   removal_walk        the last seconds of stock 6.12 nxrecovery and two
                       basic VMs under khugepaged and compaction
                       (recorded before the rule): a basic VM's NX worker
@@ -403,6 +408,8 @@ MVPU61 = "lttng-kernel-6.1.192-patched-multivm-bgsnapshot-nxrecovery-perm-upgrad
 P3VM61 = "lttng-kernel-6.1.192-patched-multivm-nxrecovery-basic-bgsnapshot-ksm-memcg"
 BGBG61M = "lttng-kernel-6.1.192-stock-multivm-bgsnapshot-basic-bgsnapshot-memcg"
 BGBG61M2 = BGBG61M + "-2"
+KHPKSM612P = ("lttng-kernel-6.12.118-patched-multivm-basic-basic-bgsnapshot-"
+              "ksm-khugepaged-first-2s")
 BGB612PM = "lttng-kernel-6.12.118-patched-multivm-bgsnapshot-basic-numa-memcg"
 BGBG612 = ("lttng-kernel-6.12.118-stock-multivm-bgsnapshot-bgsnapshot-"
            "memcg-compaction")
@@ -442,6 +449,7 @@ SEEN = [("late_change", RO, "fault_not_required"),
         ("removal_walk", WALK612, "zap_count"),
         ("window_unknown", WALK612, "zap_count"),
         ("teardown_removal", BGBG612, "zap_count"),
+        ("table_leaf_flush", KHPKSM612P, "flush_context"),
         ("nx_guess_settle", P3VM61, "nx_count"),
         ("batch_period", MV612S, "recovery_batch"),
         ("unlisted_free", MV612S2, "recovery_batch"),

@@ -228,6 +228,7 @@ void engine_ctx_open(struct engine *e, struct thread_ctx *t,
 	t->win_nranges = 0;
 	t->ctx_as = 0;
 	t->ctx_collapse = 0;
+	t->fault_flush_due = 0;
 }
 
 /* KVM_SET_USER_MEMORY_REGION brackets the collapse of 4K leaves when

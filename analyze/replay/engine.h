@@ -278,7 +278,10 @@
 	/* a VM process's window that zapped a page its own VM's state \
 	 * held another page at, and that no one other VM fits, is no \
 	 * VM's (vm_attr.c context_close()) */ \
-	X(RULE_VM_OWN_PAGE, "vm_own_page")
+	X(RULE_VM_OWN_PAGE, "vm_own_page") \
+	/* a fault that replaces a present table by a leaf flushes \
+	 * (engine_fault.c fault_ctx_close()) */ \
+	X(RULE_TABLE_LEAF_FLUSH, "table_leaf_flush")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

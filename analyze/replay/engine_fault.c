@@ -515,10 +515,27 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
 		r->faults_undecided++;
 }
 
+/*
+ * A fault that replaced a present table by a huge leaf flushes, whether
+ * or not the table still held leaves: tdp_mmu_map_handle_target_level()
+ * flushes the gfn's range after setting a leaf over a present non-leaf
+ * SPTE (6.1 and 6.12).  So the fault's context is one that must flush
+ * (rule table_leaf_flush).  Seen on patched 6.12, two basic VMs and a
+ * bgsnapshot one under KSM and khugepaged: khugepaged's collapse zapped
+ * the one 4K leaf of a 2 MiB region, and the vCPU's next fault there
+ * mapped it 2M over the empty table and flushed (22 flush_context).
+ */
 void fault_ctx_close(struct engine *e, struct thread_ctx *t)
 {
+	int64_t must = t->ctx_predicted;
+
+	/* Only where flushes are traced: else both sides come from the
+	 * zaps (restated), and this flush is on neither. */
+	if (t->fault_flush_due && !must && e->res->flushes_measured &&
+	    engine_rule(e, RULE_TABLE_LEAF_FLUSH))
+		must = 1;
 	overlay_flush_account(e, t->ctx_seq, t->ctx_ts, t->ctx_gfn,
-			      t->ctx_predicted, t->ctx_observed,
+			      must, t->ctx_observed,
 			      t->ctx_revealed, t->ctx_policy_zaps,
 			      t->ctx_flushes, -1);
 }

@@ -175,6 +175,9 @@ struct thread_ctx {
 	/* CTX_FAULT */
 	int fault_fetch;                /* the open fault is an exec fault */
 	int fault_write;                /* ... a write fault */
+	int fault_flush_due;            /* it replaced a present table by a
+					 * leaf: the kernel flushes, zaps or
+					 * not (fault_ctx_close()) */
 	/* CTX_RECOVERY, CTX_TEARDOWN */
 	int sp_level;
 	/* CTX_TEARDOWN: the root it tears down, a tdp as_id (a retired

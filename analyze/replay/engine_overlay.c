@@ -514,6 +514,10 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	    !is_present && engine_rule(e, RULE_WINDOW_EXIT) &&
 	    !window_covers(t, roots_orig(e, as), gfn, level))
 		engine_ctx_close(e, t);
+	/* A fault's leaf over a present table: it flushes
+	 * (fault_ctx_close()). */
+	if (t->ctx_kind == CTX_FAULT && was_present && !was_leaf && is_leaf)
+		t->fault_flush_due = 1;
 	/* The accessed bit alone cleared: the host aged the page (see
 	 * engine_on_tlb_flush()). */
 	if (was_leaf && is_leaf && spte_aged(f, old, new))
