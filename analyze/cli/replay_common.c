@@ -246,8 +246,7 @@ static int replay_policies(sqlite3 *db, const char *path,
 		return rc;
 	}
 	*done = 0;
-	rc = split_open(db, path, ci, rules_off, &split,
-				&have_split);
+	rc = split_open(db, path, ci, rules_off, &split, &have_split);
 	part = calloc((size_t)n, sizeof(*part));
 	if (rc == CLI_EXIT_OK && !part) {
 		log_error("%s: out of memory", path);
@@ -366,8 +365,7 @@ int cli_replay_vms(sqlite3 *db, const char *path,
 		return cli_replay_one(db, path, ci, pol, rules_off, total);
 	rc = vms_open(db, path, ci, vms);
 	if (rc == CLI_EXIT_OK && !ci->vm)
-		rc = split_open(db, path, ci, rules_off, &split,
-				&have_split);
+		rc = split_open(db, path, ci, rules_off, &split, &have_split);
 	for (i = 0; i < vms->n && rc == CLI_EXIT_OK; i++) {
 		struct report_vm *v = &vms->vm[i];
 

@@ -266,11 +266,6 @@ static int on_return(struct vms *v, struct vms_thread *th,
 }
 
 /*
- * The VM of row r by its thread: the context its thread is in, the fd
- * its last KVM ioctl named, its process's one VM (or one VM alive).
- * Returns VMS_REASONS with r->vm set, or why it has none.
- */
-/*
  * Whether r clears an entry of a TDP root: a present entry above the
  * largest leaf level made non-present, which only a whole root's
  * teardown does (vms.h).  Returns 1 or 0.
@@ -311,6 +306,11 @@ static int kernel_worker(const char *procname, int64_t pid, int64_t tid)
 	return 0;
 }
 
+/*
+ * The VM of row r by its thread: the context its thread is in, the fd
+ * its last KVM ioctl named, its process's one VM (or one VM alive).
+ * Returns VMS_REASONS with r->vm set, or why it has none.
+ */
 static enum vms_reason row_thread_vm(struct vms *v, struct vms_thread *th,
 				     const char *procname,
 				     struct ingest_row *r, int *nomem)
