@@ -309,8 +309,7 @@ void window_walked(struct thread_ctx *t, int as_id, int level, uint64_t gfn)
  * 6.12, bgsnapshot and basic under NUMA balancing and one memory
  * cgroup, cut at 80%: the basic VM's thread reclaimed 31 of the
  * bgsnapshot VM's pages the model did not hold, ahead of that VM's
- * exit unmap, whose prediction fell to 44
- * of the 75 it zapped).
+ * exit unmap, whose prediction fell to 44 of the 75 it zapped).
  * What it cannot catch: a walk that does not go in gfn order, a range
  * of several memslots walked out of the model's order.
  */

@@ -631,7 +631,8 @@ static void context_close(struct pass *p, struct kthread *k)
 static void context_event(struct pass *p, struct kthread *k,
 			  const struct model_event *ev)
 {
-	uint64_t fits, raw, was, held, mapped, off;
+	uint64_t fits, raw = 0, was, held = 0, mapped, off;
+	int zap = ev_leaf_zap(p, ev);
 	size_t i;
 
 	if (ev->kind == MEV_NOTIFIER &&
@@ -639,12 +640,12 @@ static void context_event(struct pass *p, struct kthread *k,
 		k->hs = ev->u.notifier.hva_start;
 		k->he = ev->u.notifier.hva_end;
 	}
-	if (ev_leaf_zap(p, ev)) {
+	if (zap) {
 		if (!k->nzaps++) {
 			k->zap_level = ev->u.spte.level;
 			k->zap_gfn = ev->u.spte.gfn;
 		}
-		zap_fits(p, ev, &held);
+		raw = zap_fits(p, ev, &held);
 		if (held && !(held & (held - 1)))
 			k->held_alone |= held;
 		base_bound(k, ev->u.spte.level, ev->u.spte.gfn);
@@ -676,7 +677,9 @@ static void context_event(struct pass *p, struct kthread *k,
 	    !spte_present_leaf(p->fmt, ev->u.spte.old_spte, ev->u.spte.level))
 		return;
 	off = vm_bases_excluding(p, k, ev->u.spte.level, ev->u.spte.gfn);
-	raw = zap_fits(p, ev, &held);
+	/* A zap's fit was taken above; another change of a leaf's now. */
+	if (!zap)
+		raw = zap_fits(p, ev, &held);
 	fits = raw & ~off;
 	k->zapped = 1;
 	if (k->own) {
