@@ -35,6 +35,12 @@ struct vms_proc {
 		int64_t fd, vm;
 	} *fds;
 	size_t nfds, capfds;
+	/* Its threads' rows left without a VM while it had none: a VM
+	 * from before the capture, shown later, takes them (proc_early()). */
+	struct vms_early {
+		int64_t tid, lo, hi;
+	} *early;
+	size_t nearly, capearly;
 };
 
 int vms_init(struct vms *v, const struct catalog *cat)
@@ -109,6 +115,7 @@ static void proc_free_fds(void *arg, void *val)
 {
 	(void)arg;
 	free(((struct vms_proc *)val)->fds);
+	free(((struct vms_proc *)val)->early);
 }
 
 void vms_free(struct vms *v)
@@ -119,6 +126,7 @@ void vms_free(struct vms *v)
 	u64map_free(&v->leader_name);
 	free(v->list);
 	free(v->spans);
+	free(v->fills);
 	free(v->vcpu_kind);
 	free(v->kvm_col);
 	free(v->kvm_phase);
@@ -307,6 +315,63 @@ static int kernel_worker(const char *procname, int64_t pid, int64_t tid)
 }
 
 /*
+ * Row r of thread th has no VM: its process has made none.  Should the
+ * process turn out to run a VM from before the capture (a vCPU's exit
+ * traced later), the row is that VM's too: a vCPU thread cut mid-fault
+ * commits the fault's changes before its first exit or entry, and every
+ * later row of the process is the VM's.  A run of such rows of one
+ * thread is one record; a row of it between with no VM for another
+ * reason (an address not known) ends the run.  Returns 0, or -1 when
+ * out of memory.
+ */
+static int proc_early(struct vms *v, struct vms_thread *th,
+		      const struct ingest_row *r)
+{
+	struct vms_proc *p = proc_get(v, th->pid, 1);
+	struct vms_early *e;
+	size_t i;
+
+	if (!p)
+		return -1;
+	MR_ASSERT_DBG(!p->nvms);
+	for (i = p->nearly; i-- > 0;)
+		if (p->early[i].tid == r->tid) {
+			if (p->early[i].hi != th->last_seq)
+				break;
+			p->early[i].hi = r->seq;
+			return 0;
+		}
+	if (ALLOC_GROW(p->early, p->nearly + 1, p->capearly))
+		return -1;
+	e = &p->early[p->nearly++];
+	e->tid = r->tid;
+	e->lo = e->hi = r->seq;
+	return 0;
+}
+
+/* Process p's first VM came from before the capture: its early rows are
+ * that VM's (proc_early()).  Returns 0, or -1 when out of memory. */
+static int proc_fill(struct vms *v, struct vms_proc *p)
+{
+	size_t i;
+
+	MR_ASSERT_DBG(p->nvms == 1);
+	for (i = 0; i < p->nearly; i++) {
+		if (ALLOC_GROW(v->fills, v->nfills + 1, v->capfills))
+			return -1;
+		v->fills[v->nfills].span.tid = p->early[i].tid;
+		v->fills[v->nfills].span.lo = p->early[i].lo;
+		v->fills[v->nfills].span.hi = p->early[i].hi;
+		v->fills[v->nfills].span.kvm = 0;
+		v->fills[v->nfills++].vm = p->only_vm;
+	}
+	free(p->early);
+	p->early = NULL;
+	p->nearly = p->capearly = 0;
+	return 0;
+}
+
+/*
  * The VM of row r by its thread: the context its thread is in, the fd
  * its last KVM ioctl named, its process's one VM (or one VM alive).
  * Returns VMS_REASONS with r->vm set, or why it has none.
@@ -356,7 +421,8 @@ static enum vms_reason row_thread_vm(struct vms *v, struct vms_thread *th,
 	      !kernel_worker(procname, th->pid, r->tid)))) {
 		struct vms_proc *np = proc_get(v, th->pid, 1);
 
-		if (!np || vm_add(v, np, th->pid, -1, NULL, procname) < 0) {
+		if (!np || vm_add(v, np, th->pid, -1, NULL, procname) < 0 ||
+		    proc_fill(v, np) < 0) {
 			*nomem = 1;
 			return VMS_NO_VM;
 		}
@@ -372,7 +438,11 @@ static enum vms_reason row_thread_vm(struct vms *v, struct vms_thread *th,
 		r->vm = p->live_vm;
 		return VMS_REASONS;
 	}
-	return p && p->nvms ? VMS_SEVERAL : VMS_NO_VM;
+	if (p && p->nvms)
+		return VMS_SEVERAL;
+	if (proc_early(v, th, r) < 0)
+		*nomem = 1;
+	return VMS_NO_VM;
 }
 
 /* kvm_vm_create: a new VM of the creating process, known by kvm. */
@@ -500,8 +570,10 @@ int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
 	}
 	if (kvm)
 		named = (int64_t)u64map_get(&v->kvm_vm, kvm);
-	if (th)
+	if (th) {
 		why = row_thread_vm(v, th, procname, r, &nomem);
+		th->last_seq = r->seq;
+	}
 	if (nomem)
 		return -1;
 	if (named) {
@@ -575,21 +647,39 @@ static int64_t span_vm(const struct vms *v, uint64_t kvm, int64_t seq)
 	return next ? next->id : 0;
 }
 
+/* Gives the rows of span s the VM vm.  Returns the rows given it, or -1
+ * on an SQL error. */
+static int64_t span_store(sqlite3 *db, sqlite3_stmt *up,
+			  const struct vms_span *s, int64_t vm)
+{
+	int64_t n;
+
+	sqlite3_bind_int64(up, 1, vm);
+	sqlite3_bind_int64(up, 2, s->lo);
+	sqlite3_bind_int64(up, 3, s->hi);
+	sqlite3_bind_int64(up, 4, s->tid);
+	n = sqlite3_step(up) == SQLITE_DONE ? sqlite3_changes(db) : -1;
+	sqlite3_reset(up);
+	return n;
+}
+
 /*
- * Gives the rows of v->spans the VM their address turned out to be, in
- * every table with a vm column but the replay's.  Returns the rows given
- * one (counted under unknown_kvm when written), or -1 on an SQL error.
+ * Gives the rows of v->spans the VM their address turned out to be, and
+ * those of v->fills their VM, in every table with a vm column but the
+ * replay's.  Sets given[0] to the rows of spans given one (counted under
+ * unknown_kvm when written), given[1] to those of fills (under
+ * no_vm_process).  Returns 0, or -1 on an SQL error.
  */
-static int64_t spans_store(const struct vms *v, sqlite3 *db)
+static int spans_store(const struct vms *v, sqlite3 *db, int64_t given[2])
 {
 	sqlite3_stmt *tables = NULL, *up = NULL;
-	int64_t n = -1, vm;
+	int64_t n, vm;
 	size_t i;
-	int r;
+	int r, rc = -1;
 
+	given[0] = given[1] = 0;
 	if (db_vm_tables(db, &tables) != SQLITE_OK)
 		goto end;
-	n = 0;
 	while ((r = sqlite3_step(tables)) == SQLITE_ROW) {
 		char *sql = sqlite3_mprintf(
 			"UPDATE \"%w\" SET vm = ?1 WHERE seq BETWEEN ?2 AND ?3 "
@@ -599,35 +689,32 @@ static int64_t spans_store(const struct vms *v, sqlite3 *db)
 		if (!sql || sqlite3_prepare_v2(db, sql, -1, &up, NULL) !=
 		    SQLITE_OK) {
 			sqlite3_free(sql);
-			n = -1;
 			goto end;
 		}
 		sqlite3_free(sql);
 		for (i = 0; i < v->nspans; i++) {
-			const struct vms_span *s = &v->spans[i];
-
-			if (!(vm = span_vm(v, s->kvm, s->lo)))
+			if (!(vm = span_vm(v, v->spans[i].kvm, v->spans[i].lo)))
 				continue;
-			sqlite3_bind_int64(up, 1, vm);
-			sqlite3_bind_int64(up, 2, s->lo);
-			sqlite3_bind_int64(up, 3, s->hi);
-			sqlite3_bind_int64(up, 4, s->tid);
-			if (sqlite3_step(up) != SQLITE_DONE) {
-				n = -1;
+			if ((n = span_store(db, up, &v->spans[i], vm)) < 0)
 				goto end;
-			}
-			n += sqlite3_changes(db);
-			sqlite3_reset(up);
+			given[0] += n;
+		}
+		for (i = 0; i < v->nfills; i++) {
+			n = span_store(db, up, &v->fills[i].span,
+				       v->fills[i].vm);
+			if (n < 0)
+				goto end;
+			given[1] += n;
 		}
 		sqlite3_finalize(up);
 		up = NULL;
 	}
-	if (r != SQLITE_DONE)
-		n = -1;
+	if (r == SQLITE_DONE)
+		rc = 0;
 end:
 	sqlite3_finalize(up);
 	sqlite3_finalize(tables);
-	return n;
+	return rc;
 }
 
 int vms_store(const struct vms *v, sqlite3 *db)
@@ -636,7 +723,7 @@ int vms_store(const struct vms *v, sqlite3 *db)
 	char key[64];
 	size_t i;
 	int rc = -1;
-	int64_t resolved = 0;
+	int64_t given[2] = { 0, 0 };
 
 	if (sqlite3_prepare_v2(db, "INSERT INTO vm (id, pid, fd, created_seq, "
 			       "created_ts, procname, kvm, destroyed_seq, "
@@ -671,14 +758,16 @@ int vms_store(const struct vms *v, sqlite3 *db)
 			goto end;
 		sqlite3_reset(st);
 	}
-	if (v->nspans && (resolved = spans_store(v, db)) < 0)
+	if ((v->nspans || v->nfills) && spans_store(v, db, given) < 0)
 		goto end;
-	MR_ASSERT(resolved <= v->unattributed[VMS_UNKNOWN_KVM]);
+	MR_ASSERT(given[0] <= v->unattributed[VMS_UNKNOWN_KVM]);
+	MR_ASSERT(given[1] <= v->unattributed[VMS_NO_VM]);
 	for (i = 0; i < VMS_REASONS; i++) {
 		snprintf(key, sizeof(key), "vm_unattributed:%s",
 			 reason_names[i]);
 		if (db_meta_set_int(db, key, v->unattributed[i] -
-				    (i == VMS_UNKNOWN_KVM ? resolved : 0)) !=
+				    (i == VMS_UNKNOWN_KVM ? given[0] :
+				     i == VMS_NO_VM ? given[1] : 0)) !=
 		    DB_OK)
 			goto end;
 	}

@@ -13,7 +13,11 @@
  *   - a process whose thread runs a vCPU (KVM_RUN, or a vCPU's exit,
  *     entry or page fault: a vCPU may stay inside KVM_RUN for seconds)
  *     with no KVM_CREATE_VM traced before ran its VM from before the
- *     capture: one VM for the process, its fd and creation unknown;
+ *     capture: one VM for the process, its fd and creation unknown,
+ *     whose rows are also those its process's threads committed before
+ *     (a vCPU thread cut mid-fault commits the fault's changes before
+ *     its first exit or entry: seen on patched 6.12 cut at 90%, where
+ *     they replaced a table by a huge leaf with no VM);
  *     so did a process whose thread clears an entry of a TDP root (a
  *     level above 1G, never a leaf): only the teardown of a whole root
  *     does (tdp_mmu_zap_root(), at the VM's destruction in its
@@ -96,6 +100,7 @@ struct vms_thread {
 				 * -1: an address not known yet */
 	size_t window_span;     /* that one's span in vms.spans, plus 1 */
 	int64_t made_vm;        /* kvm_vm_create inside its KVM_CREATE_VM */
+	int64_t last_seq;       /* its last row's (proc_early() in vms.c) */
 	int in_ioctl;
 	int64_t ioctl_fd;
 	uint64_t ioctl_cmd;
@@ -118,6 +123,13 @@ struct vms_span {
 	uint64_t kvm;
 };
 
+/* Rows of a span that are VM vm's: a process's rows from before the sign
+ * that showed its VM from before the capture (kvm 0). */
+struct vms_fill {
+	struct vms_span span;
+	int64_t vm;
+};
+
 struct vms {
 	struct ptrmap procs;            /* pid -> struct vms_proc */
 	/* pid -> its leader thread's (tid == pid) procname, interned: the
@@ -130,6 +142,8 @@ struct vms {
 	int64_t unattributed[VMS_REASONS];
 	struct vms_span *spans;         /* in seq order of lo */
 	size_t nspans, capspans;
+	struct vms_fill *fills;
+	size_t nfills, capfills;
 	int64_t rows_pid;               /* rows whose thread had a pid */
 	/* The ioctl entry and exit catalogue entries and their columns
 	 * (fd, cmd; ret); -1 where the catalogue has none. */

@@ -550,7 +550,8 @@ void overlay_flush_account(struct engine *e, uint64_t seq, int64_t ts,
 			   int64_t flushes, int64_t per_page);
 int64_t overlay_context_range(struct engine *e, struct thread_ctx *t,
 			      int as_id, uint64_t start, uint64_t end,
-			      int only_level, enum zap_cause cause);
+			      int min_level, int max_level,
+			      enum zap_cause cause);
 void overlay_refault(struct engine *e, uint64_t gfn);
 
 /* engine_window.c */

@@ -123,7 +123,7 @@ struct leaf_walk {
 	struct engine *walk_engine;
 	int walk_as_id;
 	int64_t walk_leaves;
-	int walk_only_level;            /* 0: any */
+	int walk_min_level, walk_max_level;     /* the levels it counts */
 	enum zap_cause walk_cause;
 	int64_t walk_ts;
 };
@@ -134,7 +134,7 @@ static void count_leaf(void *arg, int level, uint64_t gfn, uint64_t spte)
 
 	(void)gfn;
 	(void)spte;
-	if (!w->walk_only_level || w->walk_only_level == level)
+	if (level >= w->walk_min_level && level <= w->walk_max_level)
 		w->walk_leaves++;
 }
 
@@ -146,7 +146,7 @@ static void zap_kept_leaf(void *arg, int level, uint64_t gfn, uint64_t spte)
 	struct leaf_walk *w = arg;
 
 	(void)spte;
-	if (w->walk_only_level && w->walk_only_level != level)
+	if (level < w->walk_min_level || level > w->walk_max_level)
 		return;
 	if (spte_present_leaf(w->walk_engine->fmt,
 			      tdp_get(&w->walk_engine->tdp_obs,
@@ -159,18 +159,20 @@ static void zap_kept_leaf(void *arg, int level, uint64_t gfn, uint64_t spte)
 }
 
 /*
- * At the start of a context over [start, end): how many leaves the
- * traced state holds there (the prediction), and the policy's zaps of
- * leaves only it still holds (unless it keeps this context's leaves).
+ * At the start of a context over [start, end): how many leaves of levels
+ * min_level to max_level the traced state holds there (the prediction),
+ * and the policy's zaps of such leaves only it still holds (unless it
+ * keeps this context's leaves).
  */
 int64_t overlay_context_range(struct engine *e, struct thread_ctx *t,
 			      int as_id, uint64_t start, uint64_t end,
-			      int only_level, enum zap_cause cause)
+			      int min_level, int max_level,
+			      enum zap_cause cause)
 {
 	struct leaf_walk w = {
 		.walk_engine = e, .walk_as_id = as_id,
-		.walk_only_level = only_level, .walk_cause = cause,
-		.walk_ts = t->ctx_ts,
+		.walk_min_level = min_level, .walk_max_level = max_level,
+		.walk_cause = cause, .walk_ts = t->ctx_ts,
 	};
 	int64_t predicted;
 

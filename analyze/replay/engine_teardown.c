@@ -244,10 +244,13 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 			       tdp_align(gfn, level + 1), &relinked,
 			       t->sp_known);
 	/* A teardown zaps every leaf below the table (nested tables with
-	 * it, above); a recovery the leaves of its one table.  Where the
-	 * new table's link was traced, the leaves the model holds there
-	 * are the new table's (a vCPU may have mapped the same gfn in it
-	 * before this free was traced): none of them goes. */
+	 * it, above); a recovery the leaves of its one table.  Never a
+	 * leaf above the table's level: one there is what a fault linked
+	 * in its place (a capture cut mid-fault does not show the fault).
+	 * Where the new table's link was traced, the leaves the model
+	 * holds there are the new table's (a vCPU may have mapped the
+	 * same gfn in it before this free was traced): none of them
+	 * goes. */
 	if (replaced && relinked)
 		t->ctx_predicted = 0;
 	else
@@ -256,7 +259,7 @@ void engine_on_sp_free(struct engine *e, struct thread_ctx *t,
 				      gfn + tdp_level_pages(level + 1),
 				      kind == CTX_RECOVERY ||
 				      !engine_rule(e, RULE_NESTED_TEARDOWN) ?
-				      level : 0,
+				      level : TDP_LEVEL_4K, level,
 				      kind == CTX_RECOVERY ? ZAP_NX_RECOVERY :
 				      t->ctx_collapse ? ZAP_DIRTY_LOG_COLLAPSE :
 				      ZAP_TEARDOWN);
@@ -413,14 +416,16 @@ void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
 		t->ctx_predicted =
 			overlay_context_range(e, t, t->ctx_as, 0,
 					      tdp_level_pages(SP_MAX_LEVEL + 1),
-					      0, ZAP_TEARDOWN);
+					      TDP_LEVEL_4K, TDP_MAX_LEAF_LEVEL,
+					      ZAP_TEARDOWN);
 		return;
 	}
 	for (as = 0; as < ZAP_ALL_AS_IDS; as++)
 		t->ctx_predicted +=
 			overlay_context_range(e, t, as, 0,
 					      tdp_level_pages(SP_MAX_LEVEL + 1),
-					      0, ZAP_TEARDOWN);
+					      TDP_LEVEL_4K, TDP_MAX_LEAF_LEVEL,
+					      ZAP_TEARDOWN);
 }
 
 /*

@@ -174,7 +174,9 @@ void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 		t->ctx_predicted +=
 			overlay_context_range(e, t, t->win_ranges[i].as_id,
 					      t->win_ranges[i].start,
-					      t->win_ranges[i].end, 0,
+					      t->win_ranges[i].end,
+					      TDP_LEVEL_4K,
+					      TDP_MAX_LEAF_LEVEL,
 					      ZAP_NOTIFIER);
 	}
 	window_list_add(e, t);
