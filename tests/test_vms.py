@@ -24,7 +24,8 @@ Two captures cut late where one VM's vCPUs ran no more still hold each
 lab VM (known by its root's teardown at its exit), and every VM passes.
 A capture cut through a vCPU's fault gives the VM from before the cut
 its process's rows from the cut's start (babeltrace2's events of the
-pid before its first vCPU event), and passes.
+pid before its first vCPU event), and passes; one missing a CPU's
+stream keeps the rows of no VM those meta counts.
 What this cannot catch: a process with several VMs at once (no capture
 has one), whose threads the vCPU fds tell apart.  A sliced run
 (mmrtest.fixture_step() > 1) takes every second capture.
@@ -37,6 +38,7 @@ import shutil
 import sqlite3
 import sys
 
+from damage import damage, kernel_dir
 from mmrtest import (check, db_rows, extract_fixture, finish, fixture_offset,
                      fixture_step, fresh_dir, late_cut, run)
 
@@ -579,6 +581,31 @@ check(r.returncode == 0 and f["capture_start"]["began_mid_run"] and
       f["mismatches_total"] == 0,
       "%s: passes, began mid-run (exit %d, %s)"
       % (fx, r.returncode, f.get("mismatches_by_kind")))
+
+# A patched capture missing one CPU's stream (damage.py's cut-header,
+# as the damage matrix makes it): a VM from before what is left takes
+# its process's earlier rows, but never a row naming an address not
+# known (it stays unknown_kvm): the rows of no VM are those meta counts.
+# Before, such rows were taken as the VM's and counted off no_vm_process
+# (an assertion in ingest failed).
+fx = "lttng-kernel-6.1.192-patched-multivm-nxrecovery-basic-bgsnapshot-ksm-memcg"
+w = fresh_dir(os.path.join(work, fx + "-one-cpu"))
+trace = extract_fixture(os.path.join(data, fx), w)
+damage("cut-header", kernel_dir(trace))
+db = os.path.join(w, "capture.db")
+r = run([mmr, "ingest", "-q", trace, "-o", db])
+tables = [t for (t,) in db_rows(
+    db, "SELECT DISTINCT canonical FROM raw_event WHERE canonical IS NOT "
+    "NULL")] if r.returncode == 3 else []
+nulls = sum(db_rows(db, 'SELECT count(*) FROM "%s" WHERE vm IS NULL' % t)
+            [0][0] for t in tables) if r.returncode == 3 else -1
+meta = dict(db_rows(db, "SELECT key, value FROM meta WHERE key LIKE "
+                    "'vm_unattributed:%'")) if r.returncode == 3 else {}
+check(r.returncode == 3 and nulls == sum(meta.values()) and
+      meta["vm_unattributed:unknown_kvm"] > 0,
+      "%s, one CPU's stream cut to its header: ingest keeps the rest "
+      "(exit %d: %s), and the rows of no VM are those meta counts (%d; %s)"
+      % (fx, r.returncode, r.stderr.strip().splitlines()[-1:], nulls, meta))
 
 # A capture without the pid context: no VM, and the DB says why.
 old = os.path.join(data, "lttng-kernel-6.1-bgsnapshot-perpage-read")

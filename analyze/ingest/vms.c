@@ -438,11 +438,7 @@ static enum vms_reason row_thread_vm(struct vms *v, struct vms_thread *th,
 		r->vm = p->live_vm;
 		return VMS_REASONS;
 	}
-	if (p && p->nvms)
-		return VMS_SEVERAL;
-	if (proc_early(v, th, r) < 0)
-		*nomem = 1;
-	return VMS_NO_VM;
+	return p && p->nvms ? VMS_SEVERAL : VMS_NO_VM;
 }
 
 /* kvm_vm_create: a new VM of the creating process, known by kvm. */
@@ -548,8 +544,9 @@ static int span_note(struct vms *v, struct vms_thread *th,
 	return 0;
 }
 
-int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
-	    struct ingest_row *r)
+/* vms_row() but for its thread's last_seq. */
+static int row_vm(struct vms *v, struct vms_thread *th, const char *procname,
+		  struct ingest_row *r)
 {
 	enum vms_reason why = VMS_NO_THREAD;
 	int k = (int)r->kind, col = k < v->nkinds ? v->kvm_col[k] : -1;
@@ -570,10 +567,8 @@ int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
 	}
 	if (kvm)
 		named = (int64_t)u64map_get(&v->kvm_vm, kvm);
-	if (th) {
+	if (th)
 		why = row_thread_vm(v, th, procname, r, &nomem);
-		th->last_seq = r->seq;
-	}
 	if (nomem)
 		return -1;
 	if (named) {
@@ -599,9 +594,23 @@ int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
 		on_destroy(v, named, r);
 	if (why == VMS_REASONS)
 		return 0;
+	/* Only a row with no VM for its process's lack of one (not one
+	 * naming an address not known) may turn out its VM's. */
+	if (why == VMS_NO_VM && proc_early(v, th, r) < 0)
+		return -1;
 	r->nullmask |= ROW_NULL_VM;
 	v->unattributed[why]++;
 	return 0;
+}
+
+int vms_row(struct vms *v, struct vms_thread *th, const char *procname,
+	    struct ingest_row *r)
+{
+	int rc = row_vm(v, th, procname, r);
+
+	if (th)
+		th->last_seq = r->seq;
+	return rc;
 }
 
 /* Column i is x where the trace told it, else NULL. */
