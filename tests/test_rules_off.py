@@ -30,7 +30,12 @@ reports), as measured on the lab captures:
   huge_span           basic-thp-nodirtylog: a 2M leaf zapped by a window
                       that starts inside it (zap_outside_range)
   eager_split         basic-thp-split: the collapse of a split read-only
-                      2M leaf's untraced children (zap_count)
+                      2M leaf's untraced children (zap_count); patched
+                      6.12 nxrecovery, bgsnapshot and basic under NUMA
+                      and a memcg, seconds 2-5: another VM's vCPU aged
+                      the children of the nxrecovery VM's in-place NX
+                      split, which the VM attribution pass follows too
+                      (zap_count)
   nested_teardown     basic-thp-split: the VM's teardown of an L2 table
                       mapping a split 2M page beside 2M leaves (zap_count)
   zap_all             6.12 stock basic: the VM's zap at exit takes 7,937
@@ -413,6 +418,8 @@ KHPKSM612P = ("lttng-kernel-6.12.118-patched-multivm-basic-basic-bgsnapshot-"
 BGB612PM = "lttng-kernel-6.12.118-patched-multivm-bgsnapshot-basic-numa-memcg"
 BGBG612 = ("lttng-kernel-6.12.118-stock-multivm-bgsnapshot-bgsnapshot-"
            "memcg-compaction")
+NBGB612P = ("lttng-kernel-6.12.118-patched-multivm-nxrecovery-bgsnapshot-"
+            "basic-numa-memcg-2s-to-5s")
 SEEN = [("late_change", RO, "fault_not_required"),
         ("window_install", PU, "zap_count"),
         ("double_start", PU, "zap_count"),
@@ -429,6 +436,7 @@ SEEN = [("late_change", RO, "fault_not_required"),
         ("zap_all", B612, "zap_unexplained"),
         ("removed_table", SD612, "zap_count"),
         ("eager_split", NX612, "zap_count"),
+        ("eager_split", NBGB612P, "zap_count"),
         ("nx_snapshot", NXS, "recovery_batch"),
         ("nx_off,unlisted_free", BG612, "recovery_batch"),
         ("slot_swap", RL612, "recovery_batch"),
@@ -469,7 +477,7 @@ for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612, RL612,
              KPT2, KPT2_612, NXL612, MV612, MEMCG, MEMCGP, MS61, MS612,
              RL612R, LW612, KSMNX, KSMNX612, MV612S, MV612S2, NX612S,
              KHP612S, KHPKSM, KHPKSM2, KSM61P, KSM612S, NUMA612M,
-             BGBG612, P3VM61):
+             BGBG612, P3VM61, NBGB612P):
     rc, f = fidelity(name)
     check(rc == 0 and f["ok"], "%s passes with every rule on" % name)
 for rules, name, kind in SEEN:

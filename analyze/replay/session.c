@@ -102,6 +102,8 @@ static unsigned vm_attr_rules(replay_rules_t rules_off)
 		on |= VM_ATTR_SLOT_EXCL;
 	if (!(rules_off & REPLAY_RULE_BIT(RULE_VM_OWN_PAGE)))
 		on |= VM_ATTR_OWN_PAGE;
+	if (!(rules_off & REPLAY_RULE_BIT(RULE_EAGER_SPLIT)))
+		on |= VM_ATTR_EAGER_SPLIT;
 	return on;
 }
 

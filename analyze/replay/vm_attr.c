@@ -94,6 +94,40 @@ static int ev_leaf_zap(const struct pass *p, const struct model_event *ev)
 }
 
 /* An SPTE change of vm: its leaves as the change leaves them. */
+/*
+ * A huge leaf replaced by a table in one change is split in place
+ * (tdp_mmu_split_huge_page(): 6.12's fault on an NX huge page, eager
+ * splitting when dirty logging starts): the table was filled before it
+ * was linked, so its entries are never traced as set.  The VM's state
+ * holds them as the replay does (engine_overlay.c, rule eager_split),
+ * so an aged child (reclaim in another VM's thread clearing its
+ * accessed bit) is known as this VM's, not taken for a leaf under a
+ * table of another VM whose entries its state never showed.  Seen on
+ * patched 6.12, nxrecovery, bgsnapshot and basic under NUMA balancing
+ * and one 80 MiB memory cgroup, cut at 20%: the bgsnapshot VM's vCPU
+ * aged 512 children of the nxrecovery VM's split page at gfn 0; they
+ * went to the bgsnapshot VM, whose windows then predicted zaps of them.
+ */
+static void leaves_split(struct pass *p, int vm, const struct model_event *ev)
+{
+	int level = ev->u.spte.level, as = ev->u.spte.as_id;
+	uint64_t old = ev->u.spte.old_spte, new = ev->u.spte.new_spte;
+	uint64_t step = tdp_level_pages(level - 1);
+	unsigned i;
+
+	if (!(p->rules & VM_ATTR_EAGER_SPLIT) || level <= TDP_LEVEL_4K ||
+	    !spte_present_leaf(p->fmt, old, level) ||
+	    !spte_present(p->fmt, new) || spte_leaf(p->fmt, new, level))
+		return;
+	for (i = 0; i < TDP_TABLE_ENTRIES; i++)
+		if (tdp_set(&p->leaves[vm - 1], as, level - 1,
+			    ev->u.spte.gfn + i * step,
+			    spte_split_child(p->fmt, old, level - 1, i)) < 0 ||
+		    tdp_set(&p->changed[vm - 1], as, level - 1,
+			    ev->u.spte.gfn + i * step, ev->seq) < 0)
+			p->nomem = 1;
+}
+
 static void leaves_apply(struct pass *p, int vm,
 			 const struct model_event *ev)
 {
@@ -104,6 +138,7 @@ static void leaves_apply(struct pass *p, int vm,
 	    tdp_set(&p->changed[vm - 1], ev->u.spte.as_id, ev->u.spte.level,
 		    ev->u.spte.gfn, ev->seq) < 0)
 		p->nomem = 1;
+	leaves_split(p, vm, ev);
 }
 
 /* x rounded down to a multiple of a (a > 0), negative x too. */
