@@ -25,6 +25,9 @@ static const char *const reason_names[VMS_REASONS] = {
 };
 #undef VMS_REASON_NAME
 
+/* Runs of early rows a process keeps (proc_early()). */
+#define VMS_EARLY_MAX 4096
+
 /* A process that made or ran a VM: the KVM fds the trace showed it. */
 struct vms_proc {
 	int64_t nvms;           /* VMs it made (or ran from before) */
@@ -325,12 +328,16 @@ static int kernel_worker(const char *procname, int64_t pid, int64_t tid)
  * out of memory.
  */
 static int proc_early(struct vms *v, struct vms_thread *th,
-		      const struct ingest_row *r)
+		      const char *procname, const struct ingest_row *r)
 {
-	struct vms_proc *p = proc_get(v, th->pid, 1);
+	struct vms_proc *p;
 	struct vms_early *e;
 	size_t i;
 
+	/* A kernel thread runs no VM: its rows need no record. */
+	if (kernel_worker(procname, th->pid, r->tid))
+		return 0;
+	p = proc_get(v, th->pid, 1);
 	if (!p)
 		return -1;
 	MR_ASSERT_DBG(!p->nvms);
@@ -341,6 +348,10 @@ static int proc_early(struct vms *v, struct vms_thread *th,
 			p->early[i].hi = r->seq;
 			return 0;
 		}
+	/* Memory per process, not per event: past the bound the rows stay
+	 * without a VM, as a row of a process with none does. */
+	if (p->nearly == VMS_EARLY_MAX)
+		return 0;
 	if (ALLOC_GROW(p->early, p->nearly + 1, p->capearly))
 		return -1;
 	e = &p->early[p->nearly++];
@@ -596,7 +607,7 @@ static int row_vm(struct vms *v, struct vms_thread *th, const char *procname,
 		return 0;
 	/* Only a row with no VM for its process's lack of one (not one
 	 * naming an address not known) may turn out its VM's. */
-	if (why == VMS_NO_VM && proc_early(v, th, r) < 0)
+	if (why == VMS_NO_VM && proc_early(v, th, procname, r) < 0)
 		return -1;
 	r->nullmask |= ROW_NULL_VM;
 	v->unattributed[why]++;
