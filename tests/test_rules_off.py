@@ -29,6 +29,13 @@ reports), as measured on the lab captures:
                       gfn 0x100 (zap_count)
   huge_span           basic-thp-nodirtylog: a 2M leaf zapped by a window
                       that starts inside it (zap_outside_range)
+  nx_guess_shown      stock 6.1 nxrecovery, bgsnapshot and basic under
+                      KSM and a memcg, first 8 s: a split counted on the
+                      guess of a huge host page that the region's next
+                      fault showed 4K (recovery_batch)
+  swap_sweep          the same: exec faults during a 326 ms memslot
+                      ioctl saw the old memslots, and KVM counted their
+                      splits (recovery_batch)
   eager_split         basic-thp-split: the collapse of a split read-only
                       2M leaf's untraced children (zap_count); patched
                       6.12 nxrecovery, bgsnapshot and basic under NUMA
@@ -420,6 +427,8 @@ BGBG612 = ("lttng-kernel-6.12.118-stock-multivm-bgsnapshot-bgsnapshot-"
            "memcg-compaction")
 NBGB612P = ("lttng-kernel-6.12.118-patched-multivm-nxrecovery-bgsnapshot-"
             "basic-numa-memcg-2s-to-5s")
+NBGB61KM = ("lttng-kernel-6.1.192-stock-multivm-nxrecovery-bgsnapshot-basic-"
+            "ksm-memcg-first-8s")
 SEEN = [("late_change", RO, "fault_not_required"),
         ("window_install", PU, "zap_count"),
         ("double_start", PU, "zap_count"),
@@ -437,6 +446,8 @@ SEEN = [("late_change", RO, "fault_not_required"),
         ("removed_table", SD612, "zap_count"),
         ("eager_split", NX612, "zap_count"),
         ("eager_split", NBGB612P, "zap_count"),
+        ("nx_guess_shown", NBGB61KM, "recovery_batch"),
+        ("swap_sweep", NBGB61KM, "recovery_batch"),
         ("nx_snapshot", NXS, "recovery_batch"),
         ("nx_off,unlisted_free", BG612, "recovery_batch"),
         ("slot_swap", RL612, "recovery_batch"),
@@ -477,7 +488,7 @@ for name in (RO, PU, NX, THP, THPN, B612, NX612, SD612, NXS, BG612, RL612,
              KPT2, KPT2_612, NXL612, MV612, MEMCG, MEMCGP, MS61, MS612,
              RL612R, LW612, KSMNX, KSMNX612, MV612S, MV612S2, NX612S,
              KHP612S, KHPKSM, KHPKSM2, KSM61P, KSM612S, NUMA612M,
-             BGBG612, P3VM61, NBGB612P):
+             BGBG612, P3VM61, NBGB612P, NBGB61KM):
     rc, f = fidelity(name)
     check(rc == 0 and f["ok"], "%s passes with every rule on" % name)
 for rules, name, kind in SEEN:

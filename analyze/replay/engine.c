@@ -177,6 +177,13 @@ int engine_dirty_logged_at(struct engine *e, uint64_t gfn, uint64_t seq)
 		scan_dirty_at(e->scan, seq);
 }
 
+int engine_dirty_seen_at(struct engine *e, uint64_t gfn, uint64_t seq)
+{
+	if (e->slots.measured || !engine_rule(e, RULE_SWAP_SWEEP))
+		return engine_dirty_logged_at(e, gfn, seq);
+	return scan_dirty_seen_at(e->scan, seq);
+}
+
 void engine_ctx_close(struct engine *e, struct thread_ctx *t)
 {
 	int was_window = t->ctx_kind == CTX_WINDOW;

@@ -281,7 +281,16 @@
 	X(RULE_VM_OWN_PAGE, "vm_own_page") \
 	/* a fault that replaces a present table by a leaf flushes \
 	 * (engine_fault.c fault_ctx_close()) */ \
-	X(RULE_TABLE_LEAF_FLUSH, "table_leaf_flush")
+	X(RULE_TABLE_LEAF_FLUSH, "table_leaf_flush") \
+	/* an NX split accounted on the guess of the host's mapping, \
+	 * whose region a later fault shows mapped 4K with no \
+	 * invalidation of it between, was never KVM's \
+	 * (engine_nx.c nx_guess_shown()) */ \
+	X(RULE_NX_GUESS_SHOWN, "nx_guess_shown") \
+	/* on a stock capture, an exec fault sees a dirty-logging flip \
+	 * from the first SPTE change of its KVM_SET_USER_MEMORY_REGION, \
+	 * not from its entry (engine_nx.c engine_on_sp_alloc()) */ \
+	X(RULE_SWAP_SWEEP, "swap_sweep")
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures

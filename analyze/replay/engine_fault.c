@@ -578,6 +578,8 @@ static void host_level_note(struct engine *e, const struct thread_ctx *t,
 	e->host_4k_seen |= level == HOST_4K;
 	if (u64map_put(&e->host_level, gfn >> 9, (uint64_t)level) < 0)
 		e->nomem = 1;
+	if (ev->u.req.pfn_off)
+		nx_guess_shown(e, gfn);
 }
 
 /*

@@ -378,7 +378,8 @@ struct nx_splits {
 	unsigned nrecent;               /* pushed so far */
 	/* Keys accounted on the VM-wide guess of the host's mapping
 	 * (engine_nx.c nx_guess_settle()): key -> key | 1 while listed
-	 * (keys are 2M-aligned gfns), 0 once not; nguessed of them;
+	 * (keys are 2M-aligned gfns), | 2 once an invalidation met the
+	 * region (nx_guess_shown()), 0 once not; nguessed of them;
 	 * absent, how many of those KVM's count showed its list lacks
 	 * (0 <= absent <= nguessed).  KVM's count is nsplit - absent. */
 	struct u64map guessed;
@@ -522,6 +523,10 @@ void engine_mismatch(struct engine *e, enum mismatch_kind kind,
 /* The series' entry for the second of ts; NULL (and nomem) on failure. */
 struct replay_second *engine_second_at(struct engine *e, int64_t ts);
 int engine_dirty_logged_at(struct engine *e, uint64_t gfn, uint64_t seq);
+/* ... as a fault that began at seq saw the memslots: on a stock capture,
+ * a flip from the first SPTE change of its ioctl on (rule swap_sweep,
+ * engine_nx.c engine_on_sp_alloc()). */
+int engine_dirty_seen_at(struct engine *e, uint64_t gfn, uint64_t seq);
 
 /* How the host maps a guest 2M region (engine.host_level). */
 enum { HOST_4K = 1, HOST_HUGE = 2 };
@@ -617,6 +622,12 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 void engine_on_nx_recovery(struct engine *e, struct thread_ctx *t,
 			   const struct model_event *ev);
 void nx_split_drop(struct engine *e, struct nx_splits *l, uint64_t gfn);
+/* An invalidation met [gs, ge): a guessed split there may have met a
+ * change of the host's mapping since. */
+void nx_guess_touch(struct engine *e, uint64_t gs, uint64_t ge);
+/* A fault showed the host mapping gfn's 2M region 4K: a guessed split
+ * there that no invalidation met since was never KVM's. */
+void nx_guess_shown(struct engine *e, uint64_t gfn);
 /* Does KVM's NX list, as the trace shows it, hold a table at gfn's 2M
  * entry? */
 int nx_listed(const struct engine *e, uint64_t gfn);

@@ -53,7 +53,7 @@ static void nx_guess_add(struct engine *e, struct nx_splits *l,
 {
 	if (u64map_get(&l->guessed, key))
 		return;
-	MR_ASSERT_DBG(!(key & 1));
+	MR_ASSERT_DBG(!(key & 3));
 	if (u64map_put(&l->guessed, key, key | 1) < 0) {
 		e->nomem = 1;
 		return;
@@ -174,7 +174,7 @@ static void guess_shown_4k(void *arg, uint64_t val)
 {
 	struct guess_walk *w = arg;
 
-	if (val && u64map_get(&w->e->host_level, (val & ~1ull) >> 9) ==
+	if (val && u64map_get(&w->e->host_level, (val & ~3ull) >> 9) ==
 	    HOST_4K)
 		w->n++;
 }
@@ -249,6 +249,70 @@ static void nx_split_unaccount(struct engine *e, uint64_t gfn, int keep)
 	e->res->nx_splits_observed--;
 	if (!keep)
 		nx_split_drop(e, &e->nx_policy, gfn);
+}
+
+/* nx_guess_touch()'s walk. */
+struct guess_touch {
+	struct engine *e;
+	struct nx_splits *l;
+	uint64_t gs, ge;
+};
+
+static void guess_touch(void *arg, uint64_t val)
+{
+	struct guess_touch *w = arg;
+	uint64_t key = val & ~3ull;
+
+	if ((val & 3) == 1 && key < w->ge && key + TDP_TABLE_ENTRIES > w->gs &&
+	    u64map_put(&w->l->guessed, key, val | 2) < 0)
+		w->e->nomem = 1;
+}
+
+void nx_guess_touch(struct engine *e, uint64_t gs, uint64_t ge)
+{
+	struct guess_touch w = { e, NULL, gs, ge };
+
+	if (!engine_rule(e, RULE_NX_GUESS_SHOWN))
+		return;
+	w.l = &e->nx_traced;
+	if (w.l->nguessed)
+		u64map_each(&w.l->guessed, guess_touch, &w);
+	w.l = &e->nx_policy;
+	if (w.l->nguessed)
+		u64map_each(&w.l->guessed, guess_touch, &w);
+}
+
+/*
+ * A fault's pfn off its place in the 2M region at gfn shows the host
+ * mapping the region 4K (engine_fault.c host_level_note()).  An NX
+ * split the model accounted there on the guess of the host's mapping
+ * (nx_split_account(): nothing had shown the region yet), with no
+ * invalidation of the region since, was made under the same 4K host
+ * mapping: the host maps a region huge only from a fault that maps a
+ * whole THP (its pages in place) or a collapse, and changes it only
+ * under an invalidation (a THP split, KSM's merge, reclaim, migration).
+ * So KVM never accounted it (kvm_tdp_mmu_map() accounts a split only
+ * where fault->req_level reaches 2M): it leaves both lists.  Seen on
+ * stock 6.1, nxrecovery, bgsnapshot and basic VMs under KSM and one 64
+ * MiB memory cgroup: the nxrecovery VM's first exec fault, at gfn 1 on
+ * a 4K page that sat at its place by chance (pfn 0x10401), split the
+ * region; gfn 0's fault 0.1 ms later mapped pfn 0x10402; every
+ * recovery batch then took one page fewer than the model's count gave
+ * (recovery_batch 2).  What this cannot catch: a guess no later fault
+ * of the region contradicts before the region is invalidated.
+ */
+void nx_guess_shown(struct engine *e, uint64_t gfn)
+{
+	uint64_t key = tdp_align(gfn, TDP_LEVEL_4K + 1);
+	uint64_t v = u64map_get(&e->nx_traced.guessed, key);
+	uint64_t pv = u64map_get(&e->nx_policy.guessed, key);
+
+	if (!engine_rule(e, RULE_NX_GUESS_SHOWN) || v != (key | 1))
+		return;
+	nx_split_drop(e, &e->nx_traced, key);
+	e->res->nx_splits_observed--;
+	if (pv == (key | 1))
+		nx_split_drop(e, &e->nx_policy, key);
 }
 
 /*
@@ -401,6 +465,25 @@ static void nx_batch_span_settle(struct engine *e)
  * collapses regions its exec faults then split.  What it cannot catch:
  * a VM backed huge whose capture shows neither (the recovery checks
  * then fail).
+ *
+ * "Outside dirty logging" as the fault saw the memslot: the fault reads
+ * the memslots once, early, and a KVM_SET_USER_MEMORY_REGION that turns
+ * logging on publishes the new ones only once no invalidation of the VM
+ * is in progress (kvm_swap_active_memslots() waits while
+ * mn_active_invalidate_count is not 0), then waits out the SRCU readers
+ * and applies the flags (kvm_mmu_slot_apply_flags(): its write-protect
+ * and eager split, the ioctl thread's first SPTE changes).  Under
+ * reclaim and KSM invalidations never stop for long, so on a stock
+ * capture the flip dates, for the faults, from that first change, not
+ * from the ioctl's entry (rule swap_sweep; the patched memslot event
+ * and KVM's count settle it, rule slot_swap).  Seen on stock 6.1,
+ * nxrecovery, bgsnapshot and basic under KSM and one 64 MiB memory
+ * cgroup: the ioctl took 326 ms; the exec faults 60 ms after its entry
+ * re-split two recovered regions, which KVM counted (its nx_lpage_splits
+ * stat, read by the workload: 8 where the model held 6), and a later
+ * batch took one page more than the model's count gave.  What it cannot
+ * catch: a swap early in the ioctl and a long SRCU wait after it, whose
+ * faults in between saw logging on.
  */
 static void nx_table_link(struct engine *e, uint64_t key, uint64_t addr,
 			  unsigned flags);
@@ -437,8 +520,8 @@ void engine_on_sp_alloc(struct engine *e, struct thread_ctx *t,
 		if (flip)
 			nx_span_note(e, t, ev, flip, dirty);
 		else
-			dirty = engine_dirty_logged_at(e, ev->u.sp.gfn,
-						       t->ctx_seq);
+			dirty = engine_dirty_seen_at(e, ev->u.sp.gfn,
+						     t->ctx_seq);
 		if (dirty)
 			return;
 	}

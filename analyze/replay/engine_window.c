@@ -168,6 +168,8 @@ void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 	for (i = 0; i < t->win_nranges; i++) {
 		host_level_part(e, t->win_ranges[i].start,
 				t->win_ranges[i].end);
+		nx_guess_touch(e, t->win_ranges[i].start,
+			       t->win_ranges[i].end);
 		if (t->is_collapser || t->in_madv_collapse)
 			host_level_collapse(e, t->win_ranges[i].start,
 					    t->win_ranges[i].end);

@@ -26,6 +26,7 @@ struct scan_thread {
 	int in_setregion;               /* inside KVM_SET_USER_MEMORY_REGION */
 	int setregion_swept;
 	uint64_t setregion_seq;         /* its entry */
+	uint64_t setregion_first;       /* its first SPTE change; 0: none */
 };
 
 /*
@@ -58,6 +59,9 @@ struct scan_pass {
 	int upgrade_cause;              /* rule upgrade_cause (scan_run()) */
 	int dirty_on;
 	uint64_t dirty_from;
+	/* The first SPTE change of the ioctl that turned it on (0: none
+	 * traced): the flags applied right after the memslot swap. */
+	uint64_t dirty_seen_from;
 	uint64_t setregion_last;        /* the last one's entry; 0: none */
 	/* The inference from the MMU events alone (dirty_sweep_note()):
 	 * on since sweep_from, turned on by thread sweep_tid; the
@@ -79,8 +83,9 @@ static int interval_add(struct scan_interval **v, size_t *n, size_t *cap,
 {
 	if (ALLOC_GROW(*v, *n + 1, *cap))
 		return -1;
-	(*v)[*n].from_seq = from;
+	(*v)[*n].from_seq = (*v)[*n].seen_from = from;
 	(*v)[(*n)++].to_seq = to;
+	(*v)[*n - 1].seen_to = to;
 	return 0;
 }
 
@@ -201,6 +206,8 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 
 	if (dirty_sweep_note(p, t, e) < 0)
 		return -1;
+	if (t->in_setregion && !t->setregion_first)
+		t->setregion_first = e->seq;
 	if (t->in_setregion && spte_present(f, old) && spte_present(f, new) &&
 	    ((spte_writable(f, old) && !spte_writable(f, new)) ||
 	     (spte_present_leaf(f, old, level) && !spte_leaf(f, new, level))))
@@ -364,6 +371,7 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 		t->in_setregion = kvm_ioctl_sets_memslot(e->u.sys.a1);
 		t->setregion_swept = 0;
 		t->setregion_seq = e->seq;
+		t->setregion_first = 0;
 		return;
 	}
 	if (!t->in_setregion)
@@ -378,13 +386,22 @@ static void on_syscall(struct scan_pass *p, struct scan_thread *t,
 	if (!p->dirty_on && t->setregion_swept) {
 		p->dirty_on = 1;
 		p->dirty_from = t->setregion_seq;
+		p->dirty_seen_from = t->setregion_first;
 	} else if (p->dirty_on) {
 		struct scan *sc = p->out;
 
 		/* Out of memory, the interval is lost, not the pass. */
-		(void)interval_add(&sc->dirty, &sc->ndirty, &sc->capdirty,
-				   p->dirty_from, t->setregion_seq);
+		if (interval_add(&sc->dirty, &sc->ndirty, &sc->capdirty,
+				 p->dirty_from, t->setregion_seq) == 0) {
+			struct scan_interval *i = &sc->dirty[sc->ndirty - 1];
+
+			if (p->dirty_seen_from > i->from_seq)
+				i->seen_from = p->dirty_seen_from;
+			if (t->setregion_first > i->to_seq)
+				i->seen_to = t->setregion_first;
+		}
 		p->dirty_on = 0;
+		p->dirty_seen_from = 0;
 	}
 }
 
@@ -470,6 +487,8 @@ static int finish(struct scan_pass *p, uint64_t last_seq)
 					&sc->capdirty, p->dirty_from,
 					last_seq + 1) < 0)
 		return -1;
+	if (p->dirty_on && p->dirty_seen_from > p->dirty_from)
+		sc->dirty[sc->ndirty - 1].seen_from = p->dirty_seen_from;
 	if (p->sweep_on && interval_add(&p->swept, &p->nswept, &p->capswept,
 					p->sweep_from, last_seq + 1) < 0)
 		return -1;
@@ -643,6 +662,16 @@ int scan_dirty_at(const struct scan *sc, uint64_t seq)
 
 	for (i = 0; i < sc->ndirty; i++)
 		if (seq >= sc->dirty[i].from_seq && seq < sc->dirty[i].to_seq)
+			return 1;
+	return 0;
+}
+
+int scan_dirty_seen_at(const struct scan *sc, uint64_t seq)
+{
+	size_t i;
+
+	for (i = 0; i < sc->ndirty; i++)
+		if (seq >= sc->dirty[i].seen_from && seq < sc->dirty[i].seen_to)
 			return 1;
 	return 0;
 }

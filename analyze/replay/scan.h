@@ -38,6 +38,11 @@
 
 struct scan_interval {
 	uint64_t from_seq, to_seq;      /* [from, to) */
+	/* ... as vCPUs' faults saw it: from the first SPTE change of the
+	 * KVM_SET_USER_MEMORY_REGION that turned it on, to that of the one
+	 * that turned it off (scan.c on_syscall()); from_seq, to_seq where
+	 * no change was traced there. */
+	uint64_t seen_from, seen_to;
 };
 
 /*
@@ -102,6 +107,8 @@ void scan_free(struct scan *sc);
 int scan_is_upgrade(const struct scan *sc, uint64_t seq);
 /* Was dirty logging on at seq (stock inference)? */
 int scan_dirty_at(const struct scan *sc, uint64_t seq);
+/* ... as a fault that began at seq saw the memslots (rule swap_sweep)? */
+int scan_dirty_seen_at(const struct scan *sc, uint64_t seq);
 /* Returns the flip (its index in flips, plus one) whose span holds
  * (as_id, gfn) at seq, and sets *dirty to its new setting; returns 0
  * outside every span. */
