@@ -256,7 +256,7 @@ check_kernel() {
 	# ----------------------------------------------------------- sources
 	step "sources"
 	if [ -z "$(pkg_version "$LINUX_PKG")" ]; then
-		$SUDO apt-get install -y -q "$LINUX_PKG" >"$LOGS/apt.log" 2>&1 ||
+		$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q "$LINUX_PKG" >"$LOGS/apt.log" 2>&1 ||
 			die "apt-get install $LINUX_PKG failed (logs/apt.log)"
 	fi
 	SRC_VER=$(pkg_version "$LINUX_PKG")
@@ -315,7 +315,7 @@ build_deps() {
 	done
 	if [ -n "$missing" ]; then
 		# shellcheck disable=SC2086
-		$SUDO apt-get install -y -q $missing >"$LOGS/apt-build.log" 2>&1 ||
+		$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q $missing >"$LOGS/apt-build.log" 2>&1 ||
 			die "apt-get install$missing failed (logs/apt-build.log)"
 	fi
 	done_step "${missing:- none missing}"

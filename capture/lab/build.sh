@@ -213,7 +213,7 @@ for p in $HOST_PKGS; do
 done
 if [ -n "$missing" ]; then
 	# shellcheck disable=SC2086
-	"${NICE[@]}" apt-get install -y -q --no-install-recommends $missing \
+	"${NICE[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends $missing \
 		>"$LAB/logs/apt-host.log" 2>&1 || die "apt-get install$missing failed (logs/apt-host.log)"
 fi
 done_step "${missing:- none missing}; $(for p in $HOST_PKGS; do
