@@ -280,7 +280,9 @@ reports), as measured on the lab captures:
                       first fault, an exec fault at gfn 1 in a region
                       nothing had shown, counted an NX split KVM never
                       made (its later faults showed the host mapping
-                      the region 4K); off, nx_count
+                      the region 4K); nx_guess_shown, written later,
+                      withdraws the same guess, so only both off fail
+                      (nx_count)
   vm_doubt            found on stock 6.12, bgsnapshot and basic under
                       NUMA balancing and a 40 MiB memcg, cut at 70%: the
                       bgsnapshot VMM thread reclaimed the basic VM's page
@@ -469,7 +471,7 @@ SEEN = [("late_change", RO, "fault_not_required"),
         ("window_unknown", WALK612, "zap_count"),
         ("teardown_removal", BGBG612, "zap_count"),
         ("table_leaf_flush", KHPKSM612P, "flush_context"),
-        ("nx_guess_settle", P3VM61, "nx_count"),
+        ("nx_guess_settle,nx_guess_shown", P3VM61, "nx_count"),
         ("batch_period", MV612S, "recovery_batch"),
         ("unlisted_free", MV612S2, "recovery_batch"),
         ("measured_batch", MV612, "recovery_batch"),
