@@ -158,6 +158,24 @@ void tdp_clear(struct tdp *t, int as_id, int level, uint64_t gfn)
 		tb->spte[entry_index(level, gfn)] = 0;
 }
 
+void tdp_forget(struct tdp *t, int as_id, int level, uint64_t gfn)
+{
+	struct tdp_table *tb;
+	size_t i;
+
+	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL);
+	tb = table_find(t, as_id, level, gfn);
+	if (!tb)
+		return;
+	i = entry_index(level, gfn);
+	if (entry_seen(tb, i)) {
+		MR_ASSERT_DBG(t->entries > 0);
+		tb->seen[i / 64] &= ~(1ULL << (i % 64));
+		t->entries--;
+	}
+	tb->spte[i] = 0;
+}
+
 int tdp_mark_born(struct tdp *t, int as_id, int level, uint64_t gfn)
 {
 	struct tdp_table *tb = table_get(t, as_id, level, gfn);

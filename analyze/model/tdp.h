@@ -98,6 +98,13 @@ int tdp_set(struct tdp *t, int as_id, int level, uint64_t gfn,
  */
 void tdp_clear(struct tdp *t, int as_id, int level, uint64_t gfn);
 /*
+ * Forget (as_id, level, gfn): it reads 0 and is never stored again
+ * until the next tdp_set(), as if the trace had not shown it (a table
+ * born in the trace still makes it known: tdp_known()).  Allocates
+ * nothing: it cannot fail.
+ */
+void tdp_forget(struct tdp *t, int as_id, int level, uint64_t gfn);
+/*
  * The table holding the level-`level` entry of gfn was allocated in the
  * trace (its shadow page's allocation, or its link, was traced): its
  * entries never stored are known not present.  Returns 0, or -1 when

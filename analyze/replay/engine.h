@@ -267,6 +267,12 @@
 	 * a guess left is revealed, not judged (vm_attr.h; \
 	 * engine_overlay.c) */ \
 	X(RULE_VM_DOUBT, "vm_doubt") \
+	/* the VM attribution forgets the entries such a window zapped: \
+	 * they fit any VM after it (vm_attr.c own_row()) */ \
+	X(RULE_VM_DOUBT_STATE, "vm_doubt_state") \
+	/* a window of a VM process's thread that only its own VM's state \
+	 * fits teaches that VM's memslot (vm_attr.c own_alone()) */ \
+	X(RULE_VM_SLOT_ELIM, "vm_slot_elim") \
 	/* a VM's memslot is learnt from any window decided for it with a \
 	 * zap its state alone held, as the span of bases its zaps allow \
 	 * (vm_attr.c vm_bases_learn()) */ \

@@ -104,6 +104,10 @@ static unsigned vm_attr_rules(replay_rules_t rules_off)
 		on |= VM_ATTR_OWN_PAGE;
 	if (!(rules_off & REPLAY_RULE_BIT(RULE_EAGER_SPLIT)))
 		on |= VM_ATTR_EAGER_SPLIT;
+	if (!(rules_off & REPLAY_RULE_BIT(RULE_VM_DOUBT_STATE)))
+		on |= VM_ATTR_DOUBT_STATE;
+	if (!(rules_off & REPLAY_RULE_BIT(RULE_VM_SLOT_ELIM)))
+		on |= VM_ATTR_SLOT_ELIM;
 	return on;
 }
 

@@ -29,12 +29,15 @@ struct kthread {
 	int own_from_thread;            /* own: its thread's process's VM
 					 * (the row had none: thread_vm) */
 	int own_fit;                    /* own could hold a leaf it zapped */
+	int own_unfit;                  /* ... and could not hold one */
 	int own_held;                   /* own's state held one */
 	int own_off;                    /* one of its zaps cannot be own's:
 					 * own's memslot puts it outside its
 					 * range, or own's state holds
 					 * another page there */
 	uint64_t others_held;           /* VMs whose state held one */
+	int doubt;                      /* kept as own's on a guess
+					 * (own_doubt()) */
 	int zapped;                     /* it zapped a present leaf */
 	struct model_event *held;       /* undecided: its events */
 	size_t nheld, capheld;
@@ -515,11 +518,28 @@ static int aged_by_set(struct pass *p, int32_t tid, uint64_t vm)
 	return u64map_put(&p->aged_by, key, vm);
 }
 
-/* A row of window k is vm's: a row that had no VM (its thread's
- * process's, thread_vm) is mapped to it; its leaves move with it. */
+/*
+ * A row of window k is vm's: a row that had no VM (its thread's
+ * process's, thread_vm) is mapped to it; its leaves move with it.  But
+ * a leaf zap of a window kept as vm's on a guess (k->doubt) leaves the
+ * entry unknown in vm's state, as it was: emptied, it would rule vm
+ * out for the next zap of the entry, though the guess may be wrong
+ * (rule vm_doubt_state).  Seen on own_alone()'s capture: a reclaim
+ * kept on a guess emptied its VM's entry; that VM's own page at the
+ * gfn, reclaimed later by the other VM's thread, then fitted the other
+ * VM alone, which learnt the first one's memslot from it.
+ */
 static void own_row(struct pass *p, const struct kthread *k, int vm,
 		    const struct model_event *ev, int held)
 {
+	if (k->doubt && ev_leaf_zap(p, ev)) {
+		if (k->own_from_thread && !ev->vm &&
+		    u64map_put(&p->out->seq_vm, ev->seq, (uint64_t)vm) < 0)
+			p->nomem = 1;
+		tdp_forget(&p->leaves[vm - 1], ev->u.spte.as_id,
+			   ev->u.spte.level, ev->u.spte.gfn);
+		return;
+	}
 	if (k->own_from_thread && !ev->vm)
 		decide_ev(p, vm, ev, held);
 	else
@@ -598,6 +618,31 @@ static void own_doubt(struct pass *p, const struct kthread *k)
 	}
 }
 
+/*
+ * Whether window k, kept as its own VM's, could be no other VM's: its
+ * own VM's state fitted every leaf it zapped, no other VM's fitted them
+ * all, and no learnt memslot ruled its own out.  Its zaps then tell
+ * its own VM's memslot as a leaf only that VM's state held would
+ * (rule vm_slot_elim): the zaps of one invalidation are one mm's, so
+ * one VM's.  Seen on stock 6.1, two bgsnapshot VMs under one memory
+ * cgroup cut 5.8 s in: neither VM's state held one leaf any window
+ * zapped (one VM ran no vCPU in the cut), so no memslot was learnt;
+ * each VMM's threads reclaimed the other VM's pages, kept as their own
+ * VM's on a guess, and each VM's replay learnt both memslots: a
+ * copy-on-write of one VMM's snapshot buffer, at the hva where the
+ * other VMM has its guest RAM, was predicted to zap the first VM's
+ * pages there (103 zap_count mismatches).  Learnt, the memslots move
+ * those reclaims to the VM they map (own_moved_to()).
+ * What it cannot catch: a zap of a VM the capture does not know (its
+ * process traced nothing), taken for the only VM left.
+ */
+static int own_alone(const struct pass *p, const struct kthread *k)
+{
+	return (p->rules & VM_ATTR_SLOT_ELIM) && k->vm == k->own &&
+		k->zapped && !k->cand && k->own_fit && !k->own_unfit &&
+		!k->own_off;
+}
+
 /* The context ends: its held events stay without a VM (a window's,
  * with its row's). */
 static void context_close(struct pass *p, struct kthread *k)
@@ -626,9 +671,12 @@ static void context_close(struct pass *p, struct kthread *k)
 			p->out->windows_no_vm++;
 		} else if (k->zapped && k->cand && !k->own_held) {
 			own_doubt(p, k);
+			k->doubt = !!(p->rules & VM_ATTR_DOUBT_STATE);
 		}
 		for (i = 0; i < k->nheld; i++)
 			own_give(p, k, &k->held[i]);
+		if (own_alone(p, k))
+			k->held_alone |= 1ull << (k->own - 1);
 		vm_bases_learn(p, k->vm, k);
 		k->nheld = 0;
 		k->vm = 0;
@@ -637,7 +685,9 @@ static void context_close(struct pass *p, struct kthread *k)
 		k->nzaps = 0;
 		k->hs = k->he = 0;
 		k->own_fit = k->own_held = 0;
+		k->own_unfit = 0;
 		k->own_off = 0;
+		k->doubt = 0;
 		k->others_held = 0;
 		k->zapped = 0;
 		k->held_alone = 0;
@@ -728,6 +778,7 @@ static void context_event(struct pass *p, struct kthread *k,
 			((p->rules & VM_ATTR_OWN_PAGE) &&
 			 holds_other_page(p, k->own, ev));
 		k->own_fit |= !!(fits & own);
+		k->own_unfit |= !(fits & own);
 		k->own_held |= !!(held & own);
 		k->others_held |= held & ~own;
 		k->cand &= fits & ~own;

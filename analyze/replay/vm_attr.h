@@ -114,11 +114,13 @@ struct vm_attr {
 
 /* vm_attr_run()'s rules (flags), on unless a test switches them off
  * (engine.h RULE_VM_SLOT_SPAN, RULE_VM_SLOT_EXCL, RULE_VM_OWN_PAGE,
- * RULE_EAGER_SPLIT). */
+ * RULE_EAGER_SPLIT, RULE_VM_DOUBT_STATE, RULE_VM_SLOT_ELIM). */
 #define VM_ATTR_SLOT_SPAN 1u
 #define VM_ATTR_SLOT_EXCL 2u
 #define VM_ATTR_OWN_PAGE 4u
 #define VM_ATTR_EAGER_SPLIT 8u
+#define VM_ATTR_DOUBT_STATE 16u
+#define VM_ATTR_SLOT_ELIM 32u
 
 /* moved's value for an aged leaf of no known VM. */
 #define VM_ATTR_NO_VM ((uint64_t)UINT32_MAX)
