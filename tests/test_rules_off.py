@@ -654,7 +654,10 @@ CUT_AT = [("unseen_root,zapped_root", MS612P, 1.35), ("invalid_root_zap", MS612P
           (None, MS612P, 1.10), ("zapped_root", MS61P, 1.65),
           ("top_table,first_removal", MS61P, 2.30),
           ("first_removal", MS61P2, 5.20), (None, MVPU61, 30.0),
-          ("vm_slot_elim", BGBG61S, 5.80), ("vm_doubt_state", BGBG61S, 5.80)]
+          ("vm_slot_elim", BGBG61S, 5.80), ("vm_doubt_state", BGBG61S, 5.80),
+          # teardown_removal took 64 leaves the cut had not shown off
+          # the exiting VM's count (predicted 816, traced 880).
+          (None, BGBG612, 2.80)]
 extracted = {}
 for rules, name, at in CUT_AT:
     if name not in extracted:

@@ -445,7 +445,8 @@ void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
  * is ahead (6.1's one pass walks every level in gfn order: a leaf of a
  * lower level past the walk is ahead too but not taken so, and the
  * mismatch stays).  Only while the walk has leaves the model counted
- * left to zap.  What it cannot catch: a leaf installed after the zap
+ * left to zap, and only a leaf the model held (its caller checks): one
+ * a capture begun mid-run had not shown was in no count.  What it cannot catch: a leaf installed after the zap
  * began and removed ahead of its walk (no vCPU runs in a VM being
  * zapped whole at its exit; a memslot's zap takes retired roots).
  */
