@@ -656,22 +656,28 @@ int scan_flip_at(const struct scan *sc, int as_id, uint64_t gfn,
 	return 0;
 }
 
-int scan_dirty_at(const struct scan *sc, uint64_t seq)
+/* Whether seq lies in a dirty-logging interval, as its entry and exit
+ * (seen: as its first SPTE changes) bound it. */
+static int dirty_in(const struct scan *sc, uint64_t seq, int seen)
 {
+	const struct scan_interval *d;
 	size_t i;
 
-	for (i = 0; i < sc->ndirty; i++)
-		if (seq >= sc->dirty[i].from_seq && seq < sc->dirty[i].to_seq)
+	for (i = 0; i < sc->ndirty; i++) {
+		d = &sc->dirty[i];
+		if (seen ? seq >= d->seen_from && seq < d->seen_to :
+		    seq >= d->from_seq && seq < d->to_seq)
 			return 1;
+	}
 	return 0;
+}
+
+int scan_dirty_at(const struct scan *sc, uint64_t seq)
+{
+	return dirty_in(sc, seq, 0);
 }
 
 int scan_dirty_seen_at(const struct scan *sc, uint64_t seq)
 {
-	size_t i;
-
-	for (i = 0; i < sc->ndirty; i++)
-		if (seq >= sc->dirty[i].seen_from && seq < sc->dirty[i].seen_to)
-			return 1;
-	return 0;
+	return dirty_in(sc, seq, 1);
 }

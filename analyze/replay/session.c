@@ -94,20 +94,23 @@ static int kernel_named(sqlite3 *db)
 /* The rules of replay_rules_t that vm_attr_run() takes, as its flags. */
 static unsigned vm_attr_rules(replay_rules_t rules_off)
 {
+	static const struct {
+		enum replay_rule rule;
+		unsigned flag;
+	} map[] = {
+		{ RULE_VM_SLOT_SPAN, VM_ATTR_SLOT_SPAN },
+		{ RULE_VM_SLOT_EXCL, VM_ATTR_SLOT_EXCL },
+		{ RULE_VM_OWN_PAGE, VM_ATTR_OWN_PAGE },
+		{ RULE_EAGER_SPLIT, VM_ATTR_EAGER_SPLIT },
+		{ RULE_VM_DOUBT_STATE, VM_ATTR_DOUBT_STATE },
+		{ RULE_VM_SLOT_ELIM, VM_ATTR_SLOT_ELIM },
+	};
 	unsigned on = 0;
+	size_t i;
 
-	if (!(rules_off & REPLAY_RULE_BIT(RULE_VM_SLOT_SPAN)))
-		on |= VM_ATTR_SLOT_SPAN;
-	if (!(rules_off & REPLAY_RULE_BIT(RULE_VM_SLOT_EXCL)))
-		on |= VM_ATTR_SLOT_EXCL;
-	if (!(rules_off & REPLAY_RULE_BIT(RULE_VM_OWN_PAGE)))
-		on |= VM_ATTR_OWN_PAGE;
-	if (!(rules_off & REPLAY_RULE_BIT(RULE_EAGER_SPLIT)))
-		on |= VM_ATTR_EAGER_SPLIT;
-	if (!(rules_off & REPLAY_RULE_BIT(RULE_VM_DOUBT_STATE)))
-		on |= VM_ATTR_DOUBT_STATE;
-	if (!(rules_off & REPLAY_RULE_BIT(RULE_VM_SLOT_ELIM)))
-		on |= VM_ATTR_SLOT_ELIM;
+	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!(rules_off & REPLAY_RULE_BIT(map[i].rule)))
+			on |= map[i].flag;
 	return on;
 }
 
