@@ -29,6 +29,7 @@
 #define MMUREPLAY_MODEL_TDP_H
 
 #include "model/spte.h"
+#include "util/assert.h"
 #include "util/u64map.h"
 
 #include <stddef.h>
@@ -64,8 +65,10 @@ static inline size_t tdp_size(const struct tdp *t)
 void tdp_init(struct tdp *t, const struct spte_format *fmt);
 void tdp_free(struct tdp *t);
 
+/* Returns the pages an entry of level (1: 4K ... 5) maps. */
 static inline uint64_t tdp_level_pages(int level)
 {
+	MR_ASSERT_DBG(level >= 1 && level <= TDP_MAX_LEVEL + 1);
 	return 1ULL << (9 * (level - 1));
 }
 

@@ -115,13 +115,15 @@ static void leaves_split(struct pass *p, int vm, const struct model_event *ev)
 {
 	int level = ev->u.spte.level, as = ev->u.spte.as_id;
 	uint64_t old = ev->u.spte.old_spte, new = ev->u.spte.new_spte;
-	uint64_t step = tdp_level_pages(level - 1);
+	uint64_t step;
 	unsigned i;
 
 	if (!(p->rules & VM_ATTR_EAGER_SPLIT) || level <= TDP_LEVEL_4K ||
 	    !spte_present_leaf(p->fmt, old, level) ||
 	    !spte_present(p->fmt, new) || spte_leaf(p->fmt, new, level))
 		return;
+	/* A level below 4K has no size: only now is level - 1 one. */
+	step = tdp_level_pages(level - 1);
 	for (i = 0; i < TDP_TABLE_ENTRIES; i++)
 		if (tdp_set(&p->leaves[vm - 1], as, level - 1,
 			    ev->u.spte.gfn + i * step,
