@@ -151,10 +151,16 @@ static void vm_tables(FILE *out, const struct compare *c)
 			else if (!r->cell_pred.n)
 				snprintf(p, sizeof(p), "not modelled");
 			else
-				report_fmt_num(p, sizeof(p),
-					       r->cell_pred.median,
-					       r->decimals);
-			fprintf(out, "  %-*s %11s %11s %7s %11s %7s%s\n",
+				/* The mark inside the cell: the rows are
+				 * as wide as the header. */
+				snprintf(p, sizeof(p), "%s%s",
+					 !strcmp(r->pred_kind, "restated") ?
+					 "=" : !strcmp(r->pred_kind,
+						       "one_sided") ? "<=" : "",
+					 report_fmt_num(e, sizeof(e),
+							r->cell_pred.median,
+							r->decimals));
+			fprintf(out, "  %-*s %11s %11s %7s %11s %7s\n",
 				W_LABEL, r->label,
 				report_fmt_num(x, sizeof(x),
 					       r->cell[COMPARE_A].median,
@@ -164,17 +170,12 @@ static void vm_tables(FILE *out, const struct compare *c)
 					       r->decimals),
 				fmt_pct(z, sizeof(z), r->change), p,
 				fmt_pct(e, sizeof(e), r->cell_pred.n ?
-					r->pred_error : NAN),
-				!r->has_pred || !r->cell_pred.n ? "" :
-				!strcmp(r->pred_kind, "restated") ?
-				" restated" :
-				!strcmp(r->pred_kind, "one_sided") ? " <=" :
-				"");
+					r->pred_error : NAN));
 		}
 	}
-	fprintf(out, "  predicted: B from A, VM by VM, marked as above; -: "
-		"no what-if of the\n  figure (or no A run of the VM passed "
-		"its self-check)\n");
+	fprintf(out, "  predicted: B from A, VM by VM; <=: at most, =: "
+		"restated, as above;\n  -: no what-if of the figure (or no "
+		"A run of the VM passed its\n  self-check)\n");
 }
 
 void report_compare_text(FILE *out, const struct compare *c)
