@@ -1653,7 +1653,8 @@ static void test_lock_wait_kept_window(void)
 	CHECK(b.mismatches_total == 0 && b.lock_wait_ns == 1500000 &&
 	      b.lock_wait_removed_ns == 0);
 	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
-	CHECK(p.lock_wait_ns == 0 && p.lock_wait_removed_ns == 1500000);
+	CHECK(p.lock_wait_ns == 0 && p.lock_wait_removed_ns == 1500000 &&
+	      p.lock_wait_min_ns == 0);
 	replay_result_free(&b);
 	replay_result_free(&p);
 
@@ -1676,6 +1677,91 @@ static void test_lock_wait_kept_window(void)
 	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
 	CHECK(p.faults_avoided == 1 && p.lock_wait_ns == 0 &&
 	      p.lock_wait_removed_ns == 300000);
+	replay_result_free(&p);
+}
+
+/* Patched: kvm_unmap_gfn_range()'s decision for the VMM's window. */
+static void unmap_decision(uint64_t gfn, int decision)
+{
+	struct model_event *e = ev(MEV_UNMAP_DECISION, VMM);
+
+	e->u.unmap.gfn_start = gfn;
+	e->u.unmap.gfn_end = gfn + 1;
+	e->u.unmap.event = MEV_MMU_NOTIFY_PROTECTION_VMA;
+	e->u.unmap.perm_upgrade = 1;
+	e->u.unmap.decision = decision;
+}
+
+/*
+ * Patched 6.1: an invalidation whose range meets a memslot takes mmu_lock
+ * for write and walks it, zapping or not (__kvm_handle_hva_range()); a
+ * walk that finds nothing holds the lock as long as it walks.  Three
+ * upgrades reach their first zap 10 us after they begin; a fourth walks
+ * 2 ms over a range with no leaf, while a vCPU's write fault, lead_ns
+ * after the walk began, waits for the lock until the walk's decision
+ * (traced 1 ms after the fault) and 1 ms more.
+ */
+static void empty_walk_scenario(int64_t lead_ns)
+{
+	struct model_event *e;
+	uint64_t g;
+
+	nev = 0;
+	ts_shift = 0;
+	memslot(0);
+	mapped(6, RO_4K);
+	for (g = 1; g <= 3; g++) {
+		mapped(g, RO_4K);
+		notifier(g, 1);
+		ts_shift -= 990000;                     /* 10 us later */
+		spte(VMM, 1, g, RO_4K, 0);
+		unmap_decision(g, MEV_UNMAP_ZAPPED);
+		syscall_exit(VMM);
+	}
+	notifier(7, 1);                                 /* nothing mapped */
+	ts_shift -= 1000000 - lead_ns;
+	fault(6, MEV_PFERR_USER | MEV_PFERR_WRITE | MEV_PFERR_PRESENT);
+	unmap_decision(7, MEV_UNMAP_ZAPPED);            /* after the walk */
+	e = ev(MEV_LOCK_WAIT, VCPU);
+	e->u.lock.wait_ns = 2000000 - 3000;     /* from 3 us after the fault */
+	e->u.lock.gfn = 6;
+	spte(VCPU, 1, 6, RO_4K, RW_4K);
+	entry();
+	syscall_exit(VMM);
+	ts_shift = 0;
+}
+
+/*
+ * perm-upgrade keeps the fourth range and decides at once: a wait that
+ * began 1 ms into the walk goes.  Before, a wait was removed only where
+ * the kept window had zapped a leaf, so this one stayed whole.  One that
+ * began 5 us into the walk: the kept invalidation still holds the lock
+ * to decide, taken as at most the capture's median span to a first
+ * change (10 us, to a 100 ns bucket: 10.1 us), so 5.1 us of it are left
+ * at most, none at least.
+ */
+static void test_lock_wait_kept_empty_walk(void)
+{
+	struct replay_result b, p;
+
+	empty_walk_scenario(1000000 - 3000);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 0 && b.lock_wait_ns == 1997000 &&
+	      b.lock_waits == 1);
+	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
+	CHECK(p.lock_wait_ns == 0 && p.lock_waits == 0 &&
+	      p.lock_wait_removed_ns == 1997000);
+	replay_result_free(&b);
+	replay_result_free(&p);
+
+	empty_walk_scenario(2000);
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 0 && b.lock_wait_ns == 1997000);
+	CHECK(run(&policy_perm_upgrade, &p) == REPLAY_OK);
+	CHECK(p.lock_wait_ns == 5100 && p.lock_waits == 1 &&
+	      p.lock_wait_removed_ns == 1997000 - 5100 &&
+	      p.lock_wait_min_ns == 0);
+	replay_result_free(&b);
 	replay_result_free(&p);
 }
 
@@ -2668,6 +2754,8 @@ static const struct scenario {
 	{ "verdict_per_context", test_verdict_per_context },
 	{ "perm_upgrade_adds_write_fault", test_policy_adds_faults },
 	{ "lock_wait_of_kept_zap_removed", test_lock_wait_kept_window },
+	{ "lock_wait_of_kept_empty_walk_removed",
+	  test_lock_wait_kept_empty_walk },
 	{ "self_check_reports_mismatches", test_self_check_fails },
 	{ "leaf_under_zapped_table_unmapped", test_unreachable_leaf },
 	{ "huge_fault_zaps_below_goal_only", test_huge_fault_in_place },

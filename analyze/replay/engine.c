@@ -439,7 +439,9 @@ static void handle(struct engine *e, const struct model_event *ev)
 	case MEV_MEMSLOT:
 		engine_on_memslot(e, ev);
 		break;
-	case MEV_UNMAP_DECISION:        /* read by the first pass (scan.c) */
+	case MEV_UNMAP_DECISION:        /* and by the first pass (scan.c) */
+		engine_on_unmap_decision(t, ev);
+		break;
 	case MEV_LATENCY_SAMPLE:        /* above */
 	case MEV_KINDS:
 		break;

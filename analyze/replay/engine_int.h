@@ -172,6 +172,13 @@ struct thread_ctx {
 	 * none yet); window_removal(). */
 	int win_walked, win_walk_range;
 	uint64_t win_walk_gfn;
+	/* Patched: kvm_unmap_gfn_range()'s decision was traced (the range
+	 * met a memslot, so the kernel took mmu_lock for write), and
+	 * whether the recorded kernel kept the range's SPTEs. */
+	int win_decided, win_decided_keep;
+	/* Its first change under the lock: its first zap, or the decision
+	 * (0: none yet); engine_lock.c. */
+	int64_t win_first_ts;
 	/* CTX_FAULT */
 	int fault_fetch;                /* the open fault is an exec fault */
 	int fault_write;                /* ... a write fault */
@@ -330,6 +337,9 @@ struct lock_holder {
 	int64_t hold_from, hold_to, hold_to_max;
 	int hold_page;                  /* a recovery page, not a window */
 	int hold_removed;
+	/* Removed: the lock is still held until hold_keep_to (a kept
+	 * invalidation takes it to decide; hold_from: not at all). */
+	int64_t hold_keep_to;
 };
 
 #define LOCK_HOLDERS 256
@@ -712,6 +722,9 @@ void engine_on_lock_wait(struct engine *e, struct thread_ctx *t,
 			 const struct model_event *ev);
 void engine_on_lock_contention(struct engine *e, struct thread_ctx *t,
 			       const struct model_event *ev);
+/* Patched: kvm_unmap_gfn_range()'s decision in t's window. */
+void engine_on_unmap_decision(struct thread_ctx *t,
+			      const struct model_event *ev);
 void engine_on_vcpu_entry(struct engine *e, struct thread_ctx *t,
 			  const struct model_event *ev);
 

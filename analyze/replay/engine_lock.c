@@ -7,6 +7,16 @@
  * at all, an invalidation whose zaps the policy keeps; a wait that also
  * overlapped work the policy still does stays whole.
  *
+ * An invalidation takes mmu_lock for write only where its range meets a
+ * memslot (__kvm_handle_hva_range() locks at the first slot it finds),
+ * zapping or not: the walk of a range whose leaves are all gone holds
+ * the lock as long as it takes.  A policy that keeps the range's SPTEs
+ * (perm-upgrade) still takes the lock, to decide, and returns at once:
+ * the hold the recorded kernel spent walking, zapping and flushing is
+ * gone, whether the walk found anything or not.  Where the recorded
+ * kernel itself kept the range (its decision traced so), the hold was
+ * already the short one.
+ *
  * When an invalidation releases mmu_lock no event says: after its last
  * zap and the flush that follows (the flush event fires before its
  * IPIs), before the next event of its thread.  Each wait is judged
@@ -15,6 +25,7 @@
  * and lock_wait_min_ns (held to the thread's next event: the least).
  */
 #include "replay/engine_int.h"
+#include "util/assert.h"
 
 #include <string.h>
 
@@ -46,9 +57,75 @@ static int64_t recovery_overlap(struct engine *e, int64_t from, int64_t to,
 	return o;
 }
 
+/*
+ * Returns whether window t held mmu_lock for write: it zapped, or its
+ * decision was traced (patched), or, where the capture traces no
+ * decision, the model's memslots meet its range.
+ */
+static int window_held_lock(const struct engine *e,
+			    const struct thread_ctx *t)
+{
+	MR_ASSERT_DBG(t->ctx_kind == CTX_WINDOW);
+	return t->win_first_ts || t->win_decided ||
+		(!e->scan->seen[MEV_UNMAP_DECISION] && t->win_nranges > 0);
+}
+
+/*
+ * Returns whether the policy takes away the hold of t, a window or a
+ * recovered page: it keeps the context's zaps, and the recorded kernel
+ * did the work (a window: walked a range that met a memslot, zapped or
+ * not; a page: zapped it).
+ */
+static int hold_removed(const struct engine *e, const struct thread_ctx *t)
+{
+	if (!t->ctx_keep)
+		return 0;
+	if (t->ctx_kind != CTX_WINDOW || t->ctx_observed > 0)
+		return t->ctx_observed > 0;
+	return window_held_lock(e, t) && !t->win_decided_keep;
+}
+
+void engine_on_unmap_decision(struct thread_ctx *t,
+			      const struct model_event *ev)
+{
+	if (t->ctx_kind != CTX_WINDOW)
+		return;
+	t->win_decided = 1;
+	t->win_decided_keep |= ev->u.unmap.decision == MEV_UNMAP_SKIPPED;
+	if (!t->win_first_ts)
+		t->win_first_ts = ev->ts;
+	/* Traced under the lock, after the walk: held at least until it. */
+	if (ev->ts > t->ctx_last_ts)
+		t->ctx_last_ts = ev->ts;
+}
+
+/*
+ * Returns until when t, a window the policy keeps, still holds mmu_lock:
+ * a kept invalidation takes the lock and decides at once, where the
+ * recorded kernel went on to walk, zap and flush.  No event dates that
+ * decision in a recorded walk; it comes before the window's first change
+ * under the lock, and is taken as at most the capture's median span to
+ * one (scan.h keep_hold_ns: the lock, kvm_mmu_invalidate_begin() and
+ * the walk down to the first leaf), so a long walk's waits go and a
+ * short one's stay.
+ */
+static int64_t window_keep_to(const struct engine *e,
+			      const struct thread_ctx *t)
+{
+	int64_t own = t->win_first_ts > t->ctx_ts ?
+		t->win_first_ts - t->ctx_ts : 0;
+	int64_t hold = e->scan->keep_hold_ns;
+
+	return t->ctx_ts + (own < hold ? own : hold);
+}
+
 void lock_holder_push(struct engine *e, const struct thread_ctx *t)
 {
-	struct lock_holder *h = &e->holders[e->nholders++ % LOCK_HOLDERS];
+	struct lock_holder *h;
+
+	if (t->ctx_kind == CTX_WINDOW && !window_held_lock(e, t))
+		return;
+	h = &e->holders[e->nholders++ % LOCK_HOLDERS];
 
 	h->hold_from = t->ctx_ts;
 	h->hold_to = t->ctx_last_ts;
@@ -57,13 +134,17 @@ void lock_holder_push(struct engine *e, const struct thread_ctx *t)
 		e->last_thread == t && e->ev->ts > h->hold_to ?
 		e->ev->ts : h->hold_to;
 	h->hold_page = t->ctx_kind == CTX_RECOVERY;
-	h->hold_removed = t->ctx_keep && t->ctx_observed > 0;
+	h->hold_removed = hold_removed(e, t);
+	h->hold_keep_to = h->hold_removed && !h->hold_page ?
+		window_keep_to(e, t) : h->hold_from;
 }
 
 /* Time one wait spent inside write-locked work, by kind. */
 struct wait_overlap {
 	int64_t win_removed, win_kept;          /* invalidations */
 	int64_t page_removed, page_kept;        /* recovered pages */
+	int64_t keep_to;        /* the latest end of a removed window's
+				 * short hold it met (0: none) */
 };
 
 /*
@@ -80,6 +161,7 @@ static void holders_overlap(struct engine *e, int64_t from, int64_t to,
 	const struct lock_holder *h;
 	const struct thread_ctx *t;
 	int64_t o;
+	int removed;
 	size_t j;
 
 	memset(w, 0, sizeof(*w));
@@ -93,12 +175,18 @@ static void holders_overlap(struct engine *e, int64_t from, int64_t to,
 		else
 			*(h->hold_removed ? &w->win_removed :
 			  &w->win_kept) += o;
+		if (o && h->hold_removed && h->hold_keep_to > w->keep_to)
+			w->keep_to = h->hold_keep_to;
 	}
 	for (j = 0; j < e->nopen_windows; j++) {
 		t = e->open_windows[j];
+		if (!window_held_lock(e, t))
+			continue;
+		removed = hold_removed(e, t);
 		o = overlap(from, to, t->ctx_ts, longest ? to : t->ctx_last_ts);
-		*(t->ctx_keep && t->ctx_observed > 0 ? &w->win_removed :
-		  &w->win_kept) += o;
+		*(removed ? &w->win_removed : &w->win_kept) += o;
+		if (o && removed && window_keep_to(e, t) > w->keep_to)
+			w->keep_to = window_keep_to(e, t);
 	}
 }
 
@@ -108,16 +196,17 @@ static void holders_overlap(struct engine *e, int64_t from, int64_t to,
  * that recovers under the read lock, or whose worker does not run that
  * batch; under one that skips some of its pages, shortened by their
  * share of the batch's page time the wait overlapped.  Inside an
- * invalidation it was for the notifier's write lock: gone when the
- * policy keeps that invalidation's leaves (it zaps and flushes nothing
- * under the lock).  A wait that also overlapped an invalidation the
- * policy still does stays whole.
+ * invalidation it was for the notifier's write lock: when the policy
+ * keeps that invalidation's leaves it zaps and flushes nothing under the
+ * lock, and the wait is gone, but for (the most left) the part before
+ * the short hold it still takes ends (window_keep_to()).  A wait that
+ * also overlapped an invalidation the policy still does stays whole.
  */
 static int64_t wait_removed(struct engine *e, int64_t wait_ns,
 			    int64_t from, int64_t to, int longest)
 {
 	struct wait_overlap w;
-	int64_t in_batch, in_run_batch;
+	int64_t in_batch, in_run_batch, left;
 
 	in_batch = recovery_overlap(e, from, to, 0);
 	in_run_batch = e->opts->policy->recovery_read_lock ? 0 :
@@ -125,8 +214,12 @@ static int64_t wait_removed(struct engine *e, int64_t wait_ns,
 	holders_overlap(e, from, to, longest, &w);
 	if (w.win_kept)
 		return 0;
-	if (!in_run_batch && (in_batch > 0 || w.win_removed > 0))
-		return wait_ns;
+	if (!in_run_batch && (in_batch > 0 || w.win_removed > 0)) {
+		if (longest || in_batch || w.keep_to <= from)
+			return wait_ns;
+		left = (w.keep_to < to ? w.keep_to : to) - from;
+		return left < wait_ns ? wait_ns - left : 0;
+	}
 	if (in_run_batch && w.page_removed)
 		return (int64_t)((double)wait_ns * (double)w.page_removed /
 				 (double)(w.page_removed + w.page_kept));

@@ -20,6 +20,9 @@ const struct policy policy_perm_upgrade = {
 	.recovery_read_lock = 0,
 	/* What the lab pairs measured of it: docs/design.md, "What the
 	 * policies leave out". */
-	.limits = "the short mmu_lock hold of a kept invalidation (the "
-		  "patched kernel still takes the lock to decide)",
+	.limits = "the waits that the short mmu_lock hold of a kept "
+		  "invalidation (the kernel still takes the lock to "
+		  "decide) makes where the recorded vCPUs did not wait; "
+		  "that hold is taken as at most the capture's median "
+		  "time to a first zap",
 };

@@ -22,6 +22,9 @@ struct scan_thread {
 	int64_t olo, ohi;               /* the slot offset's bounds */
 	int64_t w_zaps;
 	size_t w_idx;                   /* index in windows[] */
+	int64_t w_ts;                   /* its start */
+	int w_held;                     /* its first change under the lock
+					 * was seen */
 	int in_fault;                   /* from its page fault to its entry */
 	int in_setregion;               /* inside KVM_SET_USER_MEMORY_REGION */
 	int setregion_swept;
@@ -72,10 +75,45 @@ struct scan_pass {
 	int32_t sweep_tid;
 	struct scan_interval *swept;
 	size_t nswept, capswept;
+	/* Windows' start to first change under mmu_lock (keep_hold_ns), in
+	 * HOLD_BUCKET_NS buckets; the last: that long or longer. */
+	uint32_t *holds;
+	int64_t nholds;
 	struct scan_thread *last_thread;        /* thread_get()'s last answer */
 	int32_t last_tid;
 };
 
+
+#define HOLD_BUCKET_NS 100
+#define HOLD_BUCKETS 10000              /* 1 ms */
+
+/* Window t's first change under mmu_lock, at ts (see keep_hold_ns). */
+static void window_held(struct scan_pass *p, struct scan_thread *t,
+			int64_t ts)
+{
+	int64_t b;
+
+	if (!t->in_window || t->w_held)
+		return;
+	t->w_held = 1;
+	b = ts > t->w_ts ? (ts - t->w_ts) / HOLD_BUCKET_NS : 0;
+	p->holds[b < HOLD_BUCKETS ? b : HOLD_BUCKETS - 1]++;
+	p->nholds++;
+}
+
+/* Returns the median of the holds (keep_hold_ns), to a bucket. */
+static int64_t holds_median(const struct scan_pass *p)
+{
+	int64_t seen = 0;
+	size_t i;
+
+	for (i = 0; i < HOLD_BUCKETS && p->nholds; i++) {
+		seen += p->holds[i];
+		if (2 * seen >= p->nholds)
+			return ((int64_t)i + 1) * HOLD_BUCKET_NS;
+	}
+	return 0;
+}
 
 /* Appends [from, to) to the intervals v[0..*n).  0, or -1: no memory. */
 static int interval_add(struct scan_interval **v, size_t *n, size_t *cap,
@@ -221,6 +259,7 @@ static int on_spte(struct scan_pass *p, struct scan_thread *t,
 	if (spte_leaf_zapped(f, old, new, level)) {
 		if (!t->in_window)
 			return 0;
+		window_held(p, t, e->ts);
 		/*
 		 * The slot's offset (hva - gpa) as the leaf bounds it: a 4K
 		 * page lies inside the window.  A huge leaf is zapped whole
@@ -334,6 +373,8 @@ static int on_notifier(struct scan_pass *p, struct scan_thread *t,
 	t->hs = e->u.notifier.hva_start;
 	t->he = e->u.notifier.hva_end;
 	t->w_zaps = 0;
+	t->w_ts = e->ts;
+	t->w_held = 0;
 	return 0;
 }
 
@@ -551,6 +592,9 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 	ptrmap_init(&p.threads);
 	tdp_init(&p.pending, fmt);
 	tdp_init(&p.pending_win, fmt);
+	p.holds = calloc(HOLD_BUCKETS, sizeof(*p.holds));
+	if (!p.holds)
+		goto end;
 	if (source_rewind(src) != SOURCE_OK) {
 		st = SCAN_ERR_SOURCE;
 		goto end;
@@ -576,6 +620,7 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 				p.windows[t->w_idx] |= W_MEASURED |
 					(e.u.unmap.perm_upgrade ?
 					 W_MEASURED_UP : 0);
+			window_held(&p, t, e.ts);
 			break;
 		case MEV_SYSCALL:
 			on_syscall(&p, t, &e);
@@ -601,6 +646,7 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 	ptrmap_each(&p.threads, close_each, &p);
 	if (finish(&p, last_seq) < 0)
 		goto end;
+	out->keep_hold_ns = holds_median(&p);
 	st = SCAN_OK;
 end:
 	ptrmap_free_values(&p.threads);
@@ -608,6 +654,7 @@ end:
 	tdp_free(&p.pending_win);
 	free(p.windows);
 	free(p.swept);
+	free(p.holds);
 	if (st != SCAN_OK)
 		scan_free(out);
 	return st;

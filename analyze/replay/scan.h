@@ -88,6 +88,13 @@ struct scan {
 	/* A leaf above 4K shows in the trace: the VM's memory can be
 	 * mapped huge (host THP or hugetlbfs). */
 	int huge_leaves;
+	/* The median time from an invalidation's start to its first change
+	 * under mmu_lock (its first zap; where it zapped nothing, the
+	 * decision the patched kernel traces after the walk): the lock,
+	 * kvm_mmu_invalidate_begin() and the walk down to the first leaf.
+	 * What a policy that keeps the range's SPTEs still holds the lock
+	 * for, at most (engine_lock.c).  0: no window showed one. */
+	int64_t keep_hold_ns;
 	int seen[MEV_KINDS];            /* event kinds present */
 };
 

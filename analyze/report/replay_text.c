@@ -251,8 +251,9 @@ void report_replay_text(FILE *out, const struct replay_metrics *m, int n,
 			continue;
 		if (!c++)
 			fprintf(out, "\n  wait ms is the most a policy leaves; "
-				"the least (each invalidation holding\n  "
-				"mmu_lock until its thread's next event):\n");
+				"the least (each invalidation it does\n  "
+				"holding mmu_lock until its thread's next "
+				"event, each it keeps not at all):\n");
 		fprintf(out, "    %-*s %.1f-%.1f ms\n", w, m[i].policy, lo, hi);
 	}
 	/* A capture that began mid-run: leaves a policy kept before it
