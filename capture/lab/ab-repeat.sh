@@ -5,8 +5,9 @@
 #
 # Usage: capture/lab/ab-repeat.sh PAIR [options]
 #
-#   PAIR                  nx-skip-dirty | perm-upgrade | nx-readlock |
-#                         selftest-nx-readlock | selftest-nx-skip-dirty
+#   PAIR                  nx-skip-dirty | perm-upgrade | perm-upgrade-write |
+#                         nx-readlock | selftest-nx-readlock |
+#                         selftest-nx-skip-dirty
 #                         (below)
 #   -n N                  runs per side (default 3); the runs alternate
 #                         A-1, B-1, A-2, B-2, ...
@@ -45,6 +46,12 @@
 #   perm-upgrade    bgsnapshot --access read --mode perpage, --kernel
 #                   patched; A: kvm.perm_upgrade_skip_zap=N, B: =Y; replay
 #                   policy perm-upgrade
+#   perm-upgrade-write
+#                   as perm-upgrade with --access write64: the guest
+#                   writes, so a page is unprotected (by the saver, or by
+#                   the handler its write fault wakes) while the guest
+#                   maps it not at all: most upgrades zap nothing and
+#                   still walk their range under mmu_lock; no --fixtures
 #   nx-readlock     as nx-skip-dirty with
 #                   kvm.nx_huge_pages_recovery_read_lock=N / =Y; replay
 #                   policy nx-readlock (the fixtures: skip-dirty-off is its
@@ -143,6 +150,12 @@ perm-upgrade)
 	KNOB=perm_upgrade_skip_zap
 	FIXTURE=bgsnapshot-perm-upgrade
 	POLICY=perm-upgrade ;;
+perm-upgrade-write)
+	WORKLOAD=bgsnapshot
+	WARGS=(--access write64 --mode perpage)
+	KNOB=perm_upgrade_skip_zap
+	FIXTURE=
+	POLICY=perm-upgrade ;;
 nx-readlock)
 	WORKLOAD=nxrecovery
 	WARGS=(--mem 128 --exec 47 --plain 8 --dirty 8)
@@ -165,7 +178,7 @@ selftest-nx-skip-dirty)
 	KNOB=nx_huge_pages_recovery_skip_dirty
 	FIXTURE=
 	POLICY=nx-skip-dirty ;;
-*) echo "ab-repeat.sh: unknown pair '$PAIR' (nx-skip-dirty, perm-upgrade, nx-readlock, selftest-nx-readlock, selftest-nx-skip-dirty)" >&2; exit 2 ;;
+*) echo "ab-repeat.sh: unknown pair '$PAIR' (nx-skip-dirty, perm-upgrade, perm-upgrade-write, nx-readlock, selftest-nx-readlock, selftest-nx-skip-dirty)" >&2; exit 2 ;;
 esac
 read -r -a RUN <<<"$WORKLOAD"
 [ -z "$FIXTURES" ] || [ -n "$FIXTURE" ] ||
