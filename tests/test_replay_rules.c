@@ -976,6 +976,36 @@ static void test_nx_readlock(void)
 	replay_result_free(&r);
 }
 
+/*
+ * Patched: a write-locked batch's worker holds mmu_lock from before its
+ * begin event to after its end.  A vCPU's wait traced between two of
+ * its pages, beginning after the last page so far, waited for the
+ * worker: nx-readlock removes it.  Before, a wait counted as inside a
+ * batch only up to the batch's last traced event, so this one stayed.
+ */
+static void test_nx_readlock_between_pages(void)
+{
+	struct replay_result b, r;
+	struct model_event *e;
+
+	nev = 0;
+	memslot(0);
+	nx_split(0x200);
+	nx_split(0x400);
+	nx_phase(MEV_NX_BEGIN, MEV_LOCK_WRITE, 2);
+	nx_recover(0x200);
+	e = ev(MEV_LOCK_WAIT, VCPU);            /* from 0.5 ms after it */
+	e->u.lock.wait_ns = 500000;
+	nx_recover(0x400);
+	nx_phase(MEV_NX_END, MEV_LOCK_WRITE, 0);        /* none left */
+	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
+	CHECK(b.mismatches_total == 0 && b.lock_wait_ns == 500000);
+	CHECK(run(&policy_nx_readlock, &r) == REPLAY_OK);
+	CHECK(r.lock_wait_ns == 0 && r.lock_wait_removed_ns == 500000);
+	replay_result_free(&b);
+	replay_result_free(&r);
+}
+
 static void test_self_check_fails(void)
 {
 	struct replay_result b;
@@ -2737,6 +2767,8 @@ static const struct scenario {
 	{ "collapse_takes_kept_tables", test_collapse_kept },
 	{ "window_walk_passes_huge_leaf", test_window_walk_huge },
 	{ "nx_readlock_removes_lock_wait", test_nx_readlock },
+	{ "nx_readlock_removes_wait_between_pages",
+	  test_nx_readlock_between_pages },
 	{ "combined_policies_each_decide", test_policy_combined },
 	{ "nx_period_skips_batches", test_nx_period },
 	{ "nx_snapshot_late_split_settled", test_nx_snapshot },

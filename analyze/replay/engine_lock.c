@@ -40,20 +40,28 @@ static int64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
  * Time [from, to) spends inside the current and the last recovery batch
  * that held mmu_lock for write; run_only: only batches the policy's
  * worker runs.  A batch traced as read-locked (the patched begin event's
- * lock mode) makes no vCPU wait: faults take the lock for read too.
+ * lock mode) makes no vCPU wait: faults take the lock for read too.  A
+ * batch whose begin was traced and whose end is not yet holds the lock
+ * until now: the worker takes it before its begin event and lets it go
+ * after its end (a wait traced between two of its pages, after the
+ * last one so far, waited for it all the same).
  */
 static int64_t recovery_overlap(struct engine *e, int64_t from, int64_t to,
 				int run_only)
 {
 	const struct batch *b[2] = { &e->batch, &e->last_batch };
-	int64_t o = 0;
+	int64_t o = 0, end;
 	int i;
 
-	for (i = 0; i < 2; i++)
-		if (b[i]->batch_active && !b[i]->batch_read_lock &&
-		    !(run_only && b[i]->batch_skipped))
-			o += overlap(from, to, b[i]->batch_start_ts,
-				     b[i]->batch_last_ts);
+	for (i = 0; i < 2; i++) {
+		if (!b[i]->batch_active || b[i]->batch_read_lock ||
+		    (run_only && b[i]->batch_skipped))
+			continue;
+		end = b[i]->batch_last_ts;
+		if (b[i] == &e->batch && b[i]->batch_measured && to > end)
+			end = to;
+		o += overlap(from, to, b[i]->batch_start_ts, end);
+	}
 	return o;
 }
 
