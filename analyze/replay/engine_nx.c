@@ -268,18 +268,37 @@ static void guess_touch(void *arg, uint64_t val)
 		w->e->nomem = 1;
 }
 
+/*
+ * Marks list l's guessed regions that [gs, ge) meets.  Runs for every
+ * range of every invalidation: a range of few 2M regions looks each up
+ * (most invalidations cover a page or a few), else the guesses are
+ * walked; either way the cost is at most the smaller count.
+ */
+static void guess_touch_list(struct guess_touch *w, struct nx_splits *l)
+{
+	uint64_t key = tdp_align(w->gs, TDP_LEVEL_4K + 1);
+	uint64_t regions = (w->ge - key + TDP_TABLE_ENTRIES - 1) /
+		TDP_TABLE_ENTRIES;
+
+	w->l = l;
+	if (!l->nguessed)
+		return;
+	if (regions > (uint64_t)l->nguessed) {
+		u64map_each(&l->guessed, guess_touch, w);
+		return;
+	}
+	for (; key < w->ge; key += TDP_TABLE_ENTRIES)
+		guess_touch(w, u64map_get(&l->guessed, key));
+}
+
 void nx_guess_touch(struct engine *e, uint64_t gs, uint64_t ge)
 {
 	struct guess_touch w = { e, NULL, gs, ge };
 
-	if (!engine_rule(e, RULE_NX_GUESS_SHOWN))
+	if (!engine_rule(e, RULE_NX_GUESS_SHOWN) || ge <= gs)
 		return;
-	w.l = &e->nx_traced;
-	if (w.l->nguessed)
-		u64map_each(&w.l->guessed, guess_touch, &w);
-	w.l = &e->nx_policy;
-	if (w.l->nguessed)
-		u64map_each(&w.l->guessed, guess_touch, &w);
+	guess_touch_list(&w, &e->nx_traced);
+	guess_touch_list(&w, &e->nx_policy);
 }
 
 /*
