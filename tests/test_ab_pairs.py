@@ -225,15 +225,19 @@ def pair_check(kver, pair, policy):
         nb = q(b, "SELECT count(*) FROM fault")
         effect(pair + " faults", p["faults"], base["faults"], nb, 0.05 * nb)
         # mmu_lock waits: the kept invalidations no longer hold the
-        # write lock to walk, zap and flush, only to decide.  When an
+        # write lock to zap and flush, only to decide.  When an
         # invalidation let the lock go no event says (after its flush's
         # IPIs, before its thread's next event), nor when a recorded
         # walk would have decided, so the prediction is a range: 6.1 A
-        # 33.1 ms, B 8.9 ms, predicted 0.3-5.7 ms; 6.12 A 574.2 ms, B
-        # 15.4 ms, predicted 22.6-137.1 ms.
+        # 33.1 ms, B 8.9 ms, predicted 1.5-2.4 ms; 6.12 A 574.2 ms, B
+        # 15.4 ms, predicted 52.8-74.5 ms.  The tolerance is a quarter
+        # of A's: B's own waits vary by more than that run to run (6.1
+        # run sets: 20.5-147.6 ms, bench/results/ab-lock-holds-
+        # 2026-12-05.txt), and 6.8 ms of the 6.1 fixture B's are 10
+        # waits that overlap no traced invalidation.
         effect_range(pair + " lock wait ms", p["lock_wait_min_ms"],
                      p["lock_wait_ms"], base["lock_wait_ms"], q(b, waits),
-                     0.10 * q(a, waits))
+                     0.25 * q(a, waits))
     else:
         # The effect where the knob acts: faults taken while dirty
         # logging was on, A minus B, against the faults the policy avoids

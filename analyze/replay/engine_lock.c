@@ -78,11 +78,21 @@ static int window_held_lock(const struct engine *e,
 		(!e->scan->seen[MEV_UNMAP_DECISION] && t->win_nranges > 0);
 }
 
+/* Returns whether window t's range lies within one 2 MiB block: its
+ * walk meets one table at most. */
+static int window_one_block(const struct thread_ctx *t)
+{
+	return t->win_hva_end > t->win_hva_start &&
+		t->win_hva_start >> 21 == (t->win_hva_end - 1) >> 21;
+}
+
 /*
- * Returns whether the policy takes away the hold of t, a window or a
- * recovered page: it keeps the context's zaps, and the recorded kernel
- * did the work (a window: walked a range that met a memslot, zapped or
- * not; a page: zapped it).
+ * Returns whether the policy takes away (part of) the hold of t, a
+ * window or a recovered page: it keeps the context's zaps, and the
+ * recorded kernel did work the policy does not (a window: zapped, or
+ * walked more than one table of a range that met a memslot; a page:
+ * zapped it).  A window that zapped nothing within one 2 MiB block held
+ * the lock as a kept one does: its waits stay (window_keep_to()).
  */
 static int hold_removed(const struct engine *e, const struct thread_ctx *t)
 {
@@ -90,7 +100,8 @@ static int hold_removed(const struct engine *e, const struct thread_ctx *t)
 		return 0;
 	if (t->ctx_kind != CTX_WINDOW || t->ctx_observed > 0)
 		return t->ctx_observed > 0;
-	return window_held_lock(e, t) && !t->win_decided_keep;
+	return window_held_lock(e, t) && !t->win_decided_keep &&
+		(!window_one_block(t) || t->win_first_ts != t->win_decided_ts);
 }
 
 void engine_on_unmap_decision(struct thread_ctx *t,
@@ -98,6 +109,8 @@ void engine_on_unmap_decision(struct thread_ctx *t,
 {
 	if (t->ctx_kind != CTX_WINDOW)
 		return;
+	if (!t->win_decided)
+		t->win_decided_ts = ev->ts;
 	t->win_decided = 1;
 	t->win_decided_keep |= ev->u.unmap.decision == MEV_UNMAP_SKIPPED;
 	if (!t->win_first_ts)
@@ -112,10 +125,18 @@ void engine_on_unmap_decision(struct thread_ctx *t,
  * a kept invalidation takes the lock and decides at once, where the
  * recorded kernel went on to walk, zap and flush.  No event dates that
  * decision in a recorded walk; it comes before the window's first change
- * under the lock, and is taken as at most the capture's median span to
- * one (scan.h keep_hold_ns: the lock, kvm_mmu_invalidate_begin() and
- * the walk down to the first leaf), so a long walk's waits go and a
- * short one's stay.
+ * under the lock (its first zap, or its decision after a walk that found
+ * nothing).  A range within one 2 MiB block walks one table at most: its
+ * span to the first change is the lock, kvm_mmu_invalidate_begin() and
+ * the delays the host adds (a notifier thread preempted under the lock
+ * holds it for milliseconds), which a kept hold meets as well, so it is
+ * kept whole.  A longer range's span is taken as at most the 99th
+ * percentile of those (scan.h keep_hold_ns): the rest was its walk.
+ * Before, any span was cut to the capture's median, and a single page's
+ * walk that found nothing lost its hold after the decision: on fresh run
+ * sets whose upgrades zapped nothing (bgsnapshot --access write64), B's
+ * waits stayed A's while the what-if took away nine tenths of them, the
+ * few long holds of single pages that a host's delays make.
  */
 static int64_t window_keep_to(const struct engine *e,
 			      const struct thread_ctx *t)
@@ -124,7 +145,8 @@ static int64_t window_keep_to(const struct engine *e,
 		t->win_first_ts - t->ctx_ts : 0;
 	int64_t hold = e->scan->keep_hold_ns;
 
-	return t->ctx_ts + (own < hold ? own : hold);
+	return t->ctx_ts + (!window_one_block(t) && hold && hold < own ?
+			    hold : own);
 }
 
 void lock_holder_push(struct engine *e, const struct thread_ctx *t)
@@ -142,6 +164,10 @@ void lock_holder_push(struct engine *e, const struct thread_ctx *t)
 		e->last_thread == t && e->ev->ts > h->hold_to ?
 		e->ev->ts : h->hold_to;
 	h->hold_page = t->ctx_kind == CTX_RECOVERY;
+	/* A window that flushed held the lock through the flush's IPIs,
+	 * after its last event: a wait there waited for it. */
+	if (!h->hold_page && t->ctx_flushes > 0)
+		h->hold_to = h->hold_to_max;
 	h->hold_removed = hold_removed(e, t);
 	h->hold_keep_to = h->hold_removed && !h->hold_page ?
 		window_keep_to(e, t) : h->hold_from;
@@ -191,7 +217,8 @@ static void holders_overlap(struct engine *e, int64_t from, int64_t to,
 		if (!window_held_lock(e, t))
 			continue;
 		removed = hold_removed(e, t);
-		o = overlap(from, to, t->ctx_ts, longest ? to : t->ctx_last_ts);
+		o = overlap(from, to, t->ctx_ts,
+			    longest || t->ctx_flushes > 0 ? to : t->ctx_last_ts);
 		*(removed ? &w->win_removed : &w->win_kept) += o;
 		if (o && removed && window_keep_to(e, t) > w->keep_to)
 			w->keep_to = window_keep_to(e, t);

@@ -23,6 +23,6 @@ const struct policy policy_perm_upgrade = {
 	.limits = "the waits that the short mmu_lock hold of a kept "
 		  "invalidation (the kernel still takes the lock to "
 		  "decide) makes where the recorded vCPUs did not wait; "
-		  "that hold is taken as at most the capture's median "
-		  "time to a first zap",
+		  "that hold is taken as the recorded one up to its first "
+		  "zap",
 };

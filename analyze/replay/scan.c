@@ -75,8 +75,8 @@ struct scan_pass {
 	int32_t sweep_tid;
 	struct scan_interval *swept;
 	size_t nswept, capswept;
-	/* Windows' start to first change under mmu_lock (keep_hold_ns), in
-	 * HOLD_BUCKET_NS buckets; the last: that long or longer. */
+	/* Windows' start to first change under mmu_lock (keep_hold_ns):
+	 * window_held()'s buckets. */
 	uint32_t *holds;
 	int64_t nholds;
 	struct scan_thread *last_thread;        /* thread_get()'s last answer */
@@ -84,33 +84,50 @@ struct scan_pass {
 };
 
 
-#define HOLD_BUCKET_NS 100
-#define HOLD_BUCKETS 10000              /* 1 ms */
+/*
+ * The spans of keep_hold_ns: 100 ns buckets to 1 ms, then 10 us buckets
+ * to 100 ms; the last holds that long or longer.
+ */
+#define HOLD_FINE_NS 100
+#define HOLD_FINE 10000
+#define HOLD_COARSE_NS 10000
+#define HOLD_BUCKETS (HOLD_FINE + 9900)
 
-/* Window t's first change under mmu_lock, at ts (see keep_hold_ns). */
+/* Window t's first change under mmu_lock, at ts (see keep_hold_ns):
+ * counted for a range within one 2 MiB block (its walk meets one table
+ * at most). */
 static void window_held(struct scan_pass *p, struct scan_thread *t,
 			int64_t ts)
 {
-	int64_t b;
+	int64_t span, b;
 
 	if (!t->in_window || t->w_held)
 		return;
 	t->w_held = 1;
-	b = ts > t->w_ts ? (ts - t->w_ts) / HOLD_BUCKET_NS : 0;
+	if (t->he <= t->hs || t->hs >> 21 != (t->he - 1) >> 21)
+		return;
+	span = ts > t->w_ts ? ts - t->w_ts : 0;
+	b = span < (int64_t)HOLD_FINE * HOLD_FINE_NS ? span / HOLD_FINE_NS :
+		HOLD_FINE + (span - (int64_t)HOLD_FINE * HOLD_FINE_NS) /
+		HOLD_COARSE_NS;
 	p->holds[b < HOLD_BUCKETS ? b : HOLD_BUCKETS - 1]++;
 	p->nholds++;
 }
 
-/* Returns the median of the holds (keep_hold_ns), to a bucket. */
-static int64_t holds_median(const struct scan_pass *p)
+/* Returns the 99th percentile of the holds (keep_hold_ns), to the end
+ * of its bucket; 0: none. */
+static int64_t holds_p99(const struct scan_pass *p)
 {
 	int64_t seen = 0;
 	size_t i;
 
 	for (i = 0; i < HOLD_BUCKETS && p->nholds; i++) {
 		seen += p->holds[i];
-		if (2 * seen >= p->nholds)
-			return ((int64_t)i + 1) * HOLD_BUCKET_NS;
+		if (100 * seen < 99 * p->nholds)
+			continue;
+		return i < HOLD_FINE ? ((int64_t)i + 1) * HOLD_FINE_NS :
+			(int64_t)HOLD_FINE * HOLD_FINE_NS +
+			((int64_t)(i - HOLD_FINE) + 1) * HOLD_COARSE_NS;
 	}
 	return 0;
 }
@@ -646,7 +663,7 @@ enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 	ptrmap_each(&p.threads, close_each, &p);
 	if (finish(&p, last_seq) < 0)
 		goto end;
-	out->keep_hold_ns = holds_median(&p);
+	out->keep_hold_ns = holds_p99(&p);
 	st = SCAN_OK;
 end:
 	ptrmap_free_values(&p.threads);

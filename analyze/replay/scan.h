@@ -88,12 +88,14 @@ struct scan {
 	/* A leaf above 4K shows in the trace: the VM's memory can be
 	 * mapped huge (host THP or hugetlbfs). */
 	int huge_leaves;
-	/* The median time from an invalidation's start to its first change
-	 * under mmu_lock (its first zap; where it zapped nothing, the
-	 * decision the patched kernel traces after the walk): the lock,
-	 * kvm_mmu_invalidate_begin() and the walk down to the first leaf.
-	 * What a policy that keeps the range's SPTEs still holds the lock
-	 * for, at most (engine_lock.c).  0: no window showed one. */
+	/* The 99th percentile of the time from an invalidation's start to
+	 * its first change under mmu_lock (its first zap; where it zapped
+	 * nothing, the decision the patched kernel traces after the walk),
+	 * over the invalidations whose range lies within one 2 MiB block:
+	 * the lock, kvm_mmu_invalidate_begin() and a walk of one table at
+	 * most, and the delays the host adds to them.  What a policy that
+	 * keeps the range's SPTEs still holds the lock for, at most
+	 * (engine_lock.c).  0: no such window showed one. */
 	int64_t keep_hold_ns;
 	int seen[MEV_KINDS];            /* event kinds present */
 };
