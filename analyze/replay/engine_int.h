@@ -177,8 +177,9 @@ struct thread_ctx {
 	 * whether the recorded kernel kept the range's SPTEs. */
 	int win_decided, win_decided_keep;
 	/* Its first change under the lock: its first zap, or the decision
-	 * (0: none yet); and its first decision's; engine_lock.c. */
-	int64_t win_first_ts, win_decided_ts;
+	 * (0: none yet); whether it zapped a leaf; engine_lock.c. */
+	int64_t win_first_ts;
+	int win_zapped;
 	/* CTX_FAULT */
 	int fault_fetch;                /* the open fault is an exec fault */
 	int fault_write;                /* ... a write fault */

@@ -101,7 +101,7 @@ static int hold_removed(const struct engine *e, const struct thread_ctx *t)
 	if (t->ctx_kind != CTX_WINDOW || t->ctx_observed > 0)
 		return t->ctx_observed > 0;
 	return window_held_lock(e, t) && !t->win_decided_keep &&
-		(!window_one_block(t) || t->win_first_ts != t->win_decided_ts);
+		(t->win_zapped || !window_one_block(t));
 }
 
 void engine_on_unmap_decision(struct thread_ctx *t,
@@ -109,8 +109,6 @@ void engine_on_unmap_decision(struct thread_ctx *t,
 {
 	if (t->ctx_kind != CTX_WINDOW)
 		return;
-	if (!t->win_decided)
-		t->win_decided_ts = ev->ts;
 	t->win_decided = 1;
 	t->win_decided_keep |= ev->u.unmap.decision == MEV_UNMAP_SKIPPED;
 	if (!t->win_first_ts)

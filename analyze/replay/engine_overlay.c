@@ -558,8 +558,11 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	if (was_leaf && !is_present) {
 		e->res->zaps_observed++;
 		t->ctx_last_ts = ev->ts;
-		if (t->ctx_kind == CTX_WINDOW && !t->win_first_ts)
-			t->win_first_ts = ev->ts;
+		if (t->ctx_kind == CTX_WINDOW) {
+			t->win_zapped = 1;
+			if (!t->win_first_ts)
+				t->win_first_ts = ev->ts;
+		}
 		if (t->ctx_kind == CTX_TEARDOWN ||
 		    t->ctx_kind == CTX_RECOVERY) {
 			t->ctx_walk_next = gfn + tdp_level_pages(level);

@@ -152,7 +152,8 @@ void engine_on_notifier(struct engine *e, struct thread_ctx *t,
 	t->win_racing = 0;
 	t->win_walked = 0;
 	t->win_decided = t->win_decided_keep = 0;
-	t->win_first_ts = t->win_decided_ts = 0;
+	t->win_first_ts = 0;
+	t->win_zapped = 0;
 	t->win_hva_start = ev->u.notifier.hva_start;
 	t->win_hva_end = ev->u.notifier.hva_end;
 	slots_hva_to_gfn(&e->slots, ev->u.notifier.hva_start,
