@@ -337,7 +337,8 @@ struct lock_holder {
 	 * flush's IPIs, which no event dates). */
 	int64_t hold_from, hold_to, hold_to_max;
 	int hold_page;                  /* a recovery page, not a window */
-	int hold_removed;
+	int hold_removed;               /* for the most left ... */
+	int hold_removed_least;         /* ... and for the least */
 	/* Removed: the lock is still held until hold_keep_to (a kept
 	 * invalidation takes it to decide; hold_from: not at all). */
 	int64_t hold_keep_to;

@@ -92,16 +92,20 @@ static int window_one_block(const struct thread_ctx *t)
  * recorded kernel did work the policy does not (a window: zapped, or
  * walked more than one table of a range that met a memslot; a page:
  * zapped it).  A window that zapped nothing within one 2 MiB block held
- * the lock as a kept one does: its waits stay (window_keep_to()).
+ * the lock about as a kept one does: its waits stay for the most left
+ * (window_keep_to()), and go for the least (least: a kept invalidation
+ * taken to hold the lock not at all; its walk of one table is all the
+ * difference, and no event dates the walk's end in the recorded hold).
  */
-static int hold_removed(const struct engine *e, const struct thread_ctx *t)
+static int hold_removed(const struct engine *e, const struct thread_ctx *t,
+			int least)
 {
 	if (!t->ctx_keep)
 		return 0;
 	if (t->ctx_kind != CTX_WINDOW || t->ctx_observed > 0)
 		return t->ctx_observed > 0;
 	return window_held_lock(e, t) && !t->win_decided_keep &&
-		(t->win_zapped || !window_one_block(t));
+		(least || t->win_zapped || !window_one_block(t));
 }
 
 void engine_on_unmap_decision(struct thread_ctx *t,
@@ -166,7 +170,8 @@ void lock_holder_push(struct engine *e, const struct thread_ctx *t)
 	 * after its last event: a wait there waited for it. */
 	if (!h->hold_page && t->ctx_flushes > 0)
 		h->hold_to = h->hold_to_max;
-	h->hold_removed = hold_removed(e, t);
+	h->hold_removed = hold_removed(e, t, 0);
+	h->hold_removed_least = hold_removed(e, t, 1);
 	h->hold_keep_to = h->hold_removed && !h->hold_page ?
 		window_keep_to(e, t) : h->hold_from;
 }
@@ -205,7 +210,8 @@ static void holders_overlap(struct engine *e, int64_t from, int64_t to,
 			*(h->hold_removed ? &w->page_removed :
 			  &w->page_kept) += o;
 		else
-			*(h->hold_removed ? &w->win_removed :
+			*((longest ? h->hold_removed_least :
+			   h->hold_removed) ? &w->win_removed :
 			  &w->win_kept) += o;
 		if (o && h->hold_removed && h->hold_keep_to > w->keep_to)
 			w->keep_to = h->hold_keep_to;
@@ -214,7 +220,7 @@ static void holders_overlap(struct engine *e, int64_t from, int64_t to,
 		t = e->open_windows[j];
 		if (!window_held_lock(e, t))
 			continue;
-		removed = hold_removed(e, t);
+		removed = hold_removed(e, t, longest);
 		o = overlap(from, to, t->ctx_ts,
 			    longest || t->ctx_flushes > 0 ? to : t->ctx_last_ts);
 		*(removed ? &w->win_removed : &w->win_kept) += o;
