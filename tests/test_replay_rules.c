@@ -1661,24 +1661,44 @@ static void test_policy_adds_faults(void)
 	replay_result_free(&p);
 }
 
+static void unmap_decision(uint64_t gfn, int decision);
+
+/*
+ * A single-page upgrade invalidation, under whose lock a vCPU's write
+ * fault on gfn 6 waits 1.5 ms (from 0.5 ms after the fault): zap, it
+ * zaps gfn 5's read-only leaf; else its walk of gfn 7 finds nothing
+ * (the decision traced after it).
+ */
+static void kept_window_wait_scenario(int zap)
+{
+	struct model_event *e;
+
+	nev = 0;
+	ts_shift = 0;
+	memslot(0);
+	mapped(6, RO_4K);
+	if (zap)
+		mapped(5, RO_4K);
+	notifier(zap ? 5 : 7, 1);                       /* upgrade */
+	fault(6, MEV_PFERR_USER | MEV_PFERR_WRITE | MEV_PFERR_PRESENT);
+	if (zap)
+		spte(VMM, 1, 5, RO_4K, 0);              /* under the lock */
+	else
+		unmap_decision(7, MEV_UNMAP_ZAPPED);    /* after the walk */
+	e = ev(MEV_LOCK_WAIT, VCPU);                    /* waited for it */
+	e->u.lock.wait_ns = 1500000;
+	e->u.lock.gfn = 6;
+	spte(VCPU, 1, 6, RO_4K, RW_4K);
+	entry();
+	syscall_exit(VMM);
+}
+
 static void test_lock_wait_kept_window(void)
 {
 	struct replay_result b, p;
 	struct model_event *e;
 
-	nev = 0;
-	memslot(0);
-	mapped(5, RO_4K);
-	mapped(6, RO_4K);
-	notifier(5, 1);                                 /* upgrade */
-	fault(6, MEV_PFERR_USER | MEV_PFERR_WRITE | MEV_PFERR_PRESENT);
-	spte(VMM, 1, 5, RO_4K, 0);                      /* under the lock */
-	e = ev(MEV_LOCK_WAIT, VCPU);                    /* waited for it */
-	e->u.lock.wait_ns = 1500000;    /* from 0.5 ms after the fault */
-	e->u.lock.gfn = 6;
-	spte(VCPU, 1, 6, RO_4K, RW_4K);
-	entry();
-	syscall_exit(VMM);
+	kept_window_wait_scenario(1);
 	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
 	CHECK(b.mismatches_total == 0 && b.lock_wait_ns == 1500000 &&
 	      b.lock_wait_removed_ns == 0);
@@ -1810,21 +1830,8 @@ static void test_lock_wait_kept_empty_walk(void)
 static void test_lock_wait_kept_single_page_walk(void)
 {
 	struct replay_result b, p;
-	struct model_event *e;
 
-	nev = 0;
-	ts_shift = 0;
-	memslot(0);
-	mapped(6, RO_4K);
-	notifier(7, 1);                                 /* nothing mapped */
-	fault(6, MEV_PFERR_USER | MEV_PFERR_WRITE | MEV_PFERR_PRESENT);
-	unmap_decision(7, MEV_UNMAP_ZAPPED);            /* after the walk */
-	e = ev(MEV_LOCK_WAIT, VCPU);
-	e->u.lock.wait_ns = 1500000;            /* from 0.5 ms after the fault */
-	e->u.lock.gfn = 6;
-	spte(VCPU, 1, 6, RO_4K, RW_4K);
-	entry();
-	syscall_exit(VMM);
+	kept_window_wait_scenario(0);
 	CHECK(run(&policy_baseline, &b) == REPLAY_OK);
 	CHECK(b.mismatches_total == 0 && b.lock_wait_ns == 1500000 &&
 	      b.lock_wait_min_ns == 1500000);
