@@ -229,8 +229,8 @@ def pair_check(kver, pair, policy):
         # invalidation let the lock go no event says (after its flush's
         # IPIs, before its thread's next event), nor when a recorded
         # walk would have decided, so the prediction is a range: 6.1 A
-        # 33.1 ms, B 8.9 ms, predicted 1.5-2.4 ms; 6.12 A 574.2 ms, B
-        # 15.4 ms, predicted 52.8-74.5 ms.  The tolerance is a quarter
+        # 33.1 ms, B 8.9 ms, predicted 0.3-2.4 ms; 6.12 A 574.2 ms, B
+        # 15.4 ms, predicted 22.6-74.5 ms.  The tolerance is a quarter
         # of A's: B's own waits vary by more than that run to run (6.1
         # run sets: 20.5-147.6 ms, bench/results/ab-lock-holds-
         # 2026-12-05.txt), and 6.8 ms of the 6.1 fixture B's are 10
