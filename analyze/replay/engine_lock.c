@@ -29,6 +29,11 @@
 
 #include <string.h>
 
+static int64_t max64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
 static int64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
 {
 	int64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
@@ -78,14 +83,6 @@ static int window_held_lock(const struct engine *e,
 		(!e->scan->seen[MEV_UNMAP_DECISION] && t->win_nranges > 0);
 }
 
-/* Returns whether window t's range lies within one 2 MiB block: its
- * walk meets one table at most. */
-static int window_one_block(const struct thread_ctx *t)
-{
-	return t->win_hva_end > t->win_hva_start &&
-		t->win_hva_start >> 21 == (t->win_hva_end - 1) >> 21;
-}
-
 /*
  * Returns whether the policy takes away (part of) the hold of t, a
  * window or a recovered page: it keeps the context's zaps, and the
@@ -105,7 +102,8 @@ static int hold_removed(const struct engine *e, const struct thread_ctx *t,
 	if (t->ctx_kind != CTX_WINDOW || t->ctx_observed > 0)
 		return t->ctx_observed > 0;
 	return window_held_lock(e, t) && !t->win_decided_keep &&
-		(least || t->win_zapped || !window_one_block(t));
+		(least || t->win_zapped ||
+		 !scan_one_block(t->win_hva_start, t->win_hva_end));
 }
 
 void engine_on_unmap_decision(struct thread_ctx *t,
@@ -147,8 +145,9 @@ static int64_t window_keep_to(const struct engine *e,
 		t->win_first_ts - t->ctx_ts : 0;
 	int64_t hold = e->scan->keep_hold_ns;
 
-	return t->ctx_ts + (!window_one_block(t) && hold && hold < own ?
-			    hold : own);
+	return t->ctx_ts +
+		(!scan_one_block(t->win_hva_start, t->win_hva_end) && hold &&
+		 hold < own ? hold : own);
 }
 
 void lock_holder_push(struct engine *e, const struct thread_ctx *t)
@@ -213,8 +212,8 @@ static void holders_overlap(struct engine *e, int64_t from, int64_t to,
 			*((longest ? h->hold_removed_least :
 			   h->hold_removed) ? &w->win_removed :
 			  &w->win_kept) += o;
-		if (o && h->hold_removed && h->hold_keep_to > w->keep_to)
-			w->keep_to = h->hold_keep_to;
+		if (o && h->hold_removed && !longest)
+			w->keep_to = max64(w->keep_to, h->hold_keep_to);
 	}
 	for (j = 0; j < e->nopen_windows; j++) {
 		t = e->open_windows[j];
@@ -224,8 +223,8 @@ static void holders_overlap(struct engine *e, int64_t from, int64_t to,
 		o = overlap(from, to, t->ctx_ts,
 			    longest || t->ctx_flushes > 0 ? to : t->ctx_last_ts);
 		*(removed ? &w->win_removed : &w->win_kept) += o;
-		if (o && removed && window_keep_to(e, t) > w->keep_to)
-			w->keep_to = window_keep_to(e, t);
+		if (o && removed && !longest)
+			w->keep_to = max64(w->keep_to, window_keep_to(e, t));
 	}
 }
 

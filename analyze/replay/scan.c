@@ -104,7 +104,7 @@ static void window_held(struct scan_pass *p, struct scan_thread *t,
 	if (!t->in_window || t->w_held)
 		return;
 	t->w_held = 1;
-	if (t->he <= t->hs || t->hs >> 21 != (t->he - 1) >> 21)
+	if (!scan_one_block(t->hs, t->he))
 		return;
 	span = ts > t->w_ts ? ts - t->w_ts : 0;
 	b = span < (int64_t)HOLD_FINE * HOLD_FINE_NS ? span / HOLD_FINE_NS :

@@ -112,6 +112,13 @@ enum scan_status {
 enum scan_status scan_run(struct source *src, const struct spte_format *fmt,
 			  int upgrade_cause, int dirty_sweep, struct scan *out);
 void scan_free(struct scan *sc);
+/* Returns whether the hva range [hs, he) lies within one 2 MiB block:
+ * an invalidation's walk of it meets one table at most (keep_hold_ns
+ * counts those; engine_lock.c keeps their holds). */
+static inline int scan_one_block(uint64_t hs, uint64_t he)
+{
+	return he > hs && hs >> 21 == (he - 1) >> 21;
+}
 /* Was the invalidation starting at seq a pure upgrade? */
 int scan_is_upgrade(const struct scan *sc, uint64_t seq);
 /* Was dirty logging on at seq (stock inference)? */
