@@ -75,7 +75,8 @@ enum policy_figure_kind replay_metrics_figure_kind(
 	if (k != POLICY_FIGURE_PREDICTED)
 		return k;
 	if ((fig == POLICY_FIG_FAULTS && m->v[RM_FAULTS_UNDECIDED] > 0) ||
-	    (fig == POLICY_FIG_LOCK_WAITS &&
+	    ((fig == POLICY_FIG_LOCK_WAITS ||
+	      fig == POLICY_FIG_LOCK_WAIT_COUNT) &&
 	     m->v[RM_LOCK_WAIT_MIN_MS] < m->v[RM_LOCK_WAIT_MS]))
 		return POLICY_FIGURE_ONE_SIDED;
 	return k;

@@ -72,6 +72,8 @@ enum policy_figure {
 	 * service times, and the probe's samples. */
 	POLICY_FIG_NPF_LATENCY = 1 << 4,
 	POLICY_FIG_PROBE_LATENCY = 1 << 5,
+	/* How many vCPU waits for mmu_lock (their time: LOCK_WAITS). */
+	POLICY_FIG_LOCK_WAIT_COUNT = 1 << 6,
 };
 
 /* What a what-if figure is, X(enumerator, name in reports). */

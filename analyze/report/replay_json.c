@@ -27,6 +27,7 @@ char *report_replay_json(const struct replay_metrics *m, int n,
 		{ "leaf_zaps", POLICY_FIG_LEAF_ZAPS },
 		{ "tlb_flushes", POLICY_FIG_TLB_FLUSHES },
 		{ "lock_wait_ms", POLICY_FIG_LOCK_WAITS },
+		{ "lock_waits", POLICY_FIG_LOCK_WAIT_COUNT },
 		{ "npf_service", POLICY_FIG_NPF_LATENCY },
 		{ "probe", POLICY_FIG_PROBE_LATENCY },
 	};

@@ -30,7 +30,7 @@
 #define REPORT_JSON_SCHEMA_LIST(X) \
 	X(REPORT_JSON_SUMMARY, "mmureplay-summary", 6) \
 	X(REPORT_JSON_FIDELITY, "mmureplay-fidelity", 8) \
-	X(REPORT_JSON_REPLAY, "mmureplay-replay", 10) \
+	X(REPORT_JSON_REPLAY, "mmureplay-replay", 11) \
 	X(REPORT_JSON_SPIKES, "mmureplay-spikes", 2) \
 	X(REPORT_JSON_COMPARE, "mmureplay-compare", 5)
 

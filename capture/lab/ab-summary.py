@@ -94,10 +94,20 @@ FIGURES = [
     ("faults", "faults", "faults", "n"),
     ("leaf_zaps", "leaf zaps", "leaf_zaps", "n"),
     ("tlb_flushes", "tlb flush", "tlb_flushes", "n"),
-    ("lock_waits", "lock waits", "lock_wait_ms", "n"),
+    ("lock_waits", "lock waits", "lock_waits", "n"),
     ("lock_wait_ms", "lock ms", "lock_wait_ms", "ms"),
 ]
 FIG_KEYS = [f[0] for f in FIGURES] + ["probe_samples"]
+
+
+def kind_of(run, kkey):
+    """The what-if's figure_kind kkey of a run; an analyzer before
+    replay schema 11 gave the count of lock waits no kind of its own:
+    that of their time."""
+    kinds = run["whatif_kind"]
+    if kkey == "lock_waits" and kkey not in kinds:
+        kkey = "lock_wait_ms"
+    return kinds.get(kkey, "?")
 NBSP = "\u00a0"   # keeps a figure's label on one line when wrapped
 
 
@@ -538,13 +548,13 @@ def figures_table(lines, runs, summary, policy):
     for key, label, kkey, unit in FIGURES:
         vals = [r["whatif"][key] for r in preds if key in r["whatif"]]
         bvals = [r["figures"][key] for r in bs if key in r["figures"]]
-        kinds = sorted(set(r["whatif_kind"].get(kkey, "?") for r in preds
+        kinds = sorted(set(kind_of(r, kkey) for r in preds
                            if key in r["whatif"]))
         kind = kinds[0] if len(kinds) == 1 else ("mixed" if kinds else "-")
         if len(kinds) > 1:
             how = ", ".join("%s%sin%s%d" % (k, NBSP, NBSP, sum(
                 1 for r in preds if key in r["whatif"]
-                and r["whatif_kind"].get(kkey, "?") == k)) for k in kinds)
+                and kind_of(r, kkey) == k)) for k in kinds)
             mixed.setdefault(how, []).append(label.replace(" ", NBSP))
         w, b = stats(vals), stats(bvals)
         inside = sum(1 for v in vals if b and in_range(v, b["min"], b["max"]))
@@ -594,8 +604,8 @@ def figures_table(lines, runs, summary, policy):
         "replay's figure_kind: predicted; one_sided = predicted as a "
         "bound, at most; restated = A's own figure; "
         "not_modelled = the replay misses part of what the policy does "
-        "to it, so no prediction.  lock waits (vCPU waits for mmu_lock) "
-        "take the kind of lock ms (their time)."
+        "to it, so no prediction.  lock waits = vCPU waits for "
+        "mmu_lock, lock ms their time."
         % (policy, len(preds), len(bs), " and ".join(
             {"summary": "the trace: mmureplay summary, the probe's "
                         "samples and the traced lock waits",
