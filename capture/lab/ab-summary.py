@@ -98,6 +98,7 @@ FIGURES = [
     ("lock_wait_ms", "lock ms", "lock_wait_ms", "ms"),
 ]
 FIG_KEYS = [f[0] for f in FIGURES] + ["probe_samples"]
+NBSP = "\u00a0"   # keeps a figure's label on one line when wrapped
 
 
 def kind_of(run, kkey):
@@ -108,7 +109,6 @@ def kind_of(run, kkey):
     if kkey == "lock_waits" and kkey not in kinds:
         kkey = "lock_wait_ms"
     return kinds.get(kkey, "?")
-NBSP = "\u00a0"   # keeps a figure's label on one line when wrapped
 
 
 def read(path, default=None):
