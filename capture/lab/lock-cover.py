@@ -81,22 +81,23 @@ def spans(db, have):
         for ts, tid, vm, phase in db.execute(
                 "SELECT ts, tid, vm, phase FROM notifier ORDER BY seq"):
             if phase == 0:
-                begun.setdefault(tid, ts)
+                begun.setdefault(tid, (ts, vm))
             else:
-                out.append((begun.pop(tid, first), next_of(tid, ts), tid,
-                            vm, "window"))
-        out += [(ts, NEVER, tid, None, "window") for tid, ts in begun.items()]
+                out.append((begun.pop(tid, (first,))[0], next_of(tid, ts),
+                            tid, vm, "window"))
+        out += [(b[0], NEVER, tid, b[1], "window")
+                for tid, b in begun.items()]
     if "nx_recovery" in have:
         begun = {}
         for ts, tid, vm, phase in db.execute(
                 "SELECT ts, tid, vm, phase FROM nx_recovery "
                 "WHERE phase IN (0, 1) ORDER BY seq"):
             if phase == 0:
-                begun[tid] = ts
+                begun[tid] = (ts, vm)
             else:
-                out.append((begun.pop(tid, first), next_of(tid, ts), tid,
-                            vm, "batch"))
-        out += [(ts, NEVER, tid, None, "batch") for tid, ts in begun.items()]
+                out.append((begun.pop(tid, (first,))[0], next_of(tid, ts),
+                            tid, vm, "batch"))
+        out += [(b[0], NEVER, tid, b[1], "batch") for tid, b in begun.items()]
     if "syscall" in have:
         names = dict(db.execute("SELECT id, name FROM raw_event"))
         begun = {}
