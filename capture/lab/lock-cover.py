@@ -155,9 +155,11 @@ def cover(path, slack, nlist):
         raise sqlite3.DatabaseError("not a capture DB (no lock_wait table)")
     waits = db.execute("SELECT seq, ts - wait_ns, ts, wait_ns, tid, vm "
                        "FROM lock_wait ORDER BY seq").fetchall()
-    sp = spans(db, have)
-    at_start = met_by(sp, slack, [(w[1], w[4], w[5]) for w in waits])
-    at_end = met_by(sp, slack, [(w[2], w[4], w[5]) for w in waits])
+    # Both ends of every wait in one sweep.
+    met = met_by(spans(db, have), slack,
+                 [(w[1], w[4], w[5]) for w in waits] +
+                 [(w[2], w[4], w[5]) for w in waits])
+    at_start, at_end = met[:len(waits)], met[len(waits):]
     unmet = [(w, s, e) for w, s, e in zip(waits, at_start, at_end)
              if not s or not e]
     name = os.path.basename(path)
