@@ -1,12 +1,12 @@
 """The HTML report in a real browser (Debian's chromium, headless).
 
 For every fixture: ingest, `mmureplay report`, then chromium loads the
-page from the file and dumps its DOM, logging its console and its
-network (a NetLog).  Checked:
+page from the file (one headless browser for all pages, driven by the
+DevTools protocol over a pipe) and gives its DOM, its console and the
+requests it made.  Checked:
   - no console message at all (errors, warnings, uncaught exceptions);
-  - no network request made for the page (requests whose isolation key
-    is the file:// page; chromium's own background requests have
-    another and are not the page's);
+  - no network request made for the page (the page's own requests;
+    chromium's background requests are not the page target's);
   - the numbers on the rendered page equal `summary --json` of the same
     DB: events, NPF faults, leaf zaps, invalidations (or "unknown"), and
     each latency row's p99;
@@ -15,19 +15,22 @@ network (a NetLog).  Checked:
   - each what-if chart labels both axes with units and draws its
     policy's line in a colour of its own;
   - a screenshot of every fourth report in WORK_DIR/screenshots for
-    people to look at (kept after a pass; each is a second chromium run).
+    people to look at (kept after a pass).
 The checks are shown to bite first: a page with a console error and an
 image from the network must be flagged by the same code.
 
 usage: test_browser.py MMUREPLAY DATA_DIR WORK_DIR
 """
+import base64
 import html
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
+import time
 
 from mmrtest import (check, done_with, extract_fixture, finish, fresh_dir,
                      run, trace_fixtures)
@@ -39,47 +42,139 @@ os.makedirs(shots)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-headless-shell")
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu",
          "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync",
-         "--enable-logging=stderr", "--v=0"]
+         "--disable-component-update", "--disable-sync"]
 
 
-def load(page, netlog, shot=None):
-    """(rendered DOM, console lines, page network URLs) of a file."""
+class Browser:
+    """One headless chromium for every page, driven by the DevTools
+    protocol over --remote-debugging-pipe (JSON messages ending in NUL:
+    the browser reads fd 3 and writes fd 4).  A chromium per page cost
+    two to four seconds of start-up each; the checks are the same."""
+
+    def __init__(self, profile):
+        r3, w3 = os.pipe()
+        r4, w4 = os.pipe()
+
+        def child():
+            # os.pipe()'s ends close on exec; dup2 onto another number
+            # gives 3 and 4 that stay open.
+            a, b = os.dup(r3), os.dup(w4)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+        self.proc = subprocess.Popen(
+            [CHROMIUM] + FLAGS + ["--user-data-dir=" + profile,
+                                  "--remote-debugging-pipe", "about:blank"],
+            preexec_fn=child, close_fds=False, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        os.close(r3)
+        os.close(w4)
+        self.w, self.r = w3, r4
+        self.buf, self.n, self.events = b"", 0, []
+        target = self.call("Target.createTarget",
+                           {"url": "about:blank"})["targetId"]
+        self.sid = self.call("Target.attachToTarget",
+                             {"targetId": target, "flatten": True}
+                             )["sessionId"]
+        for m in ("Page.enable", "Runtime.enable", "Log.enable",
+                  "Network.enable"):
+            self.call(m, page=True)
+
+    def _recv(self, timeout=120):
+        end = time.time() + timeout
+        while b"\0" not in self.buf:
+            left = end - time.time()
+            if left <= 0 or not select.select([self.r], [], [], left)[0]:
+                raise TimeoutError("chromium answered nothing in %d s"
+                                   % timeout)
+            chunk = os.read(self.r, 1 << 20)
+            if not chunk:
+                raise EOFError("chromium closed its pipe")
+            self.buf += chunk
+        msg, self.buf = self.buf.split(b"\0", 1)
+        return json.loads(msg)
+
+    def call(self, method, params=None, page=False):
+        """A command's result; the events that come before it are kept."""
+        self.n += 1
+        msg = {"id": self.n, "method": method, "params": params or {}}
+        if page:
+            msg["sessionId"] = self.sid
+        os.write(self.w, json.dumps(msg).encode() + b"\0")
+        while True:
+            m = self._recv()
+            if m.get("id") == self.n:
+                if "error" in m:
+                    raise RuntimeError("%s: %s" % (method, m["error"]))
+                return m.get("result", {})
+            self.events.append(m)
+
+    def wait(self, method):
+        i = 0
+        while True:
+            while i < len(self.events):
+                if self.events[i].get("method") == method:
+                    return self.events.pop(i)
+                i += 1
+            self.events.append(self._recv())
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+        os.close(self.w)
+        os.close(self.r)
+
+
+def load(page, shot=None):
+    """(rendered DOM, console lines, page network URLs) of a file: the
+    DOM once the load event fired (as --dump-dom gives it), every
+    console call, uncaught exception and browser log entry of the page,
+    and every URL it requested that is not a file's."""
     url = "file://" + os.path.abspath(page)
-    args = [CHROMIUM] + FLAGS + ["--log-net-log=" + netlog, "--dump-dom",
-                                 url]
-    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
-    console = [ln for ln in r.stderr.splitlines() if ":CONSOLE" in ln]
-    urls = []
-    try:
-        with open(netlog) as f:
-            events = json.load(f)["events"]
-    except (OSError, ValueError):
-        events = []
-        console.append("no NetLog written")
-    for e in events:
-        p = e.get("params", {})
-        if "url" in p and not p["url"].startswith("file:") and \
-                "file://" in p.get("network_isolation_key", ""):
-            urls.append(p["url"])
+    browser.events = []
+    browser.call("Page.navigate", {"url": url}, page=True)
+    browser.wait("Page.loadEventFired")
+    dom = browser.call("Runtime.evaluate", {
+        "expression": "document.documentElement.outerHTML",
+        "returnByValue": True}, page=True)["result"]["value"]
+    console, urls = [], []
+    for e in browser.events:
+        m, p = e.get("method"), e.get("params", {})
+        if m == "Runtime.consoleAPICalled":
+            console.append("%s: %s" % (p["type"], " ".join(
+                str(a.get("value", a.get("description"))) for a in
+                p.get("args", []))))
+        elif m == "Runtime.exceptionThrown":
+            console.append("exception: %s" % p["exceptionDetails"].get(
+                "text"))
+        elif m == "Log.entryAdded":
+            console.append("%s: %s" % (p["entry"]["level"],
+                                       p["entry"]["text"]))
+        elif m == "Network.requestWillBeSent" and not \
+                p["request"]["url"].startswith(("file:", "data:")):
+            urls.append(p["request"]["url"])
     if shot:
-        subprocess.run([CHROMIUM] + FLAGS + ["--screenshot=" + shot,
-                                             "--window-size=1100,2400",
-                                             url],
-                       capture_output=True, timeout=120)
-    return r.stdout, console, urls
+        browser.call("Emulation.setDeviceMetricsOverride", {
+            "width": 1100, "height": 2400, "deviceScaleFactor": 1,
+            "mobile": False}, page=True)
+        png = browser.call("Page.captureScreenshot", {"format": "png"},
+                           page=True)["data"]
+        with open(shot, "wb") as f:
+            f.write(base64.b64decode(png))
+        browser.call("Emulation.clearDeviceMetricsOverride", page=True)
+    return dom, console, urls
 
 
 if not CHROMIUM:
     check(False, "chromium is not installed (scripts/setup.sh installs it)")
     finish()
 
+browser = Browser(os.path.join(work, "profile"))
 # The checks bite: a console error and a network image are seen.
 probe = os.path.join(work, "probe.html")
 with open(probe, "w") as f:
     f.write('<html><body><img src="http://127.0.0.1:9/x.png"><script>'
             'console.error("probe")</script></body></html>')
-_, console, urls = load(probe, os.path.join(work, "probe.netlog"))
+_, console, urls = load(probe)
 check(any("probe" in c for c in console), "a console error is seen")
 check(urls == ["http://127.0.0.1:9/x.png"], "a page request is seen: %s"
       % urls)
@@ -103,7 +198,7 @@ for i, fx in enumerate(fixtures):
     r = run([mmr, "report", db, "-o", page])
     check(r.returncode == 0, "%s: report: %s" % (fx, r.stderr))
     shot = os.path.join(shots, fx + ".png") if i % 4 == 0 else None
-    dom, console, urls = load(page, os.path.join(d, "netlog.json"), shot)
+    dom, console, urls = load(page, shot)
     check(console == [], "%s: console: %s" % (fx, console[:3]))
     check(urls == [], "%s: network requests: %s" % (fx, urls[:3]))
     s = json.loads(run([mmr, "summary", db, "--json"]).stdout)
@@ -155,6 +250,7 @@ for i, fx in enumerate(fixtures):
               "%s: a what-if chart without labelled axes or a line of "
               "its own: %s" % (fx, strokes))
     done_with(d)
+browser.close()
 print("browser: %d reports loaded; %d screenshots in %s"
       % (len(fixtures), len(fixtures[::4]), shots))
 finish()
