@@ -28,7 +28,7 @@ replay gives each copy's worker its VM by the leaves it zaps
 each VM's self-check verdict is the one-VM capture's.
 
 Writes bench/results/vms-<N>-<date>.txt unless --no-write.  --check
-(the test vms_slice, a small size) exits 1 unless every VM of every
+(the test whatif.vms_slice, a small size) exits 1 unless every VM of every
 count passes its self-check.
 """
 import argparse

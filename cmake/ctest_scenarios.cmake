@@ -9,7 +9,7 @@
 #
 # Set by the including file: SCENARIO_EXE, SCENARIO_PREFIX, and
 # SCENARIO_CMAKE (cmake, for that failing case: ctest does not set
-# CMAKE_COMMAND).
+# CMAKE_COMMAND); SCENARIO_LABELS, the cases' labels, where set.
 set(_names "")
 set(_why "")
 if(NOT EXISTS "${SCENARIO_EXE}")
@@ -38,4 +38,8 @@ if(_why)
 endif()
 foreach(_n IN LISTS _names)
   add_test("${SCENARIO_PREFIX}.${_n}" "${SCENARIO_EXE}" "${_n}")
+  if(SCENARIO_LABELS)
+    set_tests_properties("${SCENARIO_PREFIX}.${_n}" PROPERTIES
+      LABELS "${SCENARIO_LABELS}")
+  endif()
 endforeach()

@@ -1,34 +1,43 @@
 #!/bin/sh
-# Set up (Debian packages), build and run the test suite.
-#   scripts/test.sh              regular build in build/
-#   scripts/test.sh --sanitize   AddressSanitizer + UBSan build in build-asan/
-# Lab tests (QEMU, kernel builds) carry the label "lab" and are not run
-# here; run them with: ctest --test-dir build -L lab.  The kernel series
-# apply + checkpatch check (label "kernel") runs in the regular build.
+# Set up (Debian packages), build and run the test suite; prints its
+# time at the end.
+#   scripts/test.sh              regular build in build/, every test but
+#                                those labelled slow
+#   scripts/test.sh --sanitize   AddressSanitizer + UBSan build in
+#                                build-asan/, the tests labelled asan
+# The slow tests (label "slow": the QEMU lab and kernel builds, also
+# labelled "lab"; the 100 M-event benchmark; fuzzing for minutes) run on
+# request: ctest --test-dir build -L slow (or -L lab).  The kernel
+# series apply + checkpatch check (label "kernel") runs in the regular
+# build.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
+start=$(date +%s)
 sh scripts/setup.sh
 
 dir=build
 # The hot-path invariant checks stay on in every test build, and a
 # compiler warning fails it (packagers leave MMUREPLAY_WERROR off).
 flags="-DMMUREPLAY_ASSERT_DBG=ON -DMMUREPLAY_WERROR=ON"
-skip="lab"
+# Everything but what is labelled slow (the lab, the 100 M-event bench,
+# minutes of fuzzing: run on request, tests/README.md).
+select="-LE slow"
 if [ "${1:-}" = "--sanitize" ]; then
 	dir=build-asan
 	flags="$flags -DMMUREPLAY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
-	# The kernel series is checked once, in the regular run.
-	skip="lab|kernel"
+	# The tests labelled asan: the C unit tests, the rule scenarios,
+	# the ingest, replay and late cuts of every fixture and the C paths
+	# of bad input; the rest re-run those paths to check outputs
+	# (tests/README.md, "Under the sanitizers").
+	select="-L asan -LE slow"
 	# Leaks inside libbabeltrace2's plugin loader, a CTF source that fails
 	# its initialization, and glib's one-time allocations are not ours;
 	# ours are still reported (full stacks, so suppressions can match).
 	# Keep plugins mapped so their frames (and the suppressions) resolve.
 	export LIBBABELTRACE2_NO_DLCLOSE=1
 	export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0"
-	# The fixture-sweeping tests take every eighth fixture here, and
-	# of the per-fixture ones (ingest_, replay_, late_cut_) those of
-	# every eighth run, the others skip (tests/mmrtest.py).
+	# Per-fixture tests take the middle late cut only (tests/mmrtest.py).
 	export MMR_SANITIZE=1
 	export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 	export ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0"
@@ -39,4 +48,7 @@ cmake --build "$dir" -j "$(nproc)"
 # As many tests at once as there are cores: each test is one process
 # at a time, and none shares a work directory or an LTTng session with
 # another (the lttng-sessiond ctest fixture starts first, stops last).
-ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" -LE "$skip"
+rc=0
+ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" $select || rc=$?
+echo "scripts/test.sh${1:+ $1}: $(($(date +%s) - start)) s (setup, build and tests)"
+exit $rc

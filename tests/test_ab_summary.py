@@ -61,7 +61,7 @@ def lay_out(out, sides):
     """The fixtures as the run directories of one repeat in out."""
     for run_name, fx in sides.items():
         d = fresh_dir(os.path.join(out, run_name))
-        extract_fixture(os.path.join(data, fx), d)
+        extract_fixture(os.path.join(data, fx), d, private=True)
         with open(os.path.join(data, fx, "manifest.json")) as f:
             lab = json.load(f)["lab"]
         with open(os.path.join(d, "manifest.json"), "w") as f:

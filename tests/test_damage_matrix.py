@@ -37,7 +37,8 @@ import subprocess
 import sys
 
 from damage import KINDS, damage, kernel_dir
-from mmrtest import check, finish, fresh_dir, run, sliced, trace_fixtures
+from mmrtest import (check, extract_fixture, finish, fresh_dir, run, sliced,
+                     trace_fixtures)
 
 mmr, data, work = sys.argv[1:4]
 fresh_dir(work)
@@ -68,10 +69,8 @@ def fidelity(db):
 fixtures = trace_fixtures(data)
 for fx in fixtures:
     base = fresh_dir(os.path.join(work, fx))
-    pristine = os.path.join(base, "pristine")
-    os.makedirs(pristine)
-    subprocess.run(["tar", "-xJf", os.path.join(data, fx, "trace.tar.xz"),
-                    "-C", pristine], check=True)
+    # The run's one extraction (read only): each case is a copy.
+    pristine = extract_fixture(os.path.join(data, fx), base)
     kdir = kernel_dir(pristine)
     rel = os.path.relpath(kdir, pristine)
     good_db = os.path.join(base, "good.db")

@@ -166,10 +166,11 @@ def main():
     for name in FIXTURES:
         d = os.path.join(caps_dir, name)
         os.makedirs(d)
-        caps.append(extract_fixture(os.path.join(data, name), d))
+        caps.append(extract_fixture(os.path.join(data, name), d,
+                                    private=True))
     d = os.path.join(caps_dir, CHECK_FAILS)
     os.makedirs(d)
-    t = extract_fixture(os.path.join(data, CHECK_FAILS), d)
+    t = extract_fixture(os.path.join(data, CHECK_FAILS), d, private=True)
     os.unlink(os.path.join(t, "manifest.json"))
     caps.append(t)
     bad = os.path.join(caps_dir, "notatrace")

@@ -26,11 +26,11 @@ import os
 import re
 import shutil
 import sqlite3
-import subprocess
 import sys
 
 from damage import damage, kernel_dir
-from mmrtest import check, finish, fresh_dir, sliced, trace_fixtures
+from mmrtest import (check, extract_fixture, finish, fresh_dir, run, sliced,
+                     trace_fixtures)
 
 mmr, data, work = sys.argv[1:4]
 fresh_dir(work)
@@ -69,8 +69,7 @@ def ingest(trace, db, muxer):
         env["MMUREPLAY_TEST_MUXER"] = "1"
     if os.path.exists(db):
         os.unlink(db)
-    r = subprocess.run([mmr, "ingest", "-q", trace, "-o", db], env=env,
-                       capture_output=True, text=True, timeout=300)
+    r = run([mmr, "ingest", "-q", trace, "-o", db], env=env, timeout=300)
     return (r.returncode, norm(r.stderr.replace(db, "DB")),
             tables(db) if os.path.exists(db) else None)
 
@@ -100,11 +99,10 @@ def compare(name, trace, d):
 ties = events = 0
 for fx in trace_fixtures(data):
     d = fresh_dir(os.path.join(work, fx))
-    subprocess.run(["tar", "-xJf", os.path.join(data, fx, "trace.tar.xz"),
-                    "-C", d], check=True)
-    if kernel_dir(d) is None:
+    trace = extract_fixture(os.path.join(data, fx), d)
+    if kernel_dir(trace) is None:
         continue        # trace-cmd and ftrace inputs have no graph
-    rc, _, db = compare(fx, d, d)
+    rc, _, db = compare(fx, trace, d)
     check(rc == 0 and db is not None, "%s: ingest failed" % fx)
     if rc == 0:
         con = sqlite3.connect(os.path.join(d, "merge.db"))
@@ -122,7 +120,7 @@ for fx in trace_fixtures(data):
     if fx in DAMAGED_FIXTURES:
         for kind in DAMAGES:
             case = os.path.join(work, fx + "-" + kind)
-            shutil.copytree(d, case, ignore=shutil.ignore_patterns("*.db"))
+            shutil.copytree(trace, case)
             if not damage(kind, kernel_dir(case)):
                 continue
             rc, _, _ = compare("%s %s" % (fx, kind), case, case)
@@ -133,6 +131,6 @@ print("%d events compared, %d timestamps shared by two CPUs" % (events,
                                                                  ties))
 check(events > 0, "no fixture compared")
 if not sliced():
-    # Every fixture runs here; in a slice (CI, the sanitizers) a part.
+    # Every fixture runs here; in a slice (the sanitizers) a part.
     check(ties > 0, "no fixture has a tie for the merge to break")
 finish()

@@ -107,7 +107,7 @@ fixtures = trace_fixtures(data)
 first = None
 for fx in fixtures:
     fwork = fresh_dir(os.path.join(work, fx))
-    trace = extract_fixture(os.path.join(data, fx), fwork)
+    trace = extract_fixture(os.path.join(data, fx), fwork, private=True)
     metas = sorted(os.path.join(dp, "metadata")
                    for dp, _, fs in os.walk(trace) if "metadata" in fs)
     for meta in metas:

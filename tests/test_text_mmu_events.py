@@ -76,7 +76,7 @@ def main():
     for name in fixtures:
         fx = os.path.join(data, name)
         w = os.path.join(work, name)
-        trace = extract_fixture(fx, w)
+        trace = extract_fixture(fx, w, private=True)
         lt = counts(os.path.join(fx, "event-counts.txt"))
         dat = counts(os.path.join(fx, "tracecmd-counts.txt"))
         for rec in ("text-counts.txt", "tracecmd-counts.txt"):

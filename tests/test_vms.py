@@ -590,7 +590,7 @@ check(r.returncode == 0 and f["capture_start"]["began_mid_run"] and
 # (an assertion in ingest failed).
 fx = "lttng-kernel-6.1.192-patched-multivm-nxrecovery-basic-bgsnapshot-ksm-memcg"
 w = fresh_dir(os.path.join(work, fx + "-one-cpu"))
-trace = extract_fixture(os.path.join(data, fx), w)
+trace = extract_fixture(os.path.join(data, fx), w, private=True)
 damage("cut-header", kernel_dir(trace))
 db = os.path.join(w, "capture.db")
 r = run([mmr, "ingest", "-q", trace, "-o", db])

@@ -26,7 +26,7 @@ import sys
 sys.path.insert(0, %r)
 from mmrtest import check, extract_fixture, finish, fresh_dir
 w = fresh_dir(sys.argv[1])
-extract_fixture(%r, w)
+extract_fixture(%r, w, private=True)
 check(sys.argv[2] == "pass", "the child was told to fail")
 finish()
 """ % (here, fixture)
