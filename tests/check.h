@@ -7,7 +7,13 @@
 
 #include <stdio.h>
 
+/* A test of several files counts in one place: each file is compiled
+ * with CHECK_FAILURES_EXTERN and one of them defines `int failures`. */
+#ifdef CHECK_FAILURES_EXTERN
+extern int failures;
+#else
 static int failures;
+#endif
 
 #define CHECK(cond) do { \
 	if (!(cond)) { \

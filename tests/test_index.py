@@ -10,9 +10,9 @@ part (a fixture, a case) and `*` for any text.  Checked:
     the index is a test of the suite (a stale or mistyped name fails);
   - every test's family (the part of its name before the first dot) has
     a section of the index ("### FAMILY: ...");
-  - every scenario SCENARIO_EXE --list prints has a row in the
-    README's "## replay_rules scenarios" table, and every row is a
-    scenario.
+  - every scenario SCENARIO_EXE --list prints (LAYER.NAME) has a row
+    in the README's "## replay_rules scenarios" table of its layer
+    ("### LAYER: ..."), and every row is a scenario of that layer.
 The check bites: a test and a scenario planted in copies of the lists
 must be reported.  What it cannot catch: whether a bullet says truly
 what its test proves.
@@ -72,8 +72,15 @@ def compare(tests, fams, pats, what):
 
 
 def scenario_rows():
-    rows = re.findall(r"^\| `([A-Za-z0-9_]+)` \|",
-                      section("replay_rules scenarios"), re.M)
+    """LAYER.NAME of every row, by the "### LAYER: ..." it is under."""
+    rows, layer = [], None
+    for line in section("replay_rules scenarios").splitlines():
+        m = re.match(r"^### ([a-z_]+):", line)
+        if m:
+            layer = m.group(1)
+        m = re.match(r"^\| `([A-Za-z0-9_]+)` \|", line)
+        if m:
+            rows.append("%s.%s" % (layer, m.group(1)))
     return rows
 
 
@@ -95,10 +102,11 @@ scenarios = r.stdout.split()
 check(r.returncode == 0 and scenarios, "%s --list" % scenario_exe)
 rows = scenario_rows()
 for s in scenarios:
-    check(s in rows, "scenario %s has no row in the scenario table" % s)
+    check(s in rows, "scenario %s has no row in its layer's scenario "
+          "table" % s)
 for s in rows:
-    check(s in scenarios, "the scenario table names %s, which is no "
-          "scenario" % s)
+    check(s in scenarios, "the scenario tables name %s, which is no "
+          "scenario of that layer" % s)
 print("index: %d tests in %d families, %d names; %d scenarios"
       % (len(tests), len(fams), len(pats), len(scenarios)))
 finish()
