@@ -49,6 +49,9 @@ cmake --build "$dir" -j "$(nproc)"
 # at a time, and none shares a work directory or an LTTng session with
 # another (the lttng-sessiond ctest fixture starts first, stops last).
 rc=0
+rm -f "$dir/tests/store-count.txt"
 ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" $select || rc=$?
+# The run's count of ingests (suite.store_check, tests/README.md).
+cat "$dir/tests/store-count.txt" 2>/dev/null || true
 echo "scripts/test.sh${1:+ $1}: $(($(date +%s) - start)) s (setup, build and tests)"
 exit $rc
