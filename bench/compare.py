@@ -25,8 +25,10 @@ time; the files written so far are flushed first, bench/scale.py's
 timed()).
 
 Prints, per capture and step, each build's median wall and CPU seconds
-(min-max over the runs), events/s and peak RSS, and the ratio B/A of
-the medians; and each build's ingest against the counter.  Writes it to
+(min-max over the runs), events/s and peak RSS, and the ratios B/A of
+the median wall and CPU seconds (on a machine that is not quiet the
+CPU ratio is the one to read); and each build's ingest against the
+counter.  Writes it to
 bench/results/compare-A-B-DATE.txt unless --no-write.  A change to
 ingest, the model, replay, metrics or report quotes the table in its
 commit message or its issue note.
@@ -200,14 +202,15 @@ def main():
                 platform.platform(terse=True), a.runs),
              "load average before %.2f, after %.2f" % (load0[0], load1[0]),
              ""]
-    hdr = "  %-13s %-27s %-27s %9s %9s %10s %10s %6s"
+    hdr = "  %-13s %-27s %-27s %9s %9s %10s %10s %6s %6s"
     for cname, _ in caps:
         n = nevents[cname]
         cw = [c[0] for c in counter[cname]]
         lines.append("%s: %s events; babeltrace2 counter %s s"
                      % (cname, "{:,}".format(n), spread(cw, "%.3f")[0]))
         lines.append(hdr % ("step", "A wall s", "B wall s", "A CPU s",
-                            "B CPU s", "B ev/s", "B RSS KiB", "B/A"))
+                            "B CPU s", "B ev/s", "B RSS KiB", "B/A",
+                            "CPU"))
         for step in STEPS:
             a_runs, b_runs = (results[cname][0][step],
                               results[cname][1][step])
@@ -218,7 +221,8 @@ def main():
             rss = statistics.median(r[2] for r in b_runs)
             lines.append(hdr % (step, aw, bw, "%.2f" % ac, "%.2f" % bc,
                                 "%.3g" % (n / bm if bm else 0),
-                                "%d" % rss, "%.2f" % (bm / am if am else 0)))
+                                "%d" % rss, "%.2f" % (bm / am if am else 0),
+                                "%.2f" % (bc / ac if ac else 0)))
         for b in (0, 1):
             iw = statistics.median(r[0] for r in results[cname][b]["ingest"])
             lines.append("  %s ingest: %.2fx the counter (counter wall / "
