@@ -41,6 +41,7 @@ import argparse
 import datetime
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -64,8 +65,8 @@ def git(*args, cwd=TOP):
 
 
 def build(rev, work):
-    """The build directory of revision rev, checked out and built under
-    work."""
+    """(worktree, build directory) of revision rev, checked out and
+    built under work."""
     sha = git("rev-parse", "--verify", rev + "^{commit}")
     src = os.path.join(work, "src-" + sha[:12])
     out = os.path.join(work, "build-" + sha[:12])
@@ -78,7 +79,7 @@ def build(rev, work):
         if r.returncode != 0:
             sys.exit("compare: %s: %s" % (" ".join(args),
                                           r.stderr.strip()[-2000:]))
-    return out
+    return src, out
 
 
 def tools(build_dir):
@@ -142,7 +143,8 @@ def main():
     if a.base:
         names = (git("rev-parse", "--short", a.base),
                  git("rev-parse", "--short", a.new))
-        builds = (build(a.base, work), build(a.new, work))
+        made = (build(a.base, work), build(a.new, work))
+        builds = tuple(out for _, out in made)
     else:
         names = ("A", "B")
         builds = (os.path.abspath(a.build_a), os.path.abspath(a.build_b))
@@ -239,11 +241,10 @@ def main():
             f.write(text + "\n")
         print("written: %s" % os.path.relpath(path, TOP))
     if a.base:
-        for b in builds:
-            src = os.path.join(work, "src-" + os.path.basename(b)[6:])
+        for src, _ in made:
             git("worktree", "remove", "--force", src)
     if not a.work:
-        subprocess.run(["rm", "-rf", work])
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

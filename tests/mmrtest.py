@@ -278,22 +278,27 @@ def _store_item(inp):
         return top, f.read().strip()
 
 
+def _item_fingerprint(top):
+    """The fingerprint a store item recorded when it was made."""
+    with open(os.path.join(top, "fingerprint")) as f:
+        return f.read().strip()
+
+
 def _content_key(path):
     """A key for a directory's bytes: its store item's fingerprint and
     its place in it, or else its own fingerprint."""
     item = _store_item(path)
     if item is None:
         return _fingerprint(path)
-    with open(os.path.join(item[0], "fingerprint")) as f:
-        return "%s %s" % (f.read().strip(), os.path.relpath(
-            os.path.realpath(path), os.path.realpath(item[0])))
+    return "%s %s" % (_item_fingerprint(item[0]), os.path.relpath(
+        os.path.realpath(path), os.path.realpath(item[0])))
 
 
-def _ingest_args(args):
-    """(input, output, quiet, stats) of `mmureplay ingest` args that the
-    store may serve, or None: one input, -o, and only -q / --stats."""
+def _parse_ingest(args):
+    """`mmureplay ingest` args as (inputs, output, quiet, stats, plain):
+    plain where no option but -o, -q and --stats is given."""
     rest = list(args[2:])
-    inp, out, quiet, stats = None, None, False, False
+    inputs, out, quiet, stats, plain = [], None, False, False, True
     while rest:
         a = rest.pop(0)
         if a in ("-o", "--output") and rest:
@@ -302,11 +307,20 @@ def _ingest_args(args):
             quiet = True
         elif a == "--stats":
             stats = True
-        elif a.startswith("-") or inp is not None:
-            return None
+        elif a.startswith("-"):
+            plain = False
+            if a == "--watchdog" and rest:
+                rest.pop(0)
         else:
-            inp = a
-    if inp is None or out is None:
+            inputs.append(a)
+    return inputs, out, quiet, stats, plain
+
+
+def _ingest_args(args):
+    """(input, output, quiet, stats) of `mmureplay ingest` args that the
+    store may serve, or None: one input, -o, and only -q / --stats."""
+    inputs, out, quiet, stats, plain = _parse_ingest(args)
+    if not plain or len(inputs) != 1 or out is None:
         return None
     # Only where ingest would write its DB: an output it must refuse
     # (no such directory, a device, a directory) is its to say.
@@ -314,7 +328,7 @@ def _ingest_args(args):
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK) or \
             (os.path.lexists(out) and not os.path.isfile(out)):
         return None
-    return inp, out, quiet, stats
+    return inputs[0], out, quiet, stats
 
 
 def _ingest_key(mmr, kw, inp, top):
@@ -324,11 +338,9 @@ def _ingest_key(mmr, kw, inp, top):
     env = kw.get("env") or os.environ
     knobs = sorted((k, v) for k, v in env.items()
                    if k.startswith("MMUREPLAY_"))
-    with open(os.path.join(top, "fingerprint")) as f:
-        fp = f.read().strip()
-    return hashlib.sha1(json.dumps([os.path.realpath(mmr), knobs,
-                                    os.path.realpath(inp), fp]).encode()
-                        ).hexdigest()
+    return hashlib.sha1(json.dumps([
+        os.path.realpath(mmr), knobs, os.path.realpath(inp),
+        _item_fingerprint(top)]).encode()).hexdigest()
 
 
 def _shared_ingest(args, kw):
@@ -387,21 +399,13 @@ def run(args, store=True, **kw):
         if r is not None:
             return r
         r = subprocess.run(args, capture_output=True, text=True, **kw)
-        inputs, rest = [], list(args[2:])
-        while rest:
-            a = rest.pop(0)
-            if a in ("-o", "--output", "--watchdog") and rest:
-                rest.pop(0)
-            elif not a.startswith("-"):
-                inputs.append(a)
-        # One input, of the store: several (kernel + UST traces) are
+        # A store input ingested whole around the store (other options,
+        # an output ingest refuses): logged, so that an input ingested
+        # again is seen.  Several inputs (kernel + UST traces) are
         # another input.
-        if r.returncode == 0 and len(inputs) == 1 and \
-                _store_item(inputs[0]):
-            # A store input ingested whole around the store (other
-            # options, an output ingest refuses): logged, so that an
-            # input ingested again is seen.
-            item = _store_item(inputs[0])
+        inputs = _parse_ingest(args)[0]
+        item = _store_item(inputs[0]) if len(inputs) == 1 else None
+        if r.returncode == 0 and item:
             _log("direct" if store else "own",
                  _ingest_key(args[0], kw, inputs[0], item[0]), item[1])
         return r

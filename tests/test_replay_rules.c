@@ -100,6 +100,7 @@
  */
 
 #include "rules/scenario.h"
+#include "util/assert.h"
 
 /* check.h's count, one for every file of the test (CHECK_FAILURES_EXTERN). */
 int failures;
@@ -130,14 +131,21 @@ static int named(const char *arg, const struct layer *l,
 	return strcmp(arg, s->name) == 0;
 }
 
-/* Whether any of argv[1..argc-1] names s. */
-static int wanted(int argc, char **argv, const struct layer *l,
-		  const struct scenario *s)
+/* Every scenario with its layer, layer by layer in table order. */
+#define MAX_SCENARIOS 256
+static struct entry {
+	const struct layer *l;
+	const struct scenario *s;
+} all[MAX_SCENARIOS];
+static int nall;
+
+/* Whether any of argv[1..argc-1] names e. */
+static int wanted(int argc, char **argv, const struct entry *e)
 {
 	int j;
 
 	for (j = 1; j < argc; j++)
-		if (named(argv[j], l, s))
+		if (named(argv[j], e->l, e->s))
 			return 1;
 	return 0;
 }
@@ -150,53 +158,45 @@ static int wanted(int argc, char **argv, const struct layer *l,
  */
 int main(int argc, char **argv)
 {
-	int i, j, k, m;
+	int i, j;
 
 	for (i = 0; i < NLAYERS; i++)
-		for (j = 0; j < *layers[i].n; j++)
-			for (k = 0; k <= i; k++)
-				for (m = 0; m < (k == i ? j : *layers[k].n);
-				     m++)
-					if (strcmp(layers[i].scenarios[j].name,
-						   layers[k].scenarios[m].name)
-					    == 0) {
-						fprintf(stderr, "%s: scenario "
-							"'%s' named twice\n",
-							argv[0], layers[i]
-							.scenarios[j].name);
-						return 2;
-					}
+		for (j = 0; j < *layers[i].n; j++) {
+			MR_ASSERT(nall < MAX_SCENARIOS);
+			all[nall].l = &layers[i];
+			all[nall++].s = &layers[i].scenarios[j];
+		}
+	for (i = 0; i < nall; i++)
+		for (j = 0; j < i; j++)
+			if (strcmp(all[i].s->name, all[j].s->name) == 0) {
+				fprintf(stderr, "%s: scenario '%s' named "
+					"twice\n", argv[0], all[i].s->name);
+				return 2;
+			}
 	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-		for (i = 0; i < NLAYERS; i++)
-			for (j = 0; j < *layers[i].n; j++)
-				printf("%s.%s\n", layers[i].name,
-				       layers[i].scenarios[j].name);
+		for (i = 0; i < nall; i++)
+			printf("%s.%s\n", all[i].l->name, all[i].s->name);
 		return 0;
 	}
-	for (k = 1; k < argc; k++) {
-		int found = 0;
-
-		for (i = 0; i < NLAYERS && !found; i++)
-			for (j = 0; j < *layers[i].n && !found; j++)
-				found = named(argv[k], &layers[i],
-					      &layers[i].scenarios[j]);
-		if (!found) {
+	for (j = 1; j < argc; j++) {
+		for (i = 0; i < nall; i++)
+			if (named(argv[j], all[i].l, all[i].s))
+				break;
+		if (i == nall) {
 			fprintf(stderr, "%s: no scenario named '%s' "
-				"(--list names them)\n", argv[0], argv[k]);
+				"(--list names them)\n", argv[0], argv[j]);
 			return 2;
 		}
 	}
-	for (i = 0; i < NLAYERS; i++)
-		for (j = 0; j < *layers[i].n; j++) {
-			const struct scenario *s = &layers[i].scenarios[j];
-			int before = failures;
+	for (i = 0; i < nall; i++) {
+		int before = failures;
 
-			if (argc > 1 && !wanted(argc, argv, &layers[i], s))
-				continue;
-			s->fn();
-			if (failures != before)
-				fprintf(stderr, "scenario %s.%s: FAILED\n",
-					layers[i].name, s->name);
-		}
+		if (argc > 1 && !wanted(argc, argv, &all[i]))
+			continue;
+		all[i].s->fn();
+		if (failures != before)
+			fprintf(stderr, "scenario %s.%s: FAILED\n",
+				all[i].l->name, all[i].s->name);
+	}
 	return check_finish();
 }
