@@ -201,7 +201,8 @@ void report_summary_text(FILE *out, const struct summary *s,
 		fprintf(out, "  %-26s %12s\n", "--------------------------",
 			"------------");
 		for (i = 0; i < s->nvcpus; i++) {
-			char vm[16] = "";
+			/* Room for any 64-bit id in both: "-9223372036854775808 ". */
+			char vm[24] = "", who[48];
 
 			if (by_vm && s->vcpus[i].vm)
 				snprintf(vm, sizeof(vm), "%-4lld ",
@@ -209,11 +210,11 @@ void report_summary_text(FILE *out, const struct summary *s,
 			else if (by_vm)
 				snprintf(vm, sizeof(vm), "none ");
 			if (s->vcpus[i].vcpu < 0)
-				snprintf(b, sizeof(b), "%sunknown", vm);
+				snprintf(who, sizeof(who), "%sunknown", vm);
 			else
-				snprintf(b, sizeof(b), "%s%lld", vm,
+				snprintf(who, sizeof(who), "%s%lld", vm,
 					 (long long)s->vcpus[i].vcpu);
-			fprintf(out, "  %-26s %12s\n", b,
+			fprintf(out, "  %-26s %12s\n", who,
 				report_fmt_count(a, sizeof(a),
 						 s->vcpus[i].faults));
 		}
