@@ -49,17 +49,24 @@ def norm(text):
 
 
 def tables(db):
-    """{table: [rows]} of every table, in rowid or key order."""
+    """{table: [rows]} of every table, in rowid or key order, as stored
+    (norm() is applied only where two tables differ: compare())."""
     out = {}
     con = sqlite3.connect(db)
     # A damaged payload can leave a string that is not UTF-8.
     con.text_factory = lambda b: b.decode("utf-8", "replace")
     for (t,) in con.execute("SELECT name FROM sqlite_master WHERE "
                             "type = 'table' ORDER BY name"):
-        out[t] = [tuple(norm(v) if isinstance(v, str) else v for v in r)
-                  for r in con.execute('SELECT * FROM "%s"' % t)]
+        out[t] = con.execute('SELECT * FROM "%s"' % t).fetchall()
     con.close()
     return out
+
+
+def normed(rows):
+    """rows with every string masked by norm(): two tables that differ
+    only in addresses and temporary names are the same."""
+    return [tuple(norm(v) if isinstance(v, str) else v for v in r)
+            for r in rows]
 
 
 def ingest(trace, db, muxer):
@@ -87,6 +94,8 @@ def compare(name, trace, d):
         return merged
     for t in sorted(set(merged[2]) | set(muxed[2])):
         a, b = merged[2].get(t), muxed[2].get(t)
+        if a != b and a is not None and b is not None:
+            a, b = normed(a), normed(b)
         if a != b:
             first = next((i for i, (x, y) in enumerate(zip(a or [], b or []))
                           if x != y), min(len(a or []), len(b or [])))

@@ -93,7 +93,7 @@ def bt_rows_by_pid(trace, canonical, faults):
     # kvm -> [(line, pid of a creation, or None: a destruction)]
     made = collections.defaultdict(list)
     for i, line in enumerate(lines):
-        m = LINE.match(line)
+        m = LINE.match(line) if "kvm_vm_" in line else None
         if m and m.group(1) in ("kvm_vm_create", "kvm_vm_destroy"):
             made[int(KVM.search(m.group(2)).group(1), 0)].append(
                 (i, int(PID.search(m.group(2)).group(1))
@@ -126,8 +126,11 @@ def bt_rows_by_pid(trace, canonical, faults):
             # process the kernel trace gave that thread.
             tid = int(VTID.search(body).group(1))
             pid = pid_of.get(tid)
-        f = dict((k, int(v)) for k, v in FIELD.findall(body))
-        kvm = KVM.search(body)
+        # The fields this reads (an ioctl's cmd and ret, a fault's
+        # vcpu_id, a struct kvm), parsed only where they can be.
+        f = dict((k, int(v)) for k, v in FIELD.findall(body)) \
+            if name in faults or name.startswith("syscall_") else {}
+        kvm = KVM.search(body) if "kvm = " in body else None
         kvm = int(kvm.group(1), 0) if kvm else None
         if name == "kvm_vm_create":
             live[kvm] = pid
