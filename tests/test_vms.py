@@ -25,7 +25,9 @@ lab VM (known by its root's teardown at its exit), and every VM passes.
 A capture cut through a vCPU's fault gives the VM from before the cut
 its process's rows from the cut's start (babeltrace2's events of the
 pid before its first vCPU event), and passes; one missing a CPU's
-stream keeps the rows of no VM those meta counts.
+stream keeps the rows of no VM those meta counts.  A DB whose table vm
+was edited (ids not 1, 2, ...) is refused by summary and report in one
+line naming the DB and the table.
 What this cannot catch: a process with several VMs at once (no capture
 has one), whose threads the vCPU fds tell apart.  A sliced run
 (mmrtest.fixture_step() > 1) takes every second capture.
@@ -279,6 +281,21 @@ def check_corrupt_vm(name, db, w):
           "corrupt" in r.stderr,
           "%s: a corrupt event: exit %d, %r" % (name, r.returncode,
                                                 r.stderr))
+    # VM ids edited away from ingest's 1, 2, ...: the summary (and the
+    # report, which holds it) refuse in one line naming the DB and table
+    # vm (they said "query failed: another row available").
+    bad = os.path.join(w, "renumbered.db")
+    shutil.copy(db, bad)
+    con = sqlite3.connect(bad)
+    con.execute("UPDATE vm SET id = id + 10")
+    con.commit()
+    con.close()
+    for cmd in (["summary", bad], ["report", bad, "-o", os.devnull]):
+        r = run([mmr] + cmd)
+        check(r.returncode == 2 and len(r.stderr.splitlines()) == 1 and
+              bad in r.stderr and "table vm: VM ids are not 1, 2" in
+              r.stderr, "%s: %s of renumbered VMs: exit %d, %r"
+              % (name, cmd[0], r.returncode, r.stderr))
 
 
 fixtures = list(multi_vm_fixtures())

@@ -40,20 +40,29 @@ static int64_t col_int_or(sqlite3_stmt *st, int i, int64_t dflt)
 		sqlite3_column_int64(st, i);
 }
 
-/* Run sql and call row() per result row; -1 on error.  A scan of a
- * table shows its progress under what (rows of total); NULL: none. */
+/* What a row callback returns when it has said what is wrong itself. */
+#define ROW_REPORTED (-2)
+
+/* Run sql and call row() per result row; -1 on error (said here, unless
+ * row() returned ROW_REPORTED).  A scan of a table shows its progress
+ * under what (rows of total); NULL: none. */
 static int scan_each(sqlite3 *db, const char *sql, const char *what,
 		     int64_t total, int (*row)(sqlite3_stmt *, void *),
 		     void *arg)
 {
 	sqlite3_stmt *st = NULL;
 	uint64_t n = 0;
-	int rc = -1, r;
+	int rc = -1, r, quiet = 0;
 
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		goto end;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		if (row(st, arg) < 0)
+		r = row(st, arg);
+		if (r == ROW_REPORTED) {
+			quiet = 1;
+			goto end;
+		}
+		if (r < 0)
 			goto end;
 		if (what && !(++n & 0xffff))
 			log_progress_of(what, n, (uint64_t)total);
@@ -62,7 +71,7 @@ static int scan_each(sqlite3 *db, const char *sql, const char *what,
 end:
 	if (what)
 		log_progress_end();
-	if (rc < 0)
+	if (rc < 0 && !quiet)
 		log_error("%s: query failed: %s", sqlite3_db_filename(db,
 			  "main"), sqlite3_errmsg(db));
 	sqlite3_finalize(st);
@@ -773,8 +782,16 @@ static int vm_row(sqlite3_stmt *st, void *arg)
 	v->kernel_named = sqlite3_column_type(st, 4) != SQLITE_NULL;
 	v->destroyed_ts = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 :
 		sqlite3_column_int64(st, 5);
-	/* Ids are 1, 2, ... in order (ingest/vms.c). */
-	return v->id == s->nvms ? 0 : -1;
+	/* Ids are 1, 2, ... in order (ingest/vms.c), and the summary's
+	 * rows of a VM are found by id: a DB edited otherwise is refused. */
+	if (v->id != s->nvms) {
+		log_error("%s: table vm: VM ids are not 1, 2, ... in order "
+			  "(row %d holds id %lld), as ingest writes them",
+			  sqlite3_db_filename(sqlite3_db_handle(st), "main"),
+			  s->nvms, (long long)v->id);
+		return ROW_REPORTED;
+	}
+	return 0;
 }
 
 /* Table vm and ingest's meta on the rows of no VM. */
