@@ -27,8 +27,16 @@ const char *const fault_exempt_names[EXEMPT_REASONS] = {
 	FAULT_EXEMPT_LIST(NAME_ENTRY)
 };
 
+#define RULE_NAME_ENTRY(e, name, layer, sit, kfn, fn) [e] = name,
+/* Each rule names a layer, at least one situation and both functions. */
+#define RULE_CHECK_ENTRY(e, name, layer, sit, kfn, fn) \
+	_Static_assert((layer) < RULE_LAYERS && (sit) != 0 && \
+		       sizeof(kfn) > 1 && sizeof(fn) > 1, name);
+
+REPLAY_RULE_LIST(RULE_CHECK_ENTRY)
+
 const char *const replay_rule_names[REPLAY_RULES] = {
-	REPLAY_RULE_LIST(NAME_ENTRY)
+	REPLAY_RULE_LIST(RULE_NAME_ENTRY)
 };
 
 const char *const replay_na_texts[REPLAY_NAS] = {

@@ -107,196 +107,317 @@
 	X(EXEMPT_WRITE_GAP, "write_gap")
 
 /*
- * The model's rules that a test can switch off (replay_opts.rules_off,
- * `mmureplay fidelity --rule-off NAME`), each to see the self-check
- * notice it on a real capture (tests/test_rules_off.py): a rule no
- * capture needs is a rule nothing checks.  Never off in a real replay.
+ * The model's rules, by layer (docs/design.md, "The rules, by layer",
+ * has one line for each: what it cannot catch).  A rule is a decision
+ * the engine takes on a change, where it applies (its situations: every
+ * capture, a stock kernel's, a patched kernel's, one begun mid-run, one
+ * of several VMs), the kernel function whose behaviour it mirrors and
+ * the engine function that takes it.  A test can switch each off
+ * (replay_opts.rules_off, `mmureplay fidelity --rule-off NAME`; `--rules`
+ * lists them) to see the self-check notice it on a real capture
+ * (tests/test_rules_off.py): a rule no capture needs is a rule nothing
+ * checks.  Never off in a real replay.
  */
-#define REPLAY_RULE_LIST(X) \
+enum rule_layer {
+	RULE_LAYER_KERNEL,
+	RULE_LAYER_TIMING,
+	RULE_LAYER_IDENTITY,
+	RULE_LAYER_FACTS,
+	RULE_LAYERS
+};
+
+/* Where a rule applies: a set of these. */
+enum rule_situation {
+	SIT_EVERY = 1 << 0,	/* any capture */
+	SIT_STOCK = 1 << 1,	/* a stock kernel's, or one missing events */
+	SIT_PATCHED = 1 << 2,	/* a patched kernel's events it reads */
+	SIT_MIDRUN = 1 << 3,	/* a capture begun while the VM ran */
+	SIT_MULTIVM = 1 << 4,	/* a capture of several VMs */
+};
+
+/*
+ * Layer kernel: KVM's own behaviour, true of a perfect trace: the
+ * model itself, not an inference.  Each mirrors the kernel function it
+ * names; its switch stays so that a test can see the self-check notice
+ * it.
+ */
+#define REPLAY_RULES_KERNEL(X) \
 	/* a leaf under a zapped parent table does not map (tdp.c) */ \
-	X(RULE_REACHABILITY, "reachability") \
-	/* a fault explained by a change traced after it (fault_exempt) */ \
-	X(RULE_LATE_CHANGE, "late_change") \
-	/* an install racing an open invalidation is zapped by its walk */ \
-	X(RULE_WINDOW_INSTALL, "window_install") \
+	X(RULE_REACHABILITY, "reachability", RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "handle_removed_pt", "tdp_reachable") \
 	/* the patched kernel's stock and patched start of one window */ \
-	X(RULE_DOUBLE_START, "double_start") \
+	X(RULE_DOUBLE_START, "double_start", RULE_LAYER_KERNEL, SIT_PATCHED, \
+	  "kvm_mmu_notifier_invalidate_range_start", "engine_on_notifier") \
 	/* a huge leaf forbidding the access is replaced (NX split) */ \
-	X(RULE_HUGE_SPLIT, "huge_split") \
+	X(RULE_HUGE_SPLIT, "huge_split", RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "kvm_tdp_mmu_map", "fault_zaps_huge") \
 	/* ... only when the fault maps below it (its goal level) */ \
-	X(RULE_HUGE_GOAL, "huge_goal") \
-	/* a stock window's walk follows the installs before its first
-	 * zap (settled by the trace when it holds no leaf) */ \
-	X(RULE_STOCK_RACE, "stock_race") \
+	X(RULE_HUGE_GOAL, "huge_goal", RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "kvm_tdp_mmu_map", "engine_on_spte_request") \
 	/* a table's teardown takes the tables below it in its walk */ \
-	X(RULE_NESTED_TEARDOWN, "nested_teardown") \
+	X(RULE_NESTED_TEARDOWN, "nested_teardown", \
+	  RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "handle_removed_pt", "engine_on_sp_free") \
 	/* a window zaps a huge leaf any part of which it covers */ \
-	X(RULE_HUGE_SPAN, "huge_span") \
+	X(RULE_HUGE_SPAN, "huge_span", RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "tdp_mmu_zap_leafs", "engine_on_spte") \
 	/* an eager split fills the new table without a trace */ \
-	X(RULE_EAGER_SPLIT, "eager_split") \
+	X(RULE_EAGER_SPLIT, "eager_split", RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "tdp_mmu_split_huge_page", "overlay_eager_split") \
 	/* exec faults in dirty-logged slots make no NX split */ \
-	X(RULE_NX_DIRTY_UNTRACKED, "nx_dirty_untracked") \
+	X(RULE_NX_DIRTY_UNTRACKED, "nx_dirty_untracked", \
+	  RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "kvm_mmu_hugepage_adjust", "engine_on_sp_alloc") \
 	/* a traced batch ends at its end event, not at a pause */ \
-	X(RULE_MEASURED_BATCH, "measured_batch") \
-	/* without batch events, the worker's free of an L1 table KVM's \
-	 * NX list does not hold is a teardown (engine_teardown.c \
-	 * worker_tears_down()) */ \
-	X(RULE_UNLISTED_FREE, "unlisted_free") \
+	X(RULE_MEASURED_BATCH, "measured_batch", \
+	  RULE_LAYER_KERNEL, SIT_PATCHED, \
+	  "kvm_recover_nx_huge_pages", "nx_batch_touch") \
 	/* the fast path fixes a leaf in place, without spte_changed */ \
-	X(RULE_FAST_FAULT, "fast_fault") \
-	/* a leaf zapped outside any table's removal begins the zap of
+	X(RULE_FAST_FAULT, "fast_fault", RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "fast_pf_fix_direct_spte", "engine_on_fast_fault") \
+	/* a leaf zapped outside any table's removal begins the zap of \
 	 * the whole VM, leaves first (engine_teardown.c) */ \
-	X(RULE_ZAP_ALL, "zap_all") \
+	X(RULE_ZAP_ALL, "zap_all", RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "tdp_mmu_zap_root", "teardown_zap_all_starts") \
 	/* a table's removal walks its entries once in gfn order: a leaf \
 	 * zap not past its last is a new zap (engine_teardown.c \
 	 * teardown_zap_all_starts()) */ \
-	X(RULE_REMOVAL_WALK, "removal_walk") \
-	/* a removed table's entries traced after a new table took its
+	X(RULE_REMOVAL_WALK, "removal_walk", RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "handle_removed_pt", "teardown_zap_all_starts") \
+	/* a removed table's entries traced after a new table took its \
 	 * place are not the new table's (engine_teardown.c) */ \
-	X(RULE_REMOVED_TABLE, "removed_table") \
-	/* a fault in a range a thread just flushed, before that thread's
+	X(RULE_REMOVED_TABLE, "removed_table", RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "handle_removed_pt", "teardown_entry_replaced") \
+	/* with the NX mitigation off (manifest) exec faults split \
+	 * nothing and the worker's thread recovers nothing */ \
+	X(RULE_NX_OFF, "nx_off", RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "is_nx_huge_page_enabled", "engine_on_sp_alloc") \
+	/* a flush after a thread cleared accessed bits is the page \
+	 * aging's (clear_flush_young), not its context's \
+	 * (engine_overlay.c) */ \
+	X(RULE_AGING_FLUSH, "aging_flush", RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "kvm_mmu_notifier_clear_flush_young", "engine_on_tlb_flush") \
+	/* a 4K table freed in the memslot ioctl that stops dirty logging \
+	 * is its collapse, not a teardown (engine_teardown.c) */ \
+	X(RULE_DIRTY_LOG_COLLAPSE, "dirty_log_collapse", \
+	  RULE_LAYER_KERNEL, SIT_EVERY, \
+	  "kvm_mmu_zap_collapsible_sptes", "collapse_of") \
+	/* a fault that replaces a present table by a leaf flushes \
+	 * (engine_fault.c fault_ctx_close()) */ \
+	X(RULE_TABLE_LEAF_FLUSH, "table_leaf_flush", \
+	  RULE_LAYER_KERNEL, SIT_PATCHED, \
+	  "tdp_mmu_map_handle_target_level", "fault_ctx_close")
+
+/*
+ * Layer timing: a change and its tracepoint apart in time: the SPTE is
+ * written before kvm_tdp_mmu_spte_changed fires, an NPF is traced at the exit
+ * before the fault takes mmu_lock, a memslot is swapped before the event
+ * of its commit.
+ */
+#define REPLAY_RULES_TIMING(X) \
+	/* a fault explained by a change traced after it (fault_exempt) */ \
+	X(RULE_LATE_CHANGE, "late_change", RULE_LAYER_TIMING, SIT_EVERY, \
+	  "handle_changed_spte", "fault_defer") \
+	/* an install racing an open invalidation is zapped by its walk */ \
+	X(RULE_WINDOW_INSTALL, "window_install", RULE_LAYER_TIMING, SIT_EVERY, \
+	  "kvm_mmu_notifier_invalidate_range_start", "window_install") \
+	/* a stock window's walk follows the installs before its first \
+	 * zap (settled by the trace when it holds no leaf) */ \
+	X(RULE_STOCK_RACE, "stock_race", RULE_LAYER_TIMING, SIT_STOCK, \
+	  "kvm_tdp_mmu_unmap_gfn_range", "window_install") \
+	/* a fault in a range a thread just flushed, before that thread's \
 	 * zap of the entry mapping it, waited on the frozen entry */ \
-	X(RULE_FROZEN_ENTRY, "frozen_entry") \
+	X(RULE_FROZEN_ENTRY, "frozen_entry", RULE_LAYER_TIMING, SIT_PATCHED, \
+	  "tdp_mmu_zap_spte_atomic", "fault_frozen_begin") \
 	/* without flush events: a fault inside a span, explained by the \
 	 * change of its own entry that the span's thread traced next \
 	 * after the fault, came in the gap between that write and its \
 	 * tracepoint (engine_fault.c write_gap()) */ \
-	X(RULE_WRITE_GAP, "write_gap") \
-	/* the worker's count of NX splits is read before it takes
-	 * mmu_lock: it may miss splits accounted while it waited
+	X(RULE_WRITE_GAP, "write_gap", RULE_LAYER_TIMING, SIT_STOCK, \
+	  "tdp_mmu_set_spte_atomic", "write_gap") \
+	/* the worker's count of NX splits is read before it takes \
+	 * mmu_lock: it may miss splits accounted while it waited \
 	 * (engine_nx.c nx_count_late(); settled by the trace) */ \
-	X(RULE_NX_SNAPSHOT, "nx_snapshot") \
-	/* with the NX mitigation off (manifest) exec faults split
-	 * nothing and the worker's thread recovers nothing */ \
-	X(RULE_NX_OFF, "nx_off") \
-	/* a vCPU sees a memslot's new flags from the swap early in
-	 * KVM_SET_USER_MEMORY_REGION, not from the event traced at its
+	X(RULE_NX_SNAPSHOT, "nx_snapshot", RULE_LAYER_TIMING, SIT_EVERY, \
+	  "kvm_recover_nx_huge_pages", "nx_count_late") \
+	/* a vCPU sees a memslot's new flags from the swap early in \
+	 * KVM_SET_USER_MEMORY_REGION, not from the event traced at its \
 	 * commit (scan.h struct scan_flip) */ \
-	X(RULE_SLOT_SWAP, "slot_swap") \
+	X(RULE_SLOT_SWAP, "slot_swap", RULE_LAYER_TIMING, SIT_EVERY, \
+	  "kvm_set_memslot", "nx_span_note") \
 	/* a fault on a leaf another thread made let the access through \
 	 * after this vCPU entered the guest was taken before that change \
 	 * (engine_fault.c fault_raced()) */ \
-	X(RULE_RACING_VCPU, "racing_vcpu") \
-	/* stock kernels: an invalidation is a permission upgrade only \
-	 * inside a syscall that can loosen (mprotect, userfaultfd \
-	 * unprotect) on its thread (scan.c window_inferred_up()) */ \
-	X(RULE_UPGRADE_CAUSE, "upgrade_cause") \
-	/* exec faults split nothing in a VM whose memory no trace shows \
-	 * mapped huge: the host maps it 4K (engine_nx.c) */ \
-	X(RULE_NX_HUGE_HOST, "nx_huge_host") \
-	/* ... nor in a 2M region the host maps 4K, as the region's last \
-	 * fault showed (engine_fault.c host_level_note()) */ \
-	X(RULE_NX_HOST_LEVEL, "nx_host_level") \
+	X(RULE_RACING_VCPU, "racing_vcpu", RULE_LAYER_TIMING, SIT_EVERY, \
+	  "kvm_tdp_mmu_map", "fault_raced") \
 	/* a leaf of an open window's range another thread removes \
 	 * before the window's walk reached it is not the window's \
 	 * (engine_window.c window_removal()) */ \
-	X(RULE_WINDOW_REMOVAL, "window_removal") \
-	/* khugepaged's invalidation of a whole 2M region is a THP \
-	 * collapse, and so is one inside madvise(MADV_COLLAPSE): the \
-	 * region is no longer known 4K (engine_fault.c \
-	 * host_level_collapse()) */ \
-	X(RULE_THP_COLLAPSE, "thp_collapse") \
-	/* on a capture that began mid-run, NX splits accounted on the \
-	 * VM-wide guess of the host's mapping are settled by KVM's count \
-	 * (engine_nx.c nx_guess_settle()) */ \
-	X(RULE_NX_GUESS_SETTLE, "nx_guess_settle") \
-	/* an untraced batch ends at a pause of half the period, not of \
-	 * 50 ms (engine_nx.c nx_batch_gap()) */ \
-	X(RULE_BATCH_PERIOD, "batch_period") \
-	/* an invalidation zaps leaves only: a table its thread removes \
-	 * after a stock start event (no end event) ends the window \
-	 * (engine_overlay.c) */ \
-	X(RULE_WINDOW_LEAVES, "window_leaves") \
-	/* ... and so does its thread's zap of a leaf outside its range \
-	 * (engine_overlay.c) */ \
-	X(RULE_WINDOW_EXIT, "window_exit") \
-	/* on a capture that began mid-run, a window's zap of an entry \
-	 * unknown when it opened is revealed (engine_window.c) */ \
-	X(RULE_WINDOW_UNKNOWN, "window_unknown") \
-	/* a flush after a thread cleared accessed bits is the page \
-	 * aging's (clear_flush_young), not its context's \
-	 * (engine_overlay.c) */ \
-	X(RULE_AGING_FLUSH, "aging_flush") \
-	/* a root a memslot change invalidated is zapped beside the new \
-	 * root the vCPUs build: kept apart (engine_roots.c) */ \
-	X(RULE_ROOTS, "roots") \
+	X(RULE_WINDOW_REMOVAL, "window_removal", RULE_LAYER_TIMING, SIT_EVERY, \
+	  "kvm_tdp_mmu_unmap_gfn_range", "window_removal") \
 	/* a table's link may be traced after entries beneath it that \
 	 * another vCPU installed through it (engine_overlay.c) */ \
-	X(RULE_LATE_LINK, "late_link") \
-	/* a 4K table freed in the memslot ioctl that stops dirty logging \
-	 * is its collapse, not a teardown (engine_teardown.c) */ \
-	X(RULE_DIRTY_LOG_COLLAPSE, "dirty_log_collapse") \
-	/* a capture with no syscall: dirty logging from the memslot \
-	 * ioctls' write-protect sweep and collapse (scan.c) */ \
-	X(RULE_DIRTY_SWEEP, "dirty_sweep") \
+	X(RULE_LATE_LINK, "late_link", RULE_LAYER_TIMING, SIT_EVERY, \
+	  "tdp_mmu_link_sp", "late_link_note") \
+	/* a recovery batch sooner than the period after a late one is \
+	 * the worker catching up on lagging jiffies (engine_nx.c \
+	 * batch_wake()) */ \
+	X(RULE_BATCH_CATCH_UP, "batch_catch_up", RULE_LAYER_TIMING, SIT_EVERY, \
+	  "kvm_nx_huge_page_recovery_worker", "batch_wake") \
+	/* a leaf another thread removes ahead of the walk of an open \
+	 * zap of a whole root is not that zap's \
+	 * (engine_teardown.c teardown_removal()) */ \
+	X(RULE_TEARDOWN_REMOVAL, "teardown_removal", \
+	  RULE_LAYER_TIMING, SIT_EVERY, \
+	  "tdp_mmu_zap_root", "teardown_removal") \
+	/* on a stock capture, an exec fault sees a dirty-logging flip \
+	 * from the first SPTE change of its KVM_SET_USER_MEMORY_REGION, \
+	 * not from its entry (engine_nx.c engine_on_sp_alloc()) */ \
+	X(RULE_SWAP_SWEEP, "swap_sweep", RULE_LAYER_TIMING, SIT_STOCK, \
+	  "kvm_swap_active_memslots", "engine_on_sp_alloc")
+
+/*
+ * Layer identity: who did it, where the trace does not say: the root an
+ * SPTE change belongs to, the VM a kernel thread's work was for.
+ */
+#define REPLAY_RULES_IDENTITY(X) \
+	/* a root a memslot change invalidated is zapped beside the new \
+	 * root the vCPUs build: kept apart (engine_roots.c) */ \
+	X(RULE_ROOTS, "roots", RULE_LAYER_IDENTITY, SIT_EVERY, \
+	  "kvm_mmu_zap_all_fast", "roots_route") \
 	/* a leaf zapped by a context begun before a mid-run capture may \
 	 * be an older root's: the entry is in doubt, not judged, until a \
 	 * known context changes it (engine_overlay.c) */ \
-	X(RULE_UNKNOWN_ZAP, "unknown_zap") \
+	X(RULE_UNKNOWN_ZAP, "unknown_zap", RULE_LAYER_IDENTITY, SIT_MIDRUN, \
+	  "kvm_mmu_zap_all_fast", "engine_on_spte") \
 	/* on a capture begun mid-run, the mark of a removed table's entry \
 	 * where the current root holds a present leaf is an unseen root's \
 	 * (engine_roots.c current_or_unseen()) */ \
-	X(RULE_UNSEEN_ROOT, "unseen_root") \
+	X(RULE_UNSEEN_ROOT, "unseen_root", RULE_LAYER_IDENTITY, SIT_MIDRUN, \
+	  "handle_removed_pt", "current_or_unseen") \
 	/* on a capture begun mid-run, a zap that begins outside any \
 	 * context on a leaf no retired root stores is the zap of the \
 	 * newest retired root not zapped yet (engine_roots.c \
 	 * invalid_root_zap()) */ \
-	X(RULE_INVALID_ROOT_ZAP, "invalid_root_zap") \
-	/* a recovery batch sooner than the period after a late one is \
-	 * the worker catching up on lagging jiffies (engine_nx.c \
-	 * batch_wake()) */ \
-	X(RULE_BATCH_CATCH_UP, "batch_catch_up") \
+	X(RULE_INVALID_ROOT_ZAP, "invalid_root_zap", \
+	  RULE_LAYER_IDENTITY, SIT_MIDRUN, \
+	  "kvm_tdp_mmu_zap_invalidated_roots", "invalid_root_zap") \
 	/* a root being zapped when the next one is allocated is retired \
 	 * even with nothing the model knows present in it \
 	 * (engine_roots.c roots_on_root_alloc()) */ \
-	X(RULE_ZAPPED_ROOT, "zapped_root") \
+	X(RULE_ZAPPED_ROOT, "zapped_root", RULE_LAYER_IDENTITY, SIT_MIDRUN, \
+	  "tdp_mmu_zap_root", "roots_on_root_alloc") \
 	/* on a capture begun mid-run, a top-level table removed over a \
 	 * leaf the current root still holds is another root's \
 	 * (engine_roots.c top_table_elsewhere()) */ \
-	X(RULE_TOP_TABLE, "top_table") \
+	X(RULE_TOP_TABLE, "top_table", RULE_LAYER_IDENTITY, SIT_MIDRUN, \
+	  "tdp_mmu_zap_root", "top_table_elsewhere") \
 	/* on a capture begun mid-run, a thread whose first event removes \
 	 * a table above 2M, or marks an entry of one, tears a root down \
 	 * since before the capture \
 	 * (engine_roots.c roots_route()) */ \
-	X(RULE_FIRST_REMOVAL, "first_removal") \
-	/* a leaf another thread removes ahead of the walk of an open \
-	 * zap of a whole root is not that zap's \
-	 * (engine_teardown.c teardown_removal()) */ \
-	X(RULE_TEARDOWN_REMOVAL, "teardown_removal") \
+	X(RULE_FIRST_REMOVAL, "first_removal", \
+	  RULE_LAYER_IDENTITY, SIT_MIDRUN, \
+	  "tdp_mmu_zap_root", "roots_route") \
 	/* the next zap of an entry a window kept as its thread's VM's on \
 	 * a guess left is revealed, not judged (vm_attr.h; \
 	 * engine_overlay.c) */ \
-	X(RULE_VM_DOUBT, "vm_doubt") \
+	X(RULE_VM_DOUBT, "vm_doubt", \
+	  RULE_LAYER_IDENTITY, SIT_MULTIVM | SIT_MIDRUN, \
+	  "kvm_mmu_notifier_invalidate_range_start", "engine_on_spte") \
 	/* the VM attribution forgets the entries such a window zapped: \
 	 * they fit any VM after it (vm_attr.c own_row()) */ \
-	X(RULE_VM_DOUBT_STATE, "vm_doubt_state") \
+	X(RULE_VM_DOUBT_STATE, "vm_doubt_state", \
+	  RULE_LAYER_IDENTITY, SIT_MULTIVM | SIT_MIDRUN, \
+	  "kvm_mmu_notifier_invalidate_range_start", "own_row") \
 	/* a window of a VM process's thread that only its own VM's state \
 	 * fits teaches that VM's memslot (vm_attr.c own_alone()) */ \
-	X(RULE_VM_SLOT_ELIM, "vm_slot_elim") \
+	X(RULE_VM_SLOT_ELIM, "vm_slot_elim", RULE_LAYER_IDENTITY, SIT_MULTIVM, \
+	  "kvm_mmu_notifier_invalidate_range_start", "own_alone") \
 	/* a VM's memslot is learnt from any window decided for it with a \
 	 * zap its state alone held, as the span of bases its zaps allow \
 	 * (vm_attr.c vm_bases_learn()) */ \
-	X(RULE_VM_SLOT_SPAN, "vm_slot_span") \
+	X(RULE_VM_SLOT_SPAN, "vm_slot_span", RULE_LAYER_IDENTITY, SIT_MULTIVM, \
+	  "kvm_handle_hva_range", "vm_bases_learn") \
 	/* a VM whose learnt memslot holds a zapped gfn but puts it \
 	 * outside the invalidation's range is not the one \
 	 * (vm_attr.c vm_bases_excluding()) */ \
-	X(RULE_VM_SLOT_EXCL, "vm_slot_excl") \
+	X(RULE_VM_SLOT_EXCL, "vm_slot_excl", RULE_LAYER_IDENTITY, SIT_MULTIVM, \
+	  "__kvm_set_memory_region", "vm_bases_excluding") \
 	/* a VM process's window that zapped a page its own VM's state \
 	 * held another page at, and that no one other VM fits, is no \
 	 * VM's (vm_attr.c context_close()) */ \
-	X(RULE_VM_OWN_PAGE, "vm_own_page") \
-	/* a fault that replaces a present table by a leaf flushes \
-	 * (engine_fault.c fault_ctx_close()) */ \
-	X(RULE_TABLE_LEAF_FLUSH, "table_leaf_flush") \
+	X(RULE_VM_OWN_PAGE, "vm_own_page", RULE_LAYER_IDENTITY, SIT_MULTIVM, \
+	  "tdp_mmu_zap_leafs", "context_close")
+
+/*
+ * Layer facts: a fact the trace hides (a stock kernel's missing events,
+ * a capture begun mid-run): inferred, or settled by a later event.
+ */
+#define REPLAY_RULES_FACTS(X) \
+	/* without batch events, the worker's free of an L1 table KVM's \
+	 * NX list does not hold is a teardown (engine_teardown.c \
+	 * worker_tears_down()) */ \
+	X(RULE_UNLISTED_FREE, "unlisted_free", RULE_LAYER_FACTS, SIT_STOCK, \
+	  "kvm_recover_nx_huge_pages", "worker_tears_down") \
+	/* stock kernels: an invalidation is a permission upgrade only \
+	 * inside a syscall that can loosen (mprotect, userfaultfd \
+	 * unprotect) on its thread (scan.c window_inferred_up()) */ \
+	X(RULE_UPGRADE_CAUSE, "upgrade_cause", RULE_LAYER_FACTS, SIT_STOCK, \
+	  "change_protection", "window_inferred_up") \
+	/* exec faults split nothing in a VM whose memory no trace shows \
+	 * mapped huge: the host maps it 4K (engine_nx.c) */ \
+	X(RULE_NX_HUGE_HOST, "nx_huge_host", RULE_LAYER_FACTS, SIT_EVERY, \
+	  "kvm_mmu_hugepage_adjust", "engine_on_sp_alloc") \
+	/* ... nor in a 2M region the host maps 4K, as the region's last \
+	 * fault showed (engine_fault.c host_level_note()) */ \
+	X(RULE_NX_HOST_LEVEL, "nx_host_level", RULE_LAYER_FACTS, SIT_EVERY, \
+	  "kvm_mmu_max_mapping_level", "host_level_note") \
+	/* khugepaged's invalidation of a whole 2M region is a THP \
+	 * collapse, and so is one inside madvise(MADV_COLLAPSE): the \
+	 * region is no longer known 4K (engine_fault.c \
+	 * host_level_collapse()) */ \
+	X(RULE_THP_COLLAPSE, "thp_collapse", RULE_LAYER_FACTS, SIT_EVERY, \
+	  "collapse_huge_page", "host_level_collapse") \
+	/* on a capture that began mid-run, NX splits accounted on the \
+	 * VM-wide guess of the host's mapping are settled by KVM's count \
+	 * (engine_nx.c nx_guess_settle()) */ \
+	X(RULE_NX_GUESS_SETTLE, "nx_guess_settle", \
+	  RULE_LAYER_FACTS, SIT_EVERY, \
+	  "kvm_tdp_mmu_map", "nx_guess_settle") \
+	/* an untraced batch ends at a pause of half the period, not of \
+	 * 50 ms (engine_nx.c nx_batch_gap()) */ \
+	X(RULE_BATCH_PERIOD, "batch_period", RULE_LAYER_FACTS, SIT_STOCK, \
+	  "kvm_nx_huge_page_recovery_worker", "nx_batch_gap") \
+	/* an invalidation zaps leaves only: a table its thread removes \
+	 * after a stock start event (no end event) ends the window \
+	 * (engine_overlay.c) */ \
+	X(RULE_WINDOW_LEAVES, "window_leaves", RULE_LAYER_FACTS, SIT_STOCK, \
+	  "tdp_mmu_zap_leafs", "engine_on_spte") \
+	/* ... and so does its thread's zap of a leaf outside its range \
+	 * (engine_overlay.c) */ \
+	X(RULE_WINDOW_EXIT, "window_exit", RULE_LAYER_FACTS, SIT_STOCK, \
+	  "kvm_tdp_mmu_unmap_gfn_range", "engine_on_spte") \
+	/* on a capture that began mid-run, a window's zap of an entry \
+	 * unknown when it opened is revealed (engine_window.c) */ \
+	X(RULE_WINDOW_UNKNOWN, "window_unknown", RULE_LAYER_FACTS, SIT_MIDRUN, \
+	  "kvm_tdp_mmu_unmap_gfn_range", "window_unknown_at_open") \
+	/* a capture with no syscall: dirty logging from the memslot \
+	 * ioctls' write-protect sweep and collapse (scan.c) */ \
+	X(RULE_DIRTY_SWEEP, "dirty_sweep", RULE_LAYER_FACTS, SIT_STOCK, \
+	  "kvm_mmu_slot_apply_flags", "dirty_sweep_note") \
 	/* an NX split accounted on the guess of the host's mapping, \
 	 * whose region a later fault shows mapped 4K with no \
 	 * invalidation of it between, was never KVM's \
 	 * (engine_nx.c nx_guess_shown()) */ \
-	X(RULE_NX_GUESS_SHOWN, "nx_guess_shown") \
-	/* on a stock capture, an exec fault sees a dirty-logging flip \
-	 * from the first SPTE change of its KVM_SET_USER_MEMORY_REGION, \
-	 * not from its entry (engine_nx.c engine_on_sp_alloc()) */ \
-	X(RULE_SWAP_SWEEP, "swap_sweep")
+	X(RULE_NX_GUESS_SHOWN, "nx_guess_shown", RULE_LAYER_FACTS, SIT_EVERY, \
+	  "kvm_tdp_mmu_map", "nx_guess_shown")
+
+#define REPLAY_RULE_LIST(X) \
+	REPLAY_RULES_KERNEL(X) \
+	REPLAY_RULES_TIMING(X) \
+	REPLAY_RULES_IDENTITY(X) \
+	REPLAY_RULES_FACTS(X)
 
 /*
  * Why a policy cannot act on the recorded host or capture: its figures
@@ -339,8 +460,10 @@ enum fault_exempt {
 	EXEMPT_REASONS
 };
 
+#define REPLAY_RULE_ENUM_ENTRY(e, name, layer, sit, kfn, fn) e,
+
 enum replay_rule {
-	REPLAY_RULE_LIST(REPLAY_ENUM_ENTRY)
+	REPLAY_RULE_LIST(REPLAY_RULE_ENUM_ENTRY)
 	REPLAY_RULES
 };
 
