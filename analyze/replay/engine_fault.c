@@ -281,12 +281,10 @@ static enum fault_exempt pending_holder(const struct engine *e,
  * span's thread made.  The SPTE is written before its tracepoint fires;
  * where the fault came after that thread's previous event, the write
  * that made the vCPU fault lies in that gap, between the two events.
- * Seen where the zapping thread stalls between its write and its
- * tracepoint (the lab's emulation: khugepaged's first collapse window
- * on stock 6.12, 74 faults on one entry in 5 ms), and in 6.12's
- * read-locked collapse when dirty logging stops, whose frozen parent
- * entry is flushed before the removal is written and traced (353
- * faults of one VM in a 380 ms ioctl).  The patched kernel traces the
+ * Such a gap opens where the zapping thread stalls between its write
+ * and its tracepoint, and in 6.12's read-locked collapse when dirty
+ * logging stops, whose frozen parent entry is flushed before the
+ * removal is written and traced.  The patched kernel traces the
  * flush, and frozen_entry ties those faults to it; without flush events
  * the gap is the evidence.  Such a fault is tied to its own entry's
  * change, as racing_vcpu and frozen_entry are: shown, not capped.  What
@@ -520,10 +518,7 @@ void engine_on_fault(struct engine *e, struct thread_ctx *t,
  * or not the table still held leaves: tdp_mmu_map_handle_target_level()
  * flushes the gfn's range after setting a leaf over a present non-leaf
  * SPTE (6.1 and 6.12).  So the fault's context is one that must flush
- * (rule table_leaf_flush).  Seen on patched 6.12, two basic VMs and a
- * bgsnapshot one under KSM and khugepaged: khugepaged's collapse zapped
- * the one 4K leaf of a 2 MiB region, and the vCPU's next fault there
- * mapped it 2M over the empty table and flushed (22 flush_context).
+ * (rule table_leaf_flush).
  */
 void fault_ctx_close(struct engine *e, struct thread_ctx *t)
 {

@@ -297,14 +297,13 @@ static void lock_wait(struct engine *e, struct thread_ctx *t, int64_t ts,
  * before (kvm_page_fault, at the NPF exit's handler), on the same
  * CLOCK_MONOTONIC as the trace.  So the wait began after its fault's
  * event, at the fault's gfn: one that began sooner was not measured as
- * the kernel measures it (every wait of the patched fixtures began 7.9
- * us or more after its fault).  What it cannot catch: a wait traced
- * shorter than it was, or longer by less than the time from the fault
- * event to the lock; whether a traced hold covers it (writers no
- * capture traces, the aging notifiers, and time the host did not run
- * the waiting vCPU leave waits no traced span meets: docs/design.md,
- * "The self-check").  A wait with no fault of its thread open (a
- * capture begun between them) is not judged.
+ * the kernel measures it.  What it cannot catch: a wait traced shorter
+ * than it was, or longer by less than the time from the fault event to
+ * the lock; whether a traced hold covers it (writers no capture traces,
+ * the aging notifiers, and time the host did not run the waiting vCPU
+ * leave waits no traced span meets: docs/design.md, "The self-check").
+ * A wait with no fault of its thread open (a capture begun between
+ * them) is not judged.
  */
 static void lock_wait_check(struct engine *e, const struct thread_ctx *t,
 			    const struct model_event *ev)

@@ -215,10 +215,7 @@ static int64_t nx_guess_shown_4k(const struct engine *e,
  * showed yet (the VM's first fault, at its code) takes the guess too:
  * there the model counted no more than KVM can be the guesses' only
  * where the capture has since shown their regions mapped 4K, and only
- * that many (seen on patched 6.1, three VMs under KSM and one 64 MiB
- * memory cgroup: the nxrecovery VM's first exec fault, at gfn 1,
- * counted a split KVM never made; the region's later faults showed the
- * host mapping it 4K).
+ * that many.
  */
 static int nx_guess_settle(struct engine *e, int64_t kvm)
 {
@@ -311,14 +308,9 @@ void nx_guess_touch(struct engine *e, uint64_t gs, uint64_t ge)
  * whole THP (its pages in place) or a collapse, and changes it only
  * under an invalidation (a THP split, KSM's merge, reclaim, migration).
  * So KVM never accounted it (kvm_tdp_mmu_map() accounts a split only
- * where fault->req_level reaches 2M): it leaves both lists.  Seen on
- * stock 6.1, nxrecovery, bgsnapshot and basic VMs under KSM and one 64
- * MiB memory cgroup: the nxrecovery VM's first exec fault, at gfn 1 on
- * a 4K page that sat at its place by chance (pfn 0x10401), split the
- * region; gfn 0's fault 0.1 ms later mapped pfn 0x10402; every
- * recovery batch then took one page fewer than the model's count gave
- * (recovery_batch 2).  What this cannot catch: a guess no later fault
- * of the region contradicts before the region is invalidated.
+ * where fault->req_level reaches 2M): it leaves both lists.  What this
+ * cannot catch: a guess no later fault of the region contradicts before
+ * the region is invalidated.
  */
 void nx_guess_shown(struct engine *e, uint64_t gfn)
 {
@@ -473,10 +465,9 @@ static void nx_batch_span_settle(struct engine *e)
  * host could have mapped the 2M page huge: kvm_tdp_mmu_map() accounts
  * it only when fault->req_level reaches 2M, the host mapping's level
  * (kvm_mmu_max_mapping_level()).  A VM whose trace never shows a leaf
- * above 4K is taken as backed by 4K host pages (rule nx_huge_host;
- * seen on a VM without THP beside one with it, one kvm module forcing
- * nx_huge_pages for both), and so is a 2M region whose last fault
- * showed the host mapping it 4K (rule nx_host_level, engine_fault.c
+ * above 4K is taken as backed by 4K host pages (rule nx_huge_host),
+ * and so is a 2M region whose last fault showed the host mapping it 4K
+ * (rule nx_host_level, engine_fault.c
  * host_level_note(): KSM splits the THP it merges a page of).  The
  * region's own evidence of a huge host page (a fault's goal level, a
  * THP collapse: host_level_collapse()) stands against the VM-wide
@@ -495,14 +486,9 @@ static void nx_batch_span_settle(struct engine *e)
  * reclaim and KSM invalidations never stop for long, so on a stock
  * capture the flip dates, for the faults, from that first change, not
  * from the ioctl's entry (rule swap_sweep; the patched memslot event
- * and KVM's count settle it, rule slot_swap).  Seen on stock 6.1,
- * nxrecovery, bgsnapshot and basic under KSM and one 64 MiB memory
- * cgroup: the ioctl took 326 ms; the exec faults 60 ms after its entry
- * re-split two recovered regions, which KVM counted (its nx_lpage_splits
- * stat, read by the workload: 8 where the model held 6), and a later
- * batch took one page more than the model's count gave.  What it cannot
- * catch: a swap early in the ioctl and a long SRCU wait after it, whose
- * faults in between saw logging on.
+ * and KVM's count settle it, rule slot_swap).  What it cannot catch: a
+ * swap early in the ioctl and a long SRCU wait after it, whose faults in
+ * between saw logging on.
  */
 static void nx_table_link(struct engine *e, uint64_t key, uint64_t addr,
 			  unsigned flags);
@@ -724,21 +710,18 @@ static void batch_wake(struct engine *e, struct batch *b,
 	 * kvm_nx_lpage_recovery_worker(), 6.12 nx_huge_page_last), so a
 	 * batch that begins much sooner says the period is not the one
 	 * the kernel ran with.  A quarter of the period is allowed: in
-	 * the QEMU TCG lab jiffies run unevenly against the trace clock
-	 * (a 6.12 capture woke 902 ms after a batch with a 1000 ms
-	 * period).  Jiffies that lag when the previous batch returns (the
-	 * tick held back) make the worker wake both late and then early:
-	 * a short gap right after a long one is a catch-up, not a shorter
-	 * period, while the two gaps together still span three quarters
-	 * of two periods (a 6.12 capture of nx_huge_pages_test, period
-	 * 100 ms: 236 ms, then 70 ms); before the first batch of a
-	 * capture begun mid-run the worker waited at least since the
-	 * capture began.  Only between traced batches (the
-	 * patched begin and end events): an inferred batch may be one
-	 * split at a long pause.  What it cannot catch: a recorded period
-	 * shorter than the real one (a worker may wake late), or off by
-	 * less than a quarter, or by less than a quarter over a late and
-	 * an early wake together. */
+	 * the QEMU TCG lab jiffies run unevenly against the trace clock.
+	 * Jiffies that lag when the previous batch returns (the tick held
+	 * back) make the worker wake both late and then early: a short
+	 * gap right after a long one is a catch-up, not a shorter period,
+	 * while the two gaps together still span three quarters of two
+	 * periods; before the first batch of a capture begun mid-run the
+	 * worker waited at least since the capture began.  Only between
+	 * traced batches (the patched begin and end events): an inferred
+	 * batch may be one split at a long pause.  What it cannot
+	 * catch: a recorded period shorter than the real one (a worker
+	 * may wake late), or off by less than a quarter, or by less
+	 * than a quarter over a late and an early wake together. */
 	if (!e->batches_seen && e->res->began_mid_run &&
 	    ev->kind == MEV_NX_RECOVERY && ev->u.nx.phase == MEV_NX_BEGIN)
 		/* The worker ran before the capture: it waited at least
@@ -821,8 +804,7 @@ static void nx_batch_size(struct engine *e)
  * period known (rule batch_period), than half of it.  The worker sleeps
  * a period after a batch returned (less a jiffy), so a pause shorter
  * than half of it is the batch yielding mmu_lock (cond_resched_rwlock_*()
- * in the loop) on a busy host: seen on stock 6.12 with two VMs on two
- * CPUs, a batch of 12 pages paused 150 ms after its first.
+ * in the loop) on a busy host.
  */
 int64_t nx_batch_gap(const struct engine *e)
 {

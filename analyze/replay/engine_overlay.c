@@ -345,9 +345,7 @@ static void stale_leaf_add(void *arg, int level, uint64_t gfn, uint64_t spte)
  * tracepoint, which fires after its cmpxchg, can come after the
  * second's.  An entry installed while the model's parent entry is known
  * and not present is such an install: the parent's link, when it is
- * traced, links the table that holds it (RULE_LATE_LINK).  Seen on 6.12
- * (KVM's memslot_modification_stress_test, 2 vCPUs: an L2 link and 54
- * leaves traced before the L3 link above them).
+ * traced, links the table that holds it (RULE_LATE_LINK).
  */
 static void late_link_note(struct engine *e, int as_id, int level,
 			   uint64_t gfn)
@@ -503,8 +501,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 	 * every entry that is not a present leaf), so a table its thread
 	 * removes is no part of it.  A stock start event has no end: the
 	 * window ended before this change, whatever the thread runs now
-	 * (the VM's teardown when its mm goes, 17 ms after a reclaim's
-	 * last invalidation in one capture).
+	 * (the VM's teardown when its mm goes, for one).
 	 */
 	if (t->ctx_kind == CTX_WINDOW && !t->win_measured && was_present &&
 	    !was_leaf && !is_present && engine_rule(e, RULE_WINDOW_LEAVES))
@@ -588,11 +585,7 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		 * tracepoint does not name the root (engine_roots.c).  The
 		 * model cannot tell the two apart, so the entry is in doubt:
 		 * its later zap (the new root's, once retired) is revealed,
-		 * not judged.  Seen on a late cut of KVM's
-		 * memslot_modification_stress_test (6.12): the ioctl's thread,
-		 * zapping the old root since before the cut, took a leaf a
-		 * vCPU had just installed in the new one, whose zap at the
-		 * next deletion then counted 2 more than the model held.
+		 * not judged.
 		 */
 		if (unknown_ctx && engine_rule(e, RULE_UNKNOWN_ZAP) &&
 		    tdp_set(&e->tdp_doubt, as, level, gfn, 1) < 0)
@@ -621,11 +614,10 @@ void engine_on_spte(struct engine *e, struct thread_ctx *t,
 		}
 		/*
 		 * A leaf the model did not hold was no window's count, nor
-		 * a whole root's zap's (stock 6.12, two bgsnapshot VMs under
-		 * one memory cgroup cut 2.8 s in: the other VMM thread
-		 * reclaimed 64 pages the cut had not shown ahead of the
-		 * exiting VM's zap, which had not counted them either:
-		 * predicted 816, traced 880).
+		 * a whole root's zap's: another thread's removal of it (on
+		 * a capture begun mid-run, a reclaim of pages the capture
+		 * had not shown, ahead of an exiting VM's zap) takes
+		 * nothing off their predictions.
 		 */
 		held = spte_present_leaf(f, tdp_get(&e->tdp_obs, as, level, gfn),
 					 level);

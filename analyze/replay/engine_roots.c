@@ -318,10 +318,7 @@ static void leaf_seen(void *arg, int level, uint64_t gfn, uint64_t spte)
  * top-level entries (tdp_mmu_zap_root()), and it zaps every leaf first
  * (the 1G entries' pass, 6.1 and 6.12; 6.12's leaves before that), so
  * the current root's own zap would have traced those leaves' zaps
- * before.  Seen on patched 6.1 cuts that begin inside the old root's
- * zap, its thread first traced after the capture's first moments: the
- * removal took the vCPUs' new root (1,105 leaves predicted, none
- * traced).
+ * before.
  */
 static int top_table_elsewhere(const struct engine *e,
 			       const struct model_event *ev)
@@ -346,11 +343,7 @@ static int top_table_elsewhere(const struct engine *e,
  * logging's split pages, a read-locked recovery), which traces the
  * freeze and not the clear; handle_removed_pt() under the read lock
  * marks every entry of the table it removes, the empty ones too, so an
- * empty 2M entry marked removed is a table's removal (seen on a
- * patched 6.1 capture cut at 90%: the VMM thread, inside the memslot
- * ioctl since before the cut, froze a 2M entry to collapse it, and its
- * removal went to a root of its own; the vCPU's exec fault there then
- * was not required).
+ * empty 2M entry marked removed is a table's removal.
  */
 static int tears_down_above_2m(const struct engine *e,
 			       const struct model_event *ev)
@@ -379,9 +372,8 @@ int roots_route(struct engine *e, struct thread_ctx *t,
 	 * capture's first moments; when its first event, however late,
 	 * removes a table above 2M or marks an entry of one
 	 * (RULE_FIRST_REMOVAL: a zap begun in the capture follows its
-	 * thread's memslot change or ioctl; seen on patched 6.1 cuts, the
-	 * thread first traced 65 to 290 ms in); or when a top-level table
-	 * it removes is not the current root's (RULE_TOP_TABLE). */
+	 * thread's memslot change or ioctl); or when a top-level table it
+	 * removes is not the current root's (RULE_TOP_TABLE). */
 	if (td && !t->is_worker && t->ctx_kind == CTX_NONE &&
 	    (t->fresh ||
 	     (!t->seen && tears_down_above_2m(e, ev) &&

@@ -128,8 +128,8 @@ void teardown_collapse_kept(struct engine *e, const struct thread_ctx *t,
  * patched capture a batch is traced from its begin to its end event
  * (kernel-series patch 9): a free outside one is the VM's own teardown,
  * which on 6.12 the worker (a vhost task of the VM process) may finish
- * after another thread zapped the leaves (seen with two VMs: the VMM
- * thread zapped every 4K leaf, the worker freed the tables).
+ * after another thread zapped the leaves (the VMM thread zaps every 4K
+ * leaf, the worker frees the tables).
  */
 static int worker_tears_down(const struct engine *e, int level, uint64_t gfn)
 {
@@ -144,15 +144,13 @@ static int worker_tears_down(const struct engine *e, int level, uint64_t gfn)
 	 * Without batch events (a stock kernel): the worker recovers only
 	 * tables KVM's list holds (kvm_recover_nx_huge_pages() takes them
 	 * from possible_nx_huge_pages), so its free of an L1 table the list
-	 * does not hold, once the model's list is KVM's, is a teardown (seen
-	 * on stock 6.12: the worker freed a VM's 16 unlisted tables at its
-	 * exit, after the VMM thread zapped their leaves).  Where the
-	 * trace shows KVM_RUN (syscall events), only while every vCPU has
-	 * left it: a VM whose vCPUs run is not being torn down, so there
-	 * an unlisted free is a recovery the model's list missed, which
-	 * the batch's size check fails on.  What this cannot catch: a list
-	 * the model holds wrong on a capture without syscall events, or at
-	 * a moment no vCPU runs.
+	 * does not hold, once the model's list is KVM's, is a teardown.
+	 * Where the trace shows KVM_RUN (syscall events), only while every
+	 * vCPU has left it: a VM whose vCPUs run is not being torn down,
+	 * so there an unlisted free is a recovery the model's list missed,
+	 * which the batch's size check fails on.  What this cannot catch:
+	 * a list the model holds wrong on a capture without syscall
+	 * events, or at a moment no vCPU runs.
 	 */
 	return engine_rule(e, RULE_UNLISTED_FREE) && level == TDP_LEVEL_4K &&
 		e->nx_list_known && !e->scan->seen[MEV_NX_RECOVERY] &&
@@ -373,10 +371,7 @@ int teardown_entry_replaced(struct engine *e, const struct thread_ctx *t,
  * or not past the last leaf that removal zapped: handle_removed_pt()
  * walks the table's entries once, in gfn order (nested tables in
  * place), so a leaf at or below one it zapped is a leaf of a table
- * linked there since (rule removal_walk; seen on stock 6.12: the NX
- * worker recovered a basic VM's table at gfn 0, a vCPU refaulted
- * there, and the VM's zap at its exit, 276 ms later in the same
- * thread, began with that leaf).
+ * linked there since (rule removal_walk).
  */
 int teardown_zap_all_starts(struct engine *e, const struct thread_ctx *t,
 			    const struct model_event *ev)
@@ -432,12 +427,7 @@ void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
  * A leaf another thread removes ahead of the walk of an open zap of a
  * whole root is not that zap's: the walk finds it gone.  The zap
  * yields mmu_lock on its way (tdp_mmu_iter_cond_resched()), and an
- * invalidation of the VM's memory takes the lock then: seen on stock
- * 6.12 with two VMs under one memory cgroup, the other VM's VMM thread
- * reclaiming the exiting VM's pages (its direct reclaim, the rmap walk
- * of each page) while the NX worker, the last holder of the exiting
- * VM's mm, zapped the VM at its exit; 64 leaves ahead of the walk went
- * meanwhile (predicted 2,046, traced 1,982).
+ * invalidation of the VM's memory takes the lock then.
  *
  * The walk is where its last zap was: 6.12 zaps a root in passes, 4K
  * leaves first, then 2M, then 1G, each in gfn order, so a leaf of a
@@ -446,9 +436,10 @@ void teardown_zap_all_open(struct engine *e, struct thread_ctx *t,
  * lower level past the walk is ahead too but not taken so, and the
  * mismatch stays).  Only while the walk has leaves the model counted
  * left to zap, and only a leaf the model held (its caller checks): one
- * a capture begun mid-run had not shown was in no count.  What it cannot catch: a leaf installed after the zap
- * began and removed ahead of its walk (no vCPU runs in a VM being
- * zapped whole at its exit; a memslot's zap takes retired roots).
+ * a capture begun mid-run had not shown was in no count.  What it
+ * cannot catch: a leaf installed after the zap began and removed ahead
+ * of its walk (no vCPU runs in a VM being zapped whole at its exit; a
+ * memslot's zap takes retired roots).
  */
 void teardown_removal(struct engine *e, const struct thread_ctx *self,
 		      int as_id, int level, uint64_t gfn)

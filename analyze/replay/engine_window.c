@@ -81,9 +81,9 @@ static int unknown_put(void *arg, uint64_t gfn)
  * the model does not know when it opens: its prediction counts only the
  * leaves it knows then, so its zap of one of these is revealed, not
  * judged, even where the entry became known meanwhile (a walk that
- * yielded mmu_lock for 218 ms on stock 6.12 under khugepaged, while
- * dirty logging write-protected the leaves it had not reached: the
- * cut showed them then, not when the collapse began).
+ * yields mmu_lock while another thread, dirty logging for one, changes
+ * the leaves it has not reached: the capture shows them then, not when
+ * the window opened).
  */
 static void window_unknown_note(struct engine *e, struct thread_ctx *t)
 {
@@ -273,10 +273,7 @@ void window_install(struct engine *e, struct thread_ctx *self, int as_id,
 /*
  * Where t's walk is: past the last gfn its zap of the leaf at (as_id,
  * level, gfn) covered.  A huge leaf is traced at its aligned gfn and
- * zapped whole: the walk is past its whole span (seen on stock 6.12:
- * ksmd zapped a 2M leaf at gfn 0, and the VM's own invalidation of gfn
- * 1 later, while the stock window was still open in the model, was
- * taken for a removal ahead of the walk: zap_count).
+ * zapped whole: the walk is past its whole span.
  */
 void window_walked(struct thread_ctx *t, int as_id, int level, uint64_t gfn)
 {
@@ -300,24 +297,14 @@ void window_walked(struct thread_ctx *t, int as_id, int level, uint64_t gfn)
  * finds it gone.  kvm_tdp_mmu_unmap_gfn_range() walks each range in gfn
  * order and may yield mmu_lock on the way (tdp_mmu_iter_cond_resched(),
  * a blockable notifier), and the NX recovery worker takes the lock
- * then: seen on stock 6.12 with two VMs under NUMA balancing, a vCPU's
- * NUMA-hinting invalidation of its whole 128 MiB found 4,259 of its
- * leaves removed by the worker's recovery meanwhile (predicted 24,592,
- * traced 20,333).  A leaf behind the walk was zapped by it, so one
- * removed there now was installed after it and was never counted.
- * Only while the walk has leaves the model counted left to zap (it
- * zapped fewer than predicted): a stock start event has no end, so a
- * window stays open after its walk, and a later removal in its range
- * is of a leaf installed since (seen on stock 6.1, two VMs under KSM
- * and khugepaged: khugepaged's collapse zapped the 5 leaves predicted,
- * and ksmd's merges in the region after it took the prediction to 0).
- * A leaf the model does not hold was never counted, so its removal
- * takes nothing off; the caller asks only for those it holds (patched
- * 6.12, bgsnapshot and basic under NUMA balancing and one memory
- * cgroup, cut at 80%: the basic VM's thread reclaimed 31 of the
- * bgsnapshot VM's pages the model did not hold, ahead of that VM's
- * exit unmap, whose prediction fell to 44 of the 75 it zapped).
- * What it cannot catch: a walk that does not go in gfn order, a range
+ * then.  A leaf behind the walk was zapped by it, so one removed there
+ * now was installed after it and was never counted.  Only while the
+ * walk has leaves the model counted left to zap (it zapped fewer than
+ * predicted): a stock start event has no end, so a window stays open
+ * after its walk, and a later removal in its range is of a leaf
+ * installed since.  A leaf the model does not hold was never counted,
+ * so its removal takes nothing off; the caller asks only for those it
+ * holds.  What it cannot catch: a walk that does not go in gfn order, a range
  * of several memslots walked out of the model's order.
  */
 void window_removal(struct engine *e, struct thread_ctx *self, int as_id,

@@ -21,9 +21,7 @@ const struct policy policy_perm_upgrade = {
 	/* A kept invalidation still takes mmu_lock, briefly, to decide:
 	 * the faults that meet that hold wait at moments of the policy's
 	 * own run, which no recorded wait dates.  Their time is short (the
-	 * lock-wait time stays a bound), their number is not: on the 6.12
-	 * run sets B's runs waited 197-435 times where the what-if left
-	 * 72-767 of A's (bench/results/ab-lock-holds-6.12-2026-12-05.txt). */
+	 * lock-wait time stays a bound), their number is not. */
 	.not_modelled = POLICY_FIG_LOCK_WAIT_COUNT,
 	/* What the lab pairs measured of it: docs/design.md, "What the
 	 * policies leave out". */

@@ -17,9 +17,8 @@
  * none came before a vCPU showed the VM.  A process that makes its VM
  * in the capture has none before that: its threads' rows before the
  * creation are another VM's work or none (reclaim under a memory cgroup
- * the two VMs share, seen on stock 6.1: the nxrecovery process zapped
- * the bgsnapshot VM's leaves before it made its own VM), and the pass
- * decides them by state as it does a kernel thread's.
+ * the two VMs share), and the pass decides them by state as it does a
+ * kernel thread's.
  */
 static int thread_vms(sqlite3 *db, struct u64map *out)
 {

@@ -105,11 +105,7 @@ static int ev_leaf_zap(const struct pass *p, const struct model_event *ev)
  * holds them as the replay does (engine_overlay.c, rule eager_split),
  * so an aged child (reclaim in another VM's thread clearing its
  * accessed bit) is known as this VM's, not taken for a leaf under a
- * table of another VM whose entries its state never showed.  Seen on
- * patched 6.12, nxrecovery, bgsnapshot and basic under NUMA balancing
- * and one 80 MiB memory cgroup, cut at 20%: the bgsnapshot VM's vCPU
- * aged 512 children of the nxrecovery VM's split page at gfn 0; they
- * went to the bgsnapshot VM, whose windows then predicted zaps of them.
+ * table of another VM whose entries its state never showed.
  */
 static void leaves_split(struct pass *p, int vm, const struct model_event *ev)
 {
@@ -196,12 +192,8 @@ static void base_bound(struct kthread *k, int level, uint64_t gfn)
  * collapse; the VM's exit that zapped its first and last page), else
  * an interval.  Only where its state alone held one: a decision of its
  * thread's VM by default (a capture begun mid-run, where no state
- * showed the leaves) would teach one VM another's base.  Seen on stock
- * 6.1 with three VMs under one memory cgroup cut at 50%: the basic VM
- * held none of the single pages the cut showed reclaimed, so only its
- * exit (4,095 of its 4,096 pages zapped, the base then known to within
- * a page) could tell its memslot from the others'.  A narrower span
- * of the same memslot replaces the one it lies in.
+ * showed the leaves) would teach one VM another's base.  A narrower
+ * span of the same memslot replaces the one it lies in.
  */
 static void vm_bases_learn(struct pass *p, int vm, const struct kthread *k)
 {
@@ -252,11 +244,7 @@ static int base_maps(const struct base_span *s, const struct kthread *k,
  * k's invalidation: a memslot learnt for the VM holds that gfn, and
  * puts it outside the range.  A VM's memslots do not overlap in gpa
  * (__kvm_set_memory_region() refuses it), so no other memslot of it
- * can map the gfn there.  Seen on stock 6.1 with three VMs under one
- * memory cgroup cut at 70%: the basic VM's thread reclaimed the pages
- * of a bgsnapshot VM that ran no vCPU after the cut (its state showed
- * nothing, so no memslot of it was learnt): kept as the basic VM's,
- * they taught its replay a second memslot.
+ * can map the gfn there.
  * What it cannot catch: a memslot moved to another hva since it was
  * learnt (deleted and made again), which it takes for another VM's.
  */
@@ -418,18 +406,13 @@ static int aged_vm(const struct pass *p, const struct model_event *ev,
  * changes other threads traced since, so it moves the leaf only where
  * none of them changed it meanwhile: no change applied to the entry
  * came after it in the trace, and the leaf still reads as the change
- * found it (but for the accessed and dirty bits the CPU sets).  Seen
- * on stock 6.1 under MADV_COLLAPSE: the VMM thread's collapse window,
- * held to its end, zapped a leaf its vCPU refaulted before the window
- * ended, and the zap applied last left the VM's state without the
- * leaf ksmd then zapped (the VM's state fitted no more: the other VM
- * took the context).  The value alone cannot tell a refault of the
- * same page with the same permissions (stock 6.12, two bgsnapshot VMs
- * under one memory cgroup and compaction: a VMM thread's reclaim of
- * the other VM's page, held until its thread's next event, was
- * applied after the VM refaulted that page, and emptied the entry; the
- * next reclaim of the page then fitted no VM and stayed with its
- * thread's, and the VM's exit zapped 3 leaves fewer than predicted).
+ * found it (but for the accessed and dirty bits the CPU sets).  A zap
+ * applied last whatever came after it would leave the VM's state
+ * without a leaf its vCPU refaulted before the context ended, and a
+ * later zap of that leaf would fit the VM no more.  The value alone
+ * cannot tell a refault of the same page with the same permissions: a
+ * held zap applied after such a refault empties the entry the VM holds
+ * again.
  */
 static void leaves_apply_held(struct pass *p, int vm,
 			      const struct model_event *ev)
@@ -526,10 +509,7 @@ static int aged_by_set(struct pass *p, int32_t tid, uint64_t vm)
  * a leaf zap of a window kept as vm's on a guess (k->doubt) leaves the
  * entry unknown in vm's state, as it was: emptied, it would rule vm
  * out for the next zap of the entry, though the guess may be wrong
- * (rule vm_doubt_state).  Seen on own_alone()'s capture: a reclaim
- * kept on a guess emptied its VM's entry; that VM's own page at the
- * gfn, reclaimed later by the other VM's thread, then fitted the other
- * VM alone, which learnt the first one's memslot from it.
+ * (rule vm_doubt_state).
  */
 static void own_row(struct pass *p, const struct kthread *k, int vm,
 		    const struct model_event *ev, int held)
@@ -572,11 +552,7 @@ static void own_give(struct pass *p, struct kthread *k,
  * held none of them and the other's some (a capture begun mid-run,
  * where states show what the capture did); else, where no state tells,
  * when the one VM whose learnt memslot maps its first zap into its
- * range is another that fits them all (kvm_handle_hva_range(): seen on
- * a stock 6.12 capture of two VMs under one memory cgroup cut at 70%,
- * where one VMM thread reclaimed the other VM's pages the cut had not
- * shown: kept as its own, they taught its VM the other's memslot, and
- * its windows there that zapped nothing were predicted to zap).
+ * range is another that fits them all (kvm_handle_hva_range()).
  */
 static uint64_t own_moved_to(const struct pass *p, const struct kthread *k)
 {
@@ -600,11 +576,7 @@ static uint64_t own_moved_to(const struct pass *p, const struct kthread *k)
  * zaps and its own held none of them (on a capture begun mid-run,
  * neither state had shown those entries): the VM is a guess, and so is
  * what its zaps leave in its state.  Its leaf zaps are listed; the
- * replay holds the entries in doubt (seen on stock 6.12, bgsnapshot and
- * basic under one memory cgroup cut at 70%: the bgsnapshot VMM
- * thread's reclaim of the basic VM's page at a gfn both VMs map, kept
- * as its own, left its VM's entry empty, and the VM's zap of its own
- * leaf there at its exit was taken for one the model did not hold).
+ * replay holds the entries in doubt.
  */
 static void own_doubt(struct pass *p, const struct kthread *k)
 {
@@ -626,15 +598,8 @@ static void own_doubt(struct pass *p, const struct kthread *k)
  * all, and no learnt memslot ruled its own out.  Its zaps then tell
  * its own VM's memslot as a leaf only that VM's state held would
  * (rule vm_slot_elim): the zaps of one invalidation are one mm's, so
- * one VM's.  Seen on stock 6.1, two bgsnapshot VMs under one memory
- * cgroup cut 5.8 s in: neither VM's state held one leaf any window
- * zapped (one VM ran no vCPU in the cut), so no memslot was learnt;
- * each VMM's threads reclaimed the other VM's pages, kept as their own
- * VM's on a guess, and each VM's replay learnt both memslots: a
- * copy-on-write of one VMM's snapshot buffer, at the hva where the
- * other VMM has its guest RAM, was predicted to zap the first VM's
- * pages there (103 zap_count mismatches).  Learnt, the memslots move
- * those reclaims to the VM they map (own_moved_to()).
+ * one VM's.  Learnt, the memslots move a window that zapped another
+ * VM's pages to the VM they map (own_moved_to()).
  * What it cannot catch: a zap of a VM the capture does not know (its
  * process traced nothing), taken for the only VM left.
  */
@@ -660,15 +625,7 @@ static void context_close(struct pass *p, struct kthread *k)
 			p->out->windows_moved++;
 		} else if (k->own_off && !k->own_held) {
 			/* Not its VM's (own_off), and no one other VM's:
-			 * no VM's, never its thread's guess.  Seen on
-			 * stock 6.1, three VMs under one memory cgroup
-			 * cut at 70% (a VM whose vCPUs ran no more, so
-			 * its memslot unlearnt: vm_bases_excluding()) and
-			 * at 80% (a bgsnapshot VMM thread reclaimed a
-			 * page of a VM none of whose states held it at
-			 * that gfn, another root's perhaps: kept, it
-			 * emptied its own VM's leaf there, whose zap at
-			 * the VM's exit was then one too many). */
+			 * no VM's, never its thread's guess. */
 			k->vm = 0;
 			p->out->windows_no_vm++;
 		} else if (k->zapped && k->cand && !k->own_held) {
@@ -872,9 +829,9 @@ static int own_window(struct pass *p, const struct model_event *ev,
 	/* Each leaf it zaps holds a page of its range, a page no other
 	 * zap of it holds: a zap past its pages is other work (on 6.12
 	 * the VM's zap at its exit, every 4K leaf first, by the thread
-	 * whose reclaim window came last; seen with three VMs under one
-	 * memory cgroup, where that window had zapped another VM's
-	 * leaf and the exit's 3,562 zaps kept it with its thread's VM). */
+	 * whose reclaim window came last: taken into that window, the
+	 * exit's zaps would keep the window with its thread's VM where
+	 * it zapped another VM's leaf). */
 	if (k->he > k->hs && k->nzaps >= (int)((k->he - k->hs) >> 12) &&
 	    ev_leaf_zap(p, ev)) {
 		context_close(p, k);

@@ -28,37 +28,34 @@
  *   - a leaf aged (its accessed bit alone cleared) is the VM's whose
  *     state holds that leaf (its value but for the accessed and dirty
  *     bits the CPU sets), when one VM's alone does, whatever thread
- *     aged it: reclaim ages every page of a
- *     memory cgroup or LRU in whichever thread needs memory (a VM
- *     process's thread ages another VM's pages under one cgroup, seen
- *     on patched 6.1 with two VMs under a 64 MiB limit), and the aging
- *     notifiers have no tracepoint to name the VM.  Its row's own VM,
- *     the thread's, is overridden (moved), and so is the flush that
- *     thread traces next (clear_flush_young flushes the VM it aged).
- *     With several VMs, an aged leaf no VM's state holds anything at
- *     (a capture begun mid-run) is no VM's: moved to none, counted in
- *     aged_unknown, never its thread's guess.
+ *     aged it: reclaim ages every page of a memory cgroup or LRU in
+ *     whichever thread needs memory (a VM process's thread ages another
+ *     VM's pages under one cgroup), and the aging notifiers have no
+ *     tracepoint to name the VM.  Its row's own VM, the thread's, is
+ *     overridden (moved), and so is the flush that thread traces next
+ *     (clear_flush_young flushes the VM it aged).  With several VMs, an
+ *     aged leaf no VM's state holds anything at (a capture begun
+ *     mid-run) is no VM's: moved to none, counted in aged_unknown,
+ *     never its thread's guess.
  *   - without the kernel's word (no event names its struct kvm), an
  *     invalidation of a VM process's thread is its VM's only where no
  *     zap tells another: reclaim under a memory cgroup two VMs share
  *     runs in whichever thread needs memory and zaps the other VM's
- *     leaves (stock 6.1: the bgsnapshot VMM thread reclaimed 512-leaf
- *     runs of the nxrecovery VM's memory).  Its window (its start, then
- *     its thread's SPTE changes and flushes until any other event) is
- *     its row's VM's unless none of its zaps could be that VM's (its
- *     state holds another value there, or never showed the entry and
- *     the VM was made in the capture) and one other VM's state fits
- *     them all: then it is moved there, whole, at its end; and where
- *     no state tells (a capture begun mid-run), when the one VM whose
- *     learnt memslot maps its first zap into its range is another
- *     that fits them all.  A window its own VM cannot have made (its
- *     learnt memslot puts a zapped leaf elsewhere, or its state holds
- *     another page there) that no one other VM fits is no VM's
- *     (windows_no_vm).  A window kept as its VM's though another
- *     VM's state fitted it as well and its own held none of its zaps
- *     is in doubt: its zaps are listed, and the replay does not judge
- *     the next zap of an entry they left (engine_overlay.c).  On such
- *     a capture (some VM made before it),
+ *     leaves.  Its window (its start, then its thread's SPTE changes
+ *     and flushes until any other event) is its row's VM's unless none
+ *     of its zaps could be that VM's (its state holds another value
+ *     there, or never showed the entry and the VM was made in the
+ *     capture) and one other VM's state fits them all: then it is moved
+ *     there, whole, at its end; and where no state tells (a capture
+ *     begun mid-run), when the one VM whose learnt memslot maps its
+ *     first zap into its range is another that fits them all.  A window
+ *     its own VM cannot have made (its learnt memslot puts a zapped
+ *     leaf elsewhere, or its state holds another page there) that no
+ *     one other VM fits is no VM's (windows_no_vm).  A window kept as
+ *     its VM's though another VM's state fitted it as well and its own
+ *     held none of its zaps is in doubt: its zaps are listed, and the
+ *     replay does not judge the next zap of an entry they left
+ *     (engine_overlay.c).  On such a capture (some VM made before it),
  *     a first pass learns the memslots, so that the second decides by
  *     them from the first event on.
  * Memory: each VM's leaves and the seq of each one's last change and,
