@@ -4,7 +4,8 @@
 # Usage: scripts/deb.sh [--out DIR] [--root]
 #   --out DIR  where the .deb and lintian's report go (default ./deb-out)
 #   --root     also install the .deb into a fresh Debian 12 root
-#              (debootstrap --variant=minbase, network needed) and run
+#              (debootstrap --variant=minbase, network needed; its
+#              tarball is kept a week in ROOT_CACHE) and run
 #              mmureplay --help, man mmureplay and the main job on the
 #              bundled capture inside it (about a minute; CI runs it)
 #
@@ -43,8 +44,22 @@ if grep -q '^E:' "$OUT/lintian.txt"; then
 fi
 [ "$ROOT" = 1 ] || exit 0
 R="$WORK/root"
-debootstrap --variant=minbase bookworm "$R" >"$WORK/debootstrap.log" 2>&1 ||
-	{ tail -5 "$WORK/debootstrap.log" >&2; exit 1; }
+# The root is debootstrap's minbase of bookworm, made at most a week ago:
+# its tarball is kept in ROOT_CACHE (default /var/cache/mmureplay) and
+# made again when older or missing, so a run does not unpack the base
+# system each time (a minute of two cores).  apt-get update inside the
+# root then takes today's package lists.
+CACHE=${ROOT_CACHE:-/var/cache/mmureplay}
+BASE="$CACHE/bookworm-minbase.tar"
+mkdir -p "$CACHE"
+if [ -z "$(find "$BASE" -mtime -7 2>/dev/null)" ]; then
+	debootstrap --variant=minbase bookworm "$R" >"$WORK/debootstrap.log" 2>&1 ||
+		{ tail -5 "$WORK/debootstrap.log" >&2; exit 1; }
+	tar -C "$R" -cf "$BASE.tmp" . && mv "$BASE.tmp" "$BASE"
+else
+	mkdir "$R"
+	tar -C "$R" -xf "$BASE"
+fi
 cp "$DEB" "$R/tmp/"
 chroot "$R" sh -c "apt-get update -qq && apt-get install -y -qq man-db xz-utils \
 	/tmp/$(basename "$DEB") >/dev/null" || exit 1
