@@ -24,8 +24,13 @@ sh scripts/setup.sh
 dir=build-fuzz
 # The whole build gets coverage instrumentation; warnings fail it, as in
 # every test build.
+# ccache where installed, as in scripts/test.sh.
+export CCACHE_BASEDIR="$top" CCACHE_NOHASHDIR=1
+launcher=""
+command -v ccache >/dev/null && launcher="-DCMAKE_C_COMPILER_LAUNCHER=ccache"
+# shellcheck disable=SC2086
 CC=clang cmake -S . -B "$dir" -DMMUREPLAY_FUZZ=ON -DMMUREPLAY_SANITIZE=ON \
-	-DMMUREPLAY_WERROR=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	-DMMUREPLAY_WERROR=ON -DCMAKE_BUILD_TYPE=Debug $launcher >/dev/null
 cmake --build "$dir" -j "$(nproc)" --target mmureplay fuzz_metaguard \
 	fuzz_ftrace_text fuzz_stream fuzz_db >/dev/null
 

@@ -12,7 +12,7 @@ PKGS="build-essential cmake pkg-config xz-utils
       liblttng-ust-dev lttng-tools
       libtracecmd-dev libtraceevent-dev libtracefs-dev trace-cmd
       python3 python3-jsonschema python3-distributed protobuf-compiler time
-      clang libclang-rt-14-dev
+      clang libclang-rt-14-dev ccache
       chromium man-db"
 [ "${1:-}" = "--package" ] &&
 	PKGS="$PKGS git debhelper dpkg-dev lintian debootstrap"
