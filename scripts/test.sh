@@ -40,11 +40,8 @@ if [ "${1:-}" = "--sanitize" ]; then
 	select="-L asan -LE slow"
 	# Leaks inside libbabeltrace2's plugin loader, a CTF source that fails
 	# its initialization, and glib's one-time allocations are not ours;
-	# ours are still reported.  The suppressions name the libraries, and
-	# the first frame of a stack (malloc's caller) is exact with the
-	# fast unwinder too, which costs a malloc 40% less of the stage's
-	# time than the full one.  Keep plugins mapped so their frames (and
-	# the suppressions) resolve.
+	# ours are still reported (full stacks, so suppressions can match).
+	# Keep plugins mapped so their frames (and the suppressions) resolve.
 	export LIBBABELTRACE2_NO_DLCLOSE=1
 	export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0"
 	# Per-fixture tests take the middle late cut only (tests/mmrtest.py).
@@ -54,7 +51,7 @@ if [ "${1:-}" = "--sanitize" ]; then
 	# store where a run left them there (tests/mmrtest.py, ORACLE).
 	[ -d build/tests/shared ] && export MMR_ORACLE="$top/build/tests/shared"
 	export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-	export ASAN_OPTIONS="detect_leaks=1"
+	export ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0"
 fi
 # shellcheck disable=SC2086
 cmake -S . -B "$dir" $flags >/dev/null
