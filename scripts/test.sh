@@ -46,9 +46,9 @@ if [ "${1:-}" = "--sanitize" ]; then
 	export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0"
 	# Per-fixture tests take the middle late cut only (tests/mmrtest.py).
 	export MMR_SANITIZE=1
-	# The babeltrace2 CLI's parses of the fixtures (the tests' oracle,
-	# the same for every build) are read from the regular build's
-	# store where a run left them there (tests/mmrtest.py, ORACLE).
+	# The babeltrace2 CLI's times of the fixtures' events (the tests'
+	# oracle, the same for every build) are read from the regular
+	# build's store where a run left them (tests/mmrtest.py, ORACLE).
 	[ -d build/tests/shared ] && export MMR_ORACLE="$top/build/tests/shared"
 	export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 	export ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0"

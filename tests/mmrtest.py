@@ -421,18 +421,6 @@ def run(args, store=True, **kw):
 ORACLE = os.environ.get("MMR_ORACLE")
 
 
-def _oracle(kind, fp):
-    """The path of the item kind (stamps) with key fp: this run's
-    store's, else ORACLE's where it holds one, else where this run's is
-    to be written."""
-    path = os.path.join(SHARED, kind, fp)
-    if not os.path.exists(path) and ORACLE:
-        other = os.path.join(ORACLE, kind, fp)
-        if os.path.exists(other):
-            return other
-    return path
-
-
 def _value(v):
     if v.startswith('"'):
         return v[1:-1]
@@ -521,7 +509,10 @@ def bt_stamps(trace_dir):
     if not SHARED:
         return _bt_stamps(trace_dir)
     fp = hashlib.sha1(_content_key(trace_dir).encode()).hexdigest()
-    path = _oracle("stamps", fp)
+    path = os.path.join(SHARED, "stamps", fp)
+    if ORACLE and not os.path.exists(path) and \
+            os.path.exists(os.path.join(ORACLE, "stamps", fp)):
+        path = os.path.join(ORACLE, "stamps", fp)
     with _locked("stamps-" + fp):
         if not os.path.exists(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)

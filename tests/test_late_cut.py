@@ -45,8 +45,8 @@ import os
 import sqlite3
 import sys
 
-from mmrtest import (check, finish, fresh_dir, ingest_fixture, late_cut,
-                     slice_only, run)
+from mmrtest import (check, db_rows, finish, fresh_dir, ingest_fixture,
+                     late_cut, sanitized, slice_only, run)
 
 mmr, fixture, work = sys.argv[1:4]
 slice_only(fixture)
@@ -55,7 +55,8 @@ name = os.path.basename(os.path.normpath(fixture))
 trace, whole_db = ingest_fixture(mmr, fixture, work)
 # Under the sanitizers (scripts/test.sh --sanitize) the middle cut only:
 # the same code paths at a third of the time.
-SHARES = (0.5,) if os.environ.get("MMR_SANITIZE") else (0.3, 0.5, 0.7)
+SANITIZE = sanitized()
+SHARES = (0.5,) if SANITIZE else (0.3, 0.5, 0.7)
 
 
 def replay(db):
@@ -121,12 +122,9 @@ con.close()
 # self-check's (selfcheck.fixture.*, the same command on the same DB),
 # and what is compared with it below is output the regular run checks:
 # the cut's ingest, replay and self-check run, the rest is not asked.
-SANITIZE = bool(os.environ.get("MMR_SANITIZE"))
 if SANITIZE:
     # What the replay refuses with exit 7: no SPTE change in the DB.
-    con = sqlite3.connect(whole_db)
-    changes = con.execute("SELECT count(*) FROM spte_change").fetchone()[0]
-    con.close()
+    changes = db_rows(whole_db, "SELECT count(*) FROM spte_change")[0][0]
     rc, whole = (0 if changes else 7), {}
 else:
     rc, whole = replay(whole_db)
@@ -146,7 +144,7 @@ manifest = os.path.join(fixture, "manifest.json")
 cut_late = os.path.exists(manifest) and "trim_begin_s" in json.load(
     open(manifest)).get("lab", {})
 if SANITIZE:
-    pass
+    pass    # the whole capture is not replayed here (above)
 elif root_s is None or cut_late:
     check(start.get("began_mid_run") is True,
           "%s: no root allocation traced: began mid-run (%s)" % (name, start))

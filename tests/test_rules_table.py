@@ -41,7 +41,7 @@ def header_rules(text):
     of engine.h's text, by the list each entry is in."""
     out = {}
     marks = [(m.start(), m.group(1).lower()) for m in LIST.finditer(text)]
-    for i, (at, layer) in enumerate(marks):
+    for at, layer in marks:
         end = text.find("\n\n", at)
         body = text[at:end if end >= 0 else len(text)]
         out[layer] = [(n, lay[len("RULE_LAYER_"):].lower(),
